@@ -1,0 +1,48 @@
+/*
+ * codegen.h - lowers a scheduled loop nest to readable C.
+ *
+ * Every kernel has the same ABI, so the runner can call any of them:
+ *
+ *     size_t SYMBOL_workspace_bytes(void);
+ *     void   SYMBOL(float *const *tensors, void *workspace, int n_threads);
+ *
+ * `tensors` holds the op's tensors in order (inputs, then the output);
+ * `workspace` is 64-byte aligned scratch of the size the first function
+ * returns (staged inputs live there); `n_threads` is the thread count for
+ * parallel loops that did not fix their own. The kernel overwrites every
+ * output element and never writes its inputs.
+ *
+ * The reference kernel of an op is different: scalar, unscheduled, double
+ * precision, and it also writes a magnitude per output element (the sum of
+ * the absolute values of the terms) that bounds rounding error:
+ *
+ *     void SYMBOL(const float *const *inputs, double *out, double *out_magnitude);
+ *
+ * Sources need the preamble (rlt_codegen_preamble) once per translation unit.
+ */
+#ifndef RLT_CODEGEN_H
+#define RLT_CODEGEN_H
+
+#include "ir/ir.h"
+
+#define RLT_SYMBOL_MAX 64
+
+typedef struct rlt_kernel_src {
+    char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */
+    char *code;                  /* the kernel's functions; owned: free with rlt_free */
+    bool needs_openmp;           /* has a parallel loop: compile and link with OpenMP */
+} rlt_kernel_src;
+
+/* The shared preamble: includes, vector typedefs, load/store helpers. */
+const char *rlt_codegen_preamble(void);
+
+/* Lowers a checked nest to a kernel. The symbol is derived from the code, so
+ * equal code gives equal symbols (the compile cache relies on it). */
+rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *out, rlt_diag *diag);
+
+/* The op's reference kernel (see above). */
+rlt_status rlt_codegen_reference(const rlt_op *op, rlt_kernel_src *out, rlt_diag *diag);
+
+void rlt_kernel_src_free(rlt_kernel_src *k); /* frees code; the struct stays */
+
+#endif /* RLT_CODEGEN_H */

@@ -1,0 +1,243 @@
+/*
+ * ir.h - tensor expressions, the op library and its spec parser, and the
+ * loop-nest IR that schedules transform and codegen lowers.
+ *
+ * A tensor expression (rlt_op) is
+ *
+ *     OUT[s0, s1, ...]  (+)=  body            summed over the reduction axes
+ *     OUT[s0, s1, ...]   =  epilogue(ACC)     optional, elementwise
+ *
+ * where the output is indexed by the spatial axes in order, `body` is an
+ * expression tree of loads with affine indices over all axes, and the
+ * epilogue (bias add, relu, ...) reads the reduction's result as ACC and loads
+ * indexed by spatial axes only. Loads outside a tensor's bounds read zero:
+ * that is how convolution padding is stated.
+ *
+ * A loop nest (rlt_nest) is a plain value: a fixed-size struct that transforms
+ * copy and edit, never share mutably, so search states can keep many cheaply.
+ * Its iteration variables are the op's axes and the variables split and fuse
+ * made from them; the loops are the current leaf variables, outer to inner.
+ */
+#ifndef RLT_IR_H
+#define RLT_IR_H
+
+#include "core/core.h"
+
+#define RLT_MAX_AXES 12    /* axes of one op */
+#define RLT_MAX_DIMS 6     /* dimensions of one tensor */
+#define RLT_MAX_TENSORS 8  /* inputs and the output */
+#define RLT_MAX_VARS 64    /* iteration variables in one nest, including non-leaf ones */
+#define RLT_MAX_LOOPS 24   /* loops in one nest */
+#define RLT_NAME_MAX 32    /* tensor and axis names, including the NUL */
+#define RLT_LOOP_NAME_MAX 64 /* loop names ("j.o.i", "i.o_j.o"), including the NUL */
+
+/* ---- tensor expressions ------------------------------------------------- */
+
+/* sum_a coef[a] * axis_a + offset, over the op's axes (by index). */
+typedef struct rlt_affine {
+    int64_t coef[RLT_MAX_AXES];
+    int64_t offset;
+} rlt_affine;
+
+typedef enum rlt_expr_kind {
+    RLT_EXPR_CONST,
+    RLT_EXPR_LOAD,
+    RLT_EXPR_ACC,  /* the reduction's result; only in an epilogue */
+    RLT_EXPR_NEG,  /* -a */
+    RLT_EXPR_RELU, /* max(a, 0) */
+    RLT_EXPR_ADD,
+    RLT_EXPR_SUB,
+    RLT_EXPR_MUL,
+    RLT_EXPR_MAX,
+    RLT_EXPR_MIN
+} rlt_expr_kind;
+
+typedef struct rlt_expr rlt_expr;
+struct rlt_expr {
+    rlt_expr_kind kind;
+    double value;                   /* CONST */
+    int tensor;                     /* LOAD: index into rlt_op.tensors */
+    rlt_affine index[RLT_MAX_DIMS]; /* LOAD: one affine index per tensor dimension */
+    const rlt_expr *a, *b;          /* operands (unary: a only) */
+};
+
+typedef struct rlt_tensor {
+    char name[RLT_NAME_MAX];
+    int n_dims;
+    int64_t dims[RLT_MAX_DIMS];
+    bool is_output;
+    bool is_weight; /* a parameter a framework would pre-pack once (weights, bias) */
+} rlt_tensor;
+
+typedef struct rlt_axis {
+    char name[RLT_NAME_MAX];
+    int64_t extent;
+    bool is_reduce;
+} rlt_axis;
+
+/* An operator. Built by rlt_op_parse / rlt_op_from_expr, freed by
+ * rlt_op_destroy; expression nodes live in the op's arena. */
+typedef struct rlt_op {
+    rlt_arena *arena;
+    char kind[RLT_NAME_MAX]; /* "matmul", ..., or "expr" for a user's expression */
+    char spec[512];          /* canonical spec: every key, in the library's order */
+    int n_axes;
+    int n_spatial;           /* axes[0 .. n_spatial-1] index the output, in order */
+    rlt_axis axes[RLT_MAX_AXES];
+    int n_tensors;           /* inputs in call order, then the output (last) */
+    rlt_tensor tensors[RLT_MAX_TENSORS];
+    const rlt_expr *body;     /* summed over the reduction axes (assigned if none) */
+    const rlt_expr *epilogue; /* NULL, or elementwise over ACC and spatially indexed loads */
+    double flops;             /* floating-point operations of one call */
+} rlt_op;
+
+/* One parameter of a built-in op, for `rltune ops` and the parser. */
+typedef struct rlt_op_param {
+    const char *key;
+    const char *help;
+    int64_t default_value; /* used when is_required is false */
+    bool is_required;
+    int64_t min_value;     /* smallest accepted value (1 for sizes, 0 for flags / pad) */
+    int64_t max_value;     /* largest accepted value */
+} rlt_op_param;
+
+typedef struct rlt_op_info {
+    const char *name;
+    const char *summary;
+    const char *example; /* a full spec */
+    int n_params;
+    const rlt_op_param *params;
+} rlt_op_info;
+
+/* The built-in op library, in a fixed order. */
+const rlt_op_info *rlt_op_library(int *n_ops);
+
+/* Parses a built-in op spec such as "matmul:M=512,N=512,K=512". Errors name
+ * the offending key or value and what would be accepted. */
+rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag);
+
+/* Builds an op from a user's expression and index extents, e.g.
+ * expr "C[i,j] += A[i,k] * B[k,j]", shape "i=64,j=64,k=64". Grammar and
+ * rules in docs/ir.md. */
+rlt_status rlt_op_from_expr(const char *expr, const char *shape, rlt_op **out, rlt_diag *diag);
+
+void rlt_op_destroy(rlt_op *op); /* NULL ok */
+
+/* Index of the tensor / axis with this name, or -1. */
+int rlt_op_find_tensor(const rlt_op *op, const char *name);
+int rlt_op_find_axis(const rlt_op *op, const char *name);
+
+/* Number of elements of tensor t. */
+int64_t rlt_op_tensor_size(const rlt_op *op, int t);
+
+/* Number of points of the reduction domain (1 when there is no reduction). */
+int64_t rlt_op_reduce_size(const rlt_op *op);
+
+/* Appends the op as text: its tensors with shapes and the expression, e.g.
+ *   C[i,j] += A[i,k] * B[k,j]   with i=512 j=512 k=512 */
+void rlt_op_print(const rlt_op *op, rlt_str *out);
+void rlt_expr_print(const rlt_op *op, const rlt_expr *e, rlt_str *out);
+void rlt_affine_print(const rlt_op *op, const rlt_affine *a, rlt_str *out);
+
+/* Smallest and largest value of `a` over the axes' full ranges. */
+void rlt_affine_range(const rlt_op *op, const rlt_affine *a, int64_t *lo, int64_t *hi);
+
+/* True if some access of this load can fall outside its tensor (and so
+ * reads zero), judged over the axes' full ranges. */
+bool rlt_load_may_be_out_of_bounds(const rlt_op *op, const rlt_expr *load);
+
+/* Fills n floats uniformly in [-1, 1) from `seed` (one stream a tensor). */
+void rlt_tensor_fill(float *data, int64_t n, uint64_t seed);
+
+/* Evaluates the op directly in double precision, for tests: inputs in the
+ * op's tensor order, `out` has the output's size. `out_magnitude` (may be
+ * NULL) receives, per output element, the sum of the absolute values of the
+ * terms, which bounds rounding error. Slow: for small shapes. */
+rlt_status rlt_op_eval_reference(const rlt_op *op, const float *const *inputs, double *out,
+                                 double *out_magnitude, rlt_diag *diag);
+
+/* ---- loop nests --------------------------------------------------------- */
+
+typedef enum rlt_var_origin {
+    RLT_VAR_AXIS,        /* one of the op's axes */
+    RLT_VAR_SPLIT_OUTER, /* parent = outer * factor + inner */
+    RLT_VAR_SPLIT_INNER,
+    RLT_VAR_FUSED        /* fused = outer_var * extent(inner_var) + inner_var */
+} rlt_var_origin;
+
+typedef struct rlt_var {
+    char name[RLT_LOOP_NAME_MAX];
+    int64_t extent;
+    bool is_reduce;
+    rlt_var_origin origin;
+    int axis;            /* AXIS: index into op->axes */
+    int parent;          /* SPLIT_*: the variable that was split */
+    int64_t factor;      /* SPLIT_*: the split factor (the inner extent) */
+    int fused_outer;     /* FUSED: the two variables fused */
+    int fused_inner;
+} rlt_var;
+
+typedef enum rlt_loop_kind {
+    RLT_LOOP_SERIAL,
+    RLT_LOOP_UNROLL,
+    RLT_LOOP_VECTORIZE,
+    RLT_LOOP_PARALLEL
+} rlt_loop_kind;
+
+typedef struct rlt_loop {
+    int var;             /* index into rlt_nest.vars */
+    rlt_loop_kind kind;
+    int n_threads;       /* PARALLEL: 0 = the thread count given at run time */
+} rlt_loop;
+
+/* How one input tensor is staged before the loop nest runs. */
+typedef struct rlt_layout {
+    bool is_padded;                  /* pad: zero borders so every access is in bounds */
+    int64_t pad_lo[RLT_MAX_DIMS];
+    int64_t pad_hi[RLT_MAX_DIMS];
+    int n_blocks;                    /* pack: dims split into blocks moved innermost */
+    int block_dim[RLT_MAX_DIMS];     /* in the order the blocks become inner dims */
+    int64_t block[RLT_MAX_DIMS];
+} rlt_layout;
+
+#define RLT_ACC_NONE (-1) /* no cache_write: the output is accumulated in place */
+#define RLT_ACC_ROOT (-2) /* cache_write around the whole nest */
+
+typedef struct rlt_nest {
+    const rlt_op *op; /* borrowed: outlives the nest */
+    int n_vars;
+    rlt_var vars[RLT_MAX_VARS];
+    int n_loops;
+    rlt_loop loops[RLT_MAX_LOOPS]; /* outer to inner */
+    int acc_var; /* cache_write: the accumulator lives inside this var's loop
+                    (RLT_ACC_NONE, RLT_ACC_ROOT or a var index) */
+    rlt_layout layouts[RLT_MAX_TENSORS];
+} rlt_nest;
+
+/* The unscheduled nest: spatial axes in output order, then reduction axes. */
+void rlt_nest_init(rlt_nest *nest, const rlt_op *op);
+
+/* Loop position of the loop with this name, or -1. */
+int rlt_nest_find_loop(const rlt_nest *nest, const char *name);
+/* Loop position of variable v, or -1 when v is not a current loop. */
+int rlt_nest_loop_of_var(const rlt_nest *nest, int var);
+
+/* True if the staged layout of tensor t differs from the tensor itself. */
+bool rlt_layout_is_staged(const rlt_layout *layout);
+
+/* Checks every invariant a nest must keep (vectorized loop innermost, one
+ * parallel loop, accumulator size, ...); the message says which and why. */
+rlt_status rlt_nest_check(const rlt_nest *nest, rlt_diag *diag);
+
+/* Appends the loop tree, readable, one loop a line, e.g.
+ *   for i.o in 0..43 parallel(2)
+ *     for k in 0..512
+ *       unroll i.i in 0..12
+ *         vectorize j.i in 0..16
+ *           C[i,j] += A[i,k] * B[k,j]                                        */
+void rlt_nest_print(const rlt_nest *nest, rlt_str *out);
+
+/* Structural hash: equal for nests that lower to the same code. */
+uint64_t rlt_nest_hash(const rlt_nest *nest);
+
+#endif /* RLT_IR_H */

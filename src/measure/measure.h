@@ -1,0 +1,121 @@
+/*
+ * measure.h - builds kernels and runs them safely: the builder compiles
+ * generated C into shared objects (several kernels a translation unit, two
+ * compiler processes at once, a cache keyed by the source's hash); the runner
+ * loads each kernel in a child process, checks its output against the op's
+ * reference, and times it. A crash, a hang, a compiler error or a wrong
+ * answer becomes a status on that candidate; the caller always carries on.
+ *
+ * Typical use:
+ *     rlt_workload *w;  rlt_workload_create(op, &bopts, seed, &w, &diag);
+ *     rlt_build_batch(&bopts, n, kernels, builds, &diag);      // all compiled first
+ *     for each i: rlt_run_kernel(w, &builds[i], &ropts, &runs[i]);  // then timed, one by one
+ *     rlt_workload_destroy(w);
+ * rlt_measure_nests does all of that for a batch of scheduled nests.
+ */
+#ifndef RLT_MEASURE_H
+#define RLT_MEASURE_H
+
+#include "codegen/codegen.h"
+
+#include <limits.h>
+
+/* ---- builder ------------------------------------------------------------ */
+
+typedef struct rlt_build_opts {
+    const char *cc;        /* compiler command: NULL = $RLTUNE_CC or "gcc" ("clang" works) */
+    const char *cflags;    /* NULL = RLT_DEFAULT_CFLAGS; split on spaces */
+    const char *cache_dir; /* NULL = $RLTUNE_CACHE_DIR, else $XDG_CACHE_HOME/rltune or ~/.cache/rltune */
+    double timeout_s;      /* per compiler process; 0 = 60 */
+    int n_parallel;        /* compiler processes at once; 0 = 2 */
+    int max_per_unit;      /* kernels per translation unit; 0 = 8 */
+} rlt_build_opts;
+
+#define RLT_DEFAULT_CFLAGS "-O3 -march=native -mprefer-vector-width=512 -ffp-contract=fast"
+
+typedef struct rlt_build_result {
+    rlt_status status;          /* OK, BUILD_ERROR or BUILD_TIMEOUT */
+    char so_path[PATH_MAX];     /* the shared object holding the kernel */
+    char symbol[RLT_SYMBOL_MAX];
+    double build_s;             /* wall time of the compile that produced it (0 if cached) */
+    bool was_cached;
+    char log[2048];             /* the compiler's messages for this kernel, if it failed */
+} rlt_build_result;
+
+/* Compiles n kernels. Per-kernel failures land in results[i].status; the
+ * return value is non-OK only when the builder itself cannot work (no cache
+ * directory, cannot start processes). A translation unit that fails to
+ * compile is retried one kernel at a time, so one bad kernel does not fail
+ * its neighbours. */
+rlt_status rlt_build_batch(const rlt_build_opts *opts, int n, const rlt_kernel_src *kernels,
+                           rlt_build_result *results, rlt_diag *diag);
+
+/* The compiler's full command line for display: "gcc -O3 ... -shared -fPIC". */
+void rlt_build_describe(const rlt_build_opts *opts, bool needs_openmp, rlt_str *out);
+
+/* ---- workload: inputs and reference output shared with child runs ------- */
+
+typedef struct rlt_workload rlt_workload;
+
+/* Fills the inputs from `seed`, builds the op's reference kernel and runs it
+ * (in a child process) to get the reference output. `op` is borrowed and
+ * must outlive the workload. */
+rlt_status rlt_workload_create(const rlt_op *op, const rlt_build_opts *opts, uint64_t seed,
+                               rlt_workload **out, rlt_diag *diag);
+void rlt_workload_destroy(rlt_workload *w); /* NULL ok */
+
+/* ---- runner ------------------------------------------------------------- */
+
+typedef struct rlt_run_opts {
+    int number;           /* calls per timed sample; 0 = 1 (grown to meet min_repeat_ms) */
+    int repeat;           /* timed samples; 0 = 5 */
+    double min_repeat_ms; /* a sample lasts at least this long; 0 = 20 */
+    int warmup;           /* untimed calls after the checked one; 0 = 1 */
+    double timeout_s;     /* whole child run, load to last sample; 0 = 10 */
+    int n_threads;        /* run-time threads for parallel loops; 0 = 1 */
+    bool no_pin;          /* do not pin the child to CPUs */
+} rlt_run_opts;
+
+typedef struct rlt_run_result {
+    rlt_status status;    /* OK, RUN_ERROR, RUN_TIMEOUT or WRONG_ANSWER (or a BUILD_* passed on) */
+    bool is_correct;      /* output within tolerance of the reference */
+    double time_min_ms;
+    double time_median_ms;
+    double gflops;        /* op->flops / median time; 0 unless OK */
+    int n_samples;
+    int number;           /* calls per sample actually used */
+    double max_error;     /* largest |out - ref| / tolerance seen (<= 1 passes) */
+    char message[512];    /* why it failed: the signal, the first wrong element, ... */
+} rlt_run_result;
+
+/* Runs one built kernel in a child process: load, one call checked against
+ * the reference, warm-up, then repeat samples of `number` calls. Never
+ * returns early for a crash or hang of the kernel: it is in `out->status`. */
+void rlt_run_kernel(const rlt_workload *w, const rlt_build_result *build, const rlt_run_opts *opts,
+                    rlt_run_result *out);
+
+/* Tolerance: an output element passes when
+ *   |out - ref| <= RLT_TOLERANCE_FACTOR * sqrt(R + 1) * FLT_EPSILON * magnitude + FLT_MIN
+ * where R is the reduction size and magnitude the reference's sum of |terms|. */
+#define RLT_TOLERANCE_FACTOR 16.0
+
+/* ---- all of it for a batch of nests ------------------------------------- */
+
+/* Lowers, builds (in parallel) and then runs (one at a time) n nests of the
+ * workload's op. Results in order; failures are results, not errors. */
+rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
+                             const rlt_run_opts *ropts, int n, const rlt_nest *nests,
+                             rlt_run_result *results, rlt_diag *diag);
+
+/* ---- target ------------------------------------------------------------- */
+
+typedef struct rlt_target {
+    char cpu_model[128];  /* from /proc/cpuinfo */
+    int n_cores;
+    int vector_floats;    /* floats in the widest vector register: 16 (AVX-512), 8 (AVX2), 4 */
+    bool has_fma;
+} rlt_target;
+
+void rlt_target_detect(rlt_target *t);
+
+#endif /* RLT_MEASURE_H */
