@@ -33,6 +33,9 @@
 
 /* ---- tensor expressions ------------------------------------------------- */
 
+#define RLT_MAX_EXTENT ((int64_t)1 << 31)       /* any op parameter, axis extent or index term */
+#define RLT_MAX_TENSOR_ELEMS ((int64_t)1 << 31) /* elements of one tensor */
+
 /* sum_a coef[a] * axis_a + offset, over the op's axes (by index). */
 typedef struct rlt_affine {
     int64_t coef[RLT_MAX_AXES];
@@ -139,6 +142,18 @@ void rlt_op_print(const rlt_op *op, rlt_str *out);
 void rlt_expr_print(const rlt_op *op, const rlt_expr *e, rlt_str *out);
 void rlt_affine_print(const rlt_op *op, const rlt_affine *a, rlt_str *out);
 
+/* Appends the op's statement on one line in the expression grammar of
+ * docs/ir.md, epilogue included (ACC printed as the output's element), e.g.
+ *   C[i,j] += A[i,k] * B[k,j]; C[i,j] = relu(C[i,j] + bias[j])
+ * Re-parsing it with the op's extents gives the same expression trees. */
+void rlt_op_print_statement(const rlt_op *op, rlt_str *out);
+
+/* Floating-point operations of one call: (body ops + 1 for the accumulation)
+ * per point of the whole domain (no +1 without reduction axes), plus the
+ * epilogue's ops per output element; every unary or binary node is one op.
+ * Gives 2*M*N*K for matmul. Both op builders fill op->flops with it. */
+double rlt_op_count_flops(const rlt_op *op);
+
 /* Smallest and largest value of `a` over the axes' full ranges. */
 void rlt_affine_range(const rlt_op *op, const rlt_affine *a, int64_t *lo, int64_t *hi);
 
@@ -195,8 +210,8 @@ typedef struct rlt_layout {
     bool is_padded;                  /* pad: zero borders so every access is in bounds */
     int64_t pad_lo[RLT_MAX_DIMS];
     int64_t pad_hi[RLT_MAX_DIMS];
-    int n_blocks;                    /* pack: dims split into blocks moved innermost */
-    int block_dim[RLT_MAX_DIMS];     /* in the order the blocks become inner dims */
+    int n_blocks;                    /* pack: dims split into blocks (see rlt_layout_physical_dims) */
+    int block_dim[RLT_MAX_DIMS];     /* in the order they were packed */
     int64_t block[RLT_MAX_DIMS];
 } rlt_layout;
 
@@ -239,5 +254,30 @@ void rlt_nest_print(const rlt_nest *nest, rlt_str *out);
 
 /* Structural hash: equal for nests that lower to the same code. */
 uint64_t rlt_nest_hash(const rlt_nest *nest);
+
+/* Limits the checks enforce (and why): */
+#define RLT_MAX_VECTOR_FLOATS 64    /* widest explicit vector type generated */
+#define RLT_MAX_UNROLL_EXTENT 256   /* one unrolled loop */
+#define RLT_MAX_UNROLL_PRODUCT 4096 /* copies of the innermost body: bounds code size */
+#define RLT_MAX_ACC_FLOATS 16384    /* accumulator tile (64 KiB on the stack) */
+#define RLT_MAX_THREADS 256
+
+/* The variable a split or fuse turned `var` into, or -1 while it is a loop:
+ * for a split, the outer and inner halves; for a fuse, the fused variable. */
+void rlt_nest_var_children(const rlt_nest *nest, int var, int *split_outer, int *split_inner, int *fused);
+
+/* True if `var` was split by a factor that does not divide its extent, so
+ * its loops run past the end and the generated code guards them. */
+bool rlt_nest_var_has_tail(const rlt_nest *nest, int var);
+
+/* The physical dims of the staged copy of input t: first the outer parts
+ * of the blocked dims (padded extent / block, rounded up) in the order they
+ * were packed, then the other dims (padded) in their order, then the blocks
+ * in the order they were packed. So `pack B j 16` on B[k,j] gives
+ * B_s[j/16][k][16]. `outer_pos[d]` / `inner_pos[d]` (may be NULL) receive
+ * where original dim d went (inner_pos -1 when d is not blocked). Returns
+ * the number of physical dims. */
+int rlt_layout_physical_dims(const rlt_nest *nest, int t, int64_t dims[2 * RLT_MAX_DIMS],
+                             int outer_pos[RLT_MAX_DIMS], int inner_pos[RLT_MAX_DIMS]);
 
 #endif /* RLT_IR_H */

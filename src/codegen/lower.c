@@ -1,0 +1,1057 @@
+/*
+ * lower.c - lowers a scheduled loop nest to C (rlt_codegen_kernel).
+ *
+ * How a nest becomes code:
+ *  - Symbols. Every loop counter is a symbol; so is every variable that a
+ *    fuse consumed (defined as fused / extent or fused % extent right where
+ *    its inputs are known). Each variable's value, each op axis, and so every
+ *    index, is a linear form over symbols (struct lin).
+ *  - Guards. A variable split by a factor that does not divide its extent
+ *    runs past its end; the code guards it (value < extent) at the innermost
+ *    loop its value depends on. Unrolled copies fold guards to constants and
+ *    drop copies that are out of range; a vectorized loop takes the vector
+ *    path when all lanes pass and a scalar lane loop otherwise.
+ *  - The output. Without cache_write the output is zeroed just outside the
+ *    outermost reduction loop, accumulated in place, and the epilogue runs
+ *    over it after the reductions. With cache_write the accumulator tile (one
+ *    element per point of the spatial loops inside it; a vector per lane
+ *    group when the innermost loop is vectorized) lives in a local array that
+ *    unrolled loops index with constants, so the compiler keeps it in
+ *    registers; it is written back (with the epilogue when every reduction is
+ *    inside it) when its loop ends.
+ *  - Staged inputs (pack, pad) are copied into the workspace before the nest;
+ *    loads from them decompose indices into block / offset pairs, using the
+ *    ranges of the loop counters to keep the address linear where it can.
+ */
+#include "codegen/codegen_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* ---- linear forms over symbols ----------------------------------------- */
+
+typedef struct lin {
+    int64_t c[RLT_MAX_VARS];
+    int64_t k;
+} lin;
+
+static void lin_zero(lin *l) { memset(l, 0, sizeof *l); }
+
+static void lin_add_scaled(lin *dst, const lin *src, int64_t scale)
+{
+    for (int s = 0; s < RLT_MAX_VARS; s++) dst->c[s] += src->c[s] * scale;
+    dst->k += src->k * scale;
+}
+
+/* One nonlinear piece of an address: stride * (x / b) or stride * (x % b). */
+typedef struct nonlin {
+    lin x;
+    int64_t b;
+    bool is_div;
+    int64_t stride;
+} nonlin;
+
+typedef struct addr {
+    lin l;
+    int n_nl;
+    nonlin nl[RLT_MAX_DIMS * 2];
+} addr;
+
+/* ---- generator state ----------------------------------------------------- */
+
+typedef enum body_kind {
+    BODY_MAIN,      /* the computation */
+    BODY_OUT_ZERO,  /* output = 0 before an in-place reduction */
+    BODY_EPILOGUE,  /* output = epilogue(output) after it */
+    BODY_ACC_LOAD,  /* acc = output (a reduction loop is outside the accumulator) */
+    BODY_WRITEBACK  /* output = acc (or epilogue(acc) when the value is final) */
+} body_kind;
+
+typedef struct gen {
+    const rlt_nest *n;
+    const rlt_op *op;
+    rlt_str *s;
+    char cname[RLT_MAX_VARS][RLT_LOOP_NAME_MAX + 8];
+    char tname[RLT_MAX_TENSORS][RLT_NAME_MAX + 8];
+    bool is_symbol[RLT_MAX_VARS];
+    int sym_depth[RLT_MAX_VARS];   /* loop position whose body first sees the symbol */
+    int derived_from[RLT_MAX_VARS]; /* fused variable a derived symbol comes from */
+    lin value[RLT_MAX_VARS];
+    lin axis[RLT_MAX_AXES];
+    int n_guards;
+    lin guard[RLT_MAX_VARS]; /* guard g: guard[g] < guard_bound[g] */
+    int64_t guard_bound[RLT_MAX_VARS];
+    int guard_depth[RLT_MAX_VARS];
+    bool is_fixed[RLT_MAX_VARS];
+    int64_t fixed[RLT_MAX_VARS];
+    int vec_var;        /* the vectorized loop's variable, or -1 */
+    int vec_width;
+    bool in_vector;     /* emitting the vector path (vec_var spans lanes) */
+    int r0;             /* position of the outermost reduction loop (n_loops if none) */
+    int acc_depth;      /* loops at and after this position form the tile; -1: none */
+    bool acc_is_final;  /* every reduction loop is inside the accumulator */
+    int64_t ws_offset[RLT_MAX_TENSORS];
+    int64_t ws_bytes;
+    int64_t phys_dims[RLT_MAX_TENSORS][2 * RLT_MAX_DIMS];
+    int n_phys[RLT_MAX_TENSORS];
+    int outer_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS]; /* where each original dim went */
+    int inner_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS];
+    int n_temps;        /* unique suffix for temporaries */
+} gen;
+
+static void out(gen *g, int indent, const char *fmt, ...) RLT_PRINTF(3, 4);
+static void out(gen *g, int indent, const char *fmt, ...)
+{
+    rlt_str_indent(g->s, indent);
+    va_list ap;
+    va_start(ap, fmt);
+    rlt_str_vprintf(g->s, fmt, ap);
+    va_end(ap);
+}
+
+/* C keywords and names the generated code uses: an axis or tensor called
+ * like one of them gets a trailing underscore. */
+static bool is_reserved(const char *name)
+{
+    static const char *const words[] = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+        "volatile", "while", "fabs", "memcpy", "memset", "size_t", "main", "abs", "NULL", "bool", "true",
+        "false", "errno", "asm", "typeof", "alignof", "offsetof"};
+    for (size_t i = 0; i < RLT_ARRAY_LEN(words); i++)
+        if (strcmp(words[i], name) == 0) return true;
+    return strncmp(name, "rlt_", 4) == 0 || name[0] == '_';
+}
+
+static void make_cnames(gen *g)
+{
+    for (int t = 0; t < g->op->n_tensors; t++)
+        snprintf(g->tname[t], sizeof g->tname[t], "%s%s", g->op->tensors[t].name,
+                 is_reserved(g->op->tensors[t].name) ? "_" : "");
+    for (int v = 0; v < g->n->n_vars; v++) {
+        char *c = g->cname[v];
+        snprintf(c, sizeof g->cname[v], "%s", g->n->vars[v].name);
+        for (char *p = c; *p; p++)
+            if (*p == '.') *p = '_';
+        bool clash = is_reserved(c);
+        for (int u = 0; u < v && !clash; u++) clash = strcmp(g->cname[u], c) == 0;
+        for (int t = 0; t < g->op->n_tensors && !clash; t++) clash = strcmp(g->tname[t], c) == 0;
+        if (clash) {
+            size_t len = strlen(c);
+            snprintf(c + len, sizeof g->cname[v] - len, "_%d", v);
+        }
+    }
+}
+
+/* ---- analysis ----------------------------------------------------------- */
+
+/* Value of variable v as a linear form; marks symbols as it goes. */
+static void compute_value(gen *g, int v)
+{
+    const rlt_nest *n = g->n;
+    lin *l = &g->value[v];
+    lin_zero(l);
+    int pos = rlt_nest_loop_of_var(n, v);
+    if (pos >= 0) {
+        l->c[v] = 1;
+        g->is_symbol[v] = true;
+        g->sym_depth[v] = pos;
+        return;
+    }
+    int outer, inner, fused;
+    rlt_nest_var_children(n, v, &outer, &inner, &fused);
+    if (outer >= 0) {
+        compute_value(g, outer);
+        compute_value(g, inner);
+        lin_add_scaled(l, &g->value[outer], n->vars[outer].factor);
+        lin_add_scaled(l, &g->value[inner], 1);
+        return;
+    }
+    RLT_ASSERT(fused >= 0);
+    compute_value(g, fused);
+    l->c[v] = 1;
+    g->is_symbol[v] = true;
+    g->derived_from[v] = fused;
+    int depth = -1;
+    for (int s = 0; s < n->n_vars; s++)
+        if (g->value[fused].c[s] != 0 && g->sym_depth[s] > depth) depth = g->sym_depth[s];
+    g->sym_depth[v] = depth;
+}
+
+static int lin_depth(const gen *g, const lin *l)
+{
+    int depth = -1;
+    for (int s = 0; s < g->n->n_vars; s++)
+        if (l->c[s] != 0 && g->sym_depth[s] > depth) depth = g->sym_depth[s];
+    return depth;
+}
+
+static void affine_to_lin(const gen *g, const rlt_affine *a, lin *out_lin)
+{
+    lin_zero(out_lin);
+    for (int x = 0; x < g->op->n_axes; x++)
+        if (a->coef[x]) lin_add_scaled(out_lin, &g->axis[x], a->coef[x]);
+    out_lin->k += a->offset;
+}
+
+static void analyse(gen *g)
+{
+    const rlt_nest *n = g->n;
+    for (int v = 0; v < n->n_vars; v++) {
+        g->sym_depth[v] = -1;
+        g->derived_from[v] = -1;
+    }
+    for (int a = 0; a < g->op->n_axes; a++) {
+        compute_value(g, a);
+        g->axis[a] = g->value[a];
+    }
+    for (int v = 0; v < n->n_vars; v++) {
+        if (!rlt_nest_var_has_tail(n, v)) continue;
+        int k = g->n_guards++;
+        g->guard[k] = g->value[v];
+        g->guard_bound[k] = n->vars[v].extent;
+        g->guard_depth[k] = lin_depth(g, &g->value[v]);
+    }
+    g->vec_var = -1;
+    for (int l = 0; l < n->n_loops; l++)
+        if (n->loops[l].kind == RLT_LOOP_VECTORIZE) {
+            g->vec_var = n->loops[l].var;
+            g->vec_width = (int)n->vars[g->vec_var].extent;
+        }
+    g->r0 = n->n_loops;
+    for (int l = n->n_loops - 1; l >= 0; l--)
+        if (n->vars[n->loops[l].var].is_reduce) g->r0 = l;
+    g->acc_depth = -1;
+    if (n->acc_var == RLT_ACC_ROOT) g->acc_depth = 0;
+    else if (n->acc_var >= 0) g->acc_depth = rlt_nest_loop_of_var(n, n->acc_var) + 1;
+    g->acc_is_final = g->acc_depth >= 0 && g->r0 >= g->acc_depth;
+    int64_t offset = 0;
+    for (int t = 0; t + 1 < g->op->n_tensors; t++) {
+        g->ws_offset[t] = -1;
+        if (!rlt_layout_is_staged(&n->layouts[t])) continue;
+        g->n_phys[t] = rlt_layout_physical_dims(n, t, g->phys_dims[t], g->outer_pos[t], g->inner_pos[t]);
+        int64_t size = 1;
+        for (int d = 0; d < g->n_phys[t]; d++) size *= g->phys_dims[t][d];
+        g->ws_offset[t] = offset;
+        offset += (size * 4 + 63) / 64 * 64;
+    }
+    g->ws_bytes = offset;
+}
+
+/* ---- printing linear forms ---------------------------------------------- */
+
+/* Folds fixed symbols (unrolled copies, lanes) into the constant. */
+static void lin_fold(const gen *g, const lin *l, lin *folded)
+{
+    *folded = *l;
+    for (int s = 0; s < g->n->n_vars; s++)
+        if (folded->c[s] && g->is_fixed[s]) {
+            folded->k += folded->c[s] * g->fixed[s];
+            folded->c[s] = 0;
+        }
+}
+
+static bool lin_is_const(const gen *g, const lin *l)
+{
+    for (int s = 0; s < g->n->n_vars; s++)
+        if (l->c[s]) return false;
+    return true;
+}
+
+/* Terms outer loop first, constant last: "i_o*6144 + k + 3". */
+static void print_lin(const gen *g, const lin *l, rlt_str *s)
+{
+    lin f;
+    lin_fold(g, l, &f);
+    bool any = false;
+    for (int depth = -1; depth < g->n->n_loops; depth++)
+        for (int v = 0; v < g->n->n_vars; v++) {
+            if (!f.c[v] || g->sym_depth[v] != depth) continue;
+            int64_t c = f.c[v];
+            if (any) rlt_str_append(s, c < 0 ? " - " : " + ");
+            else if (c < 0) rlt_str_append(s, "-");
+            int64_t m = c < 0 ? -c : c;
+            if (m == 1) rlt_str_append(s, g->cname[v]);
+            else rlt_str_printf(s, "%s*%" PRId64, g->cname[v], m);
+            any = true;
+        }
+    if (!any) rlt_str_printf(s, "%" PRId64, f.k);
+    else if (f.k) rlt_str_printf(s, " %c %" PRId64, f.k < 0 ? '-' : '+', f.k < 0 ? -f.k : f.k);
+}
+
+/* Range of a folded form over its free symbols' loop ranges. */
+static void lin_range(const gen *g, const lin *l, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = l->k;
+    for (int s = 0; s < g->n->n_vars; s++) {
+        if (!l->c[s]) continue;
+        int64_t span = l->c[s] * (g->n->vars[s].extent - 1);
+        if (span > 0) *hi += span;
+        else *lo += span;
+    }
+}
+
+/* ---- addresses ---------------------------------------------------------- */
+
+static void dims_strides(const int64_t *dims, int n, int64_t *strides)
+{
+    int64_t st = 1;
+    for (int d = n - 1; d >= 0; d--) {
+        strides[d] = st;
+        st *= dims[d];
+    }
+}
+
+/* Splits x into x / b and x % b; linear when the remainder's range stays in
+ * [0, b) (it does when the loops were split to match the block). */
+static void add_block_pieces(const gen *g, const lin *x_in, int64_t b, int64_t outer_stride, int64_t inner_stride,
+                             addr *a)
+{
+    lin x;
+    lin_fold(g, x_in, &x);
+    lin q, r;
+    lin_zero(&q);
+    lin_zero(&r);
+    for (int s = 0; s < g->n->n_vars; s++) {
+        if (!x.c[s]) continue;
+        if (x.c[s] % b == 0) q.c[s] = x.c[s] / b;
+        else r.c[s] = x.c[s];
+    }
+    int64_t kq = x.k / b, kr = x.k % b;
+    if (kr < 0) {
+        kr += b;
+        kq -= 1;
+    }
+    q.k = kq;
+    r.k = kr;
+    int64_t lo, hi;
+    lin_range(g, &r, &lo, &hi);
+    if (lo >= 0 && hi < b) {
+        lin_add_scaled(&a->l, &q, outer_stride);
+        lin_add_scaled(&a->l, &r, inner_stride);
+        return;
+    }
+    RLT_ASSERT(a->n_nl + 2 <= (int)RLT_ARRAY_LEN(a->nl));
+    a->nl[a->n_nl++] = (nonlin){.x = x, .b = b, .is_div = true, .stride = outer_stride};
+    a->nl[a->n_nl++] = (nonlin){.x = x, .b = b, .is_div = false, .stride = inner_stride};
+}
+
+/* Address of a load of tensor t (its staged copy if it has one). */
+static void load_addr(const gen *g, const rlt_expr *e, addr *a)
+{
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    memset(a, 0, sizeof *a);
+    lin idx[RLT_MAX_DIMS];
+    for (int d = 0; d < t->n_dims; d++) affine_to_lin(g, &e->index[d], &idx[d]);
+    if (e->tensor == g->op->n_tensors - 1 || g->ws_offset[e->tensor] < 0) {
+        int64_t strides[RLT_MAX_DIMS];
+        dims_strides(t->dims, t->n_dims, strides);
+        for (int d = 0; d < t->n_dims; d++) lin_add_scaled(&a->l, &idx[d], strides[d]);
+        return;
+    }
+    const rlt_layout *l = &g->n->layouts[e->tensor];
+    int64_t strides[2 * RLT_MAX_DIMS];
+    dims_strides(g->phys_dims[e->tensor], g->n_phys[e->tensor], strides);
+    for (int d = 0; d < t->n_dims; d++) {
+        idx[d].k += l->pad_lo[d];
+        int64_t outer_stride = strides[g->outer_pos[e->tensor][d]];
+        int inner = g->inner_pos[e->tensor][d];
+        if (inner < 0) lin_add_scaled(&a->l, &idx[d], outer_stride);
+        else add_block_pieces(g, &idx[d], g->phys_dims[e->tensor][inner], outer_stride, strides[inner], a);
+    }
+}
+
+/* Address of the output element at the current point. */
+static void out_addr(const gen *g, addr *a)
+{
+    const rlt_tensor *t = &g->op->tensors[g->op->n_tensors - 1];
+    memset(a, 0, sizeof *a);
+    int64_t strides[RLT_MAX_DIMS];
+    dims_strides(t->dims, t->n_dims, strides);
+    for (int d = 0; d < g->op->n_spatial; d++) lin_add_scaled(&a->l, &g->axis[d], strides[d]);
+}
+
+static void print_addr(const gen *g, const addr *a, rlt_str *s)
+{
+    print_lin(g, &a->l, s);
+    for (int i = 0; i < a->n_nl; i++) {
+        rlt_str_printf(s, " + %" PRId64 "*((", a->nl[i].stride);
+        print_lin(g, &a->nl[i].x, s);
+        rlt_str_printf(s, ") %c %" PRId64 ")", a->nl[i].is_div ? '/' : '%', a->nl[i].b);
+    }
+}
+
+/* The address of lane 0: where a contiguous vector starts. */
+static void print_addr_lane0(gen *g, const addr *a, rlt_str *s)
+{
+    int v = g->vec_var;
+    bool was_fixed = g->is_fixed[v];
+    g->is_fixed[v] = true;
+    g->fixed[v] = 0;
+    print_addr(g, a, s);
+    g->is_fixed[v] = was_fixed;
+}
+
+/* How an address varies across the lanes of the vector loop. */
+typedef enum lane_pattern { LANES_UNIFORM, LANES_CONTIGUOUS, LANES_GATHER } lane_pattern;
+
+static lane_pattern addr_lanes(const gen *g, const addr *a)
+{
+    int v = g->vec_var;
+    if (!g->in_vector || v < 0) return LANES_UNIFORM;
+    for (int i = 0; i < a->n_nl; i++)
+        if (a->nl[i].x.c[v] != 0) return LANES_GATHER;
+    if (a->l.c[v] == 0) return LANES_UNIFORM;
+    return a->l.c[v] == 1 ? LANES_CONTIGUOUS : LANES_GATHER;
+}
+
+/* ---- expressions -------------------------------------------------------- */
+
+/* Bounds condition of a load whose tensor is not padded: "" when always in. */
+static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
+{
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    if (g->n->layouts[e->tensor].is_padded) return;
+    for (int d = 0; d < t->n_dims; d++) {
+        int64_t lo, hi;
+        rlt_affine_range(g->op, &e->index[d], &lo, &hi);
+        if (lo >= 0 && hi < t->dims[d]) continue;
+        lin x, f;
+        affine_to_lin(g, &e->index[d], &x);
+        lin_fold(g, &x, &f);
+        if (lin_is_const(g, &f)) {
+            if (f.k >= 0 && f.k < t->dims[d]) continue;
+            rlt_str_clear(cond);
+            rlt_str_append(cond, "0");
+            return;
+        }
+        if (cond->len) rlt_str_append(cond, " && ");
+        rlt_str_append(cond, "(");
+        print_lin(g, &f, cond);
+        rlt_str_printf(cond, ") >= 0 && (");
+        print_lin(g, &f, cond);
+        rlt_str_printf(cond, ") < %" PRId64, t->dims[d]);
+    }
+}
+
+static const char *load_base(const gen *g, int t, char *buf, size_t n)
+{
+    if (t != g->op->n_tensors - 1 && g->ws_offset[t] >= 0) snprintf(buf, n, "%s_s", g->tname[t]);
+    else snprintf(buf, n, "%s", g->tname[t]);
+    return buf;
+}
+
+/* A scalar load (lanes fixed or not vectorizing). */
+static void emit_scalar_load(gen *g, const rlt_expr *e, rlt_str *s)
+{
+    addr a;
+    load_addr(g, e, &a);
+    rlt_str cond;
+    rlt_str_init(&cond);
+    load_condition(g, e, &cond);
+    char base[RLT_NAME_MAX + 8];
+    load_base(g, e->tensor, base, sizeof base);
+    if (cond.len && strcmp(cond.data, "0") == 0) {
+        rlt_str_append(s, "0.0f");
+    } else if (cond.len) {
+        rlt_str_printf(s, "((%s) ? %s[", cond.data, base);
+        print_addr(g, &a, s);
+        rlt_str_append(s, "] : 0.0f)");
+    } else {
+        rlt_str_printf(s, "%s[", base);
+        print_addr(g, &a, s);
+        rlt_str_append(s, "]");
+    }
+    rlt_str_free(&cond);
+}
+
+/* Emits each lane of a vector value with the vector variable fixed. */
+typedef void (*lane_fn)(gen *g, const void *arg, rlt_str *s);
+
+static void emit_lanes(gen *g, lane_fn fn, const void *arg, rlt_str *s)
+{
+    int v = g->vec_var;
+    rlt_str_printf(s, "(rlt_v%d){", g->vec_width);
+    bool was_fixed = g->is_fixed[v];
+    bool was_vector = g->in_vector;
+    g->is_fixed[v] = true;
+    g->in_vector = false;
+    for (int lane = 0; lane < g->vec_width; lane++) {
+        g->fixed[v] = lane;
+        if (lane) rlt_str_append(s, ", ");
+        fn(g, arg, s);
+    }
+    g->is_fixed[v] = was_fixed;
+    g->in_vector = was_vector;
+    rlt_str_append(s, "}");
+}
+
+static void lane_load(gen *g, const void *arg, rlt_str *s) { emit_scalar_load(g, arg, s); }
+
+static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
+{
+    if (!g->in_vector) {
+        emit_scalar_load(g, e, s);
+        return;
+    }
+    addr a;
+    load_addr(g, e, &a);
+    rlt_str cond;
+    rlt_str_init(&cond);
+    load_condition(g, e, &cond);
+    bool is_guarded = cond.len > 0;
+    rlt_str_free(&cond);
+    lane_pattern p = addr_lanes(g, &a);
+    char base[RLT_NAME_MAX + 8];
+    load_base(g, e->tensor, base, sizeof base);
+    if (p == LANES_GATHER || (is_guarded && p != LANES_UNIFORM)) {
+        emit_lanes(g, lane_load, e, s);
+    } else if (p == LANES_UNIFORM) {
+        rlt_str_printf(s, "rlt_splat%d(", g->vec_width);
+        g->in_vector = false;
+        emit_scalar_load(g, e, s);
+        g->in_vector = true;
+        rlt_str_append(s, ")");
+    } else {
+        rlt_str_printf(s, "rlt_load%d(&%s[", g->vec_width, base);
+        print_addr_lane0(g, &a, s);
+        rlt_str_append(s, "])");
+    }
+}
+
+/* A float literal C accepts: "2.0f", "0.5f", "1e+30f". */
+static void print_float(double x, rlt_str *s)
+{
+    char buf[48];
+    snprintf(buf, sizeof buf, "%.9g", x);
+    bool has_point = strpbrk(buf, ".eEn") != NULL; /* n: inf / nan cannot come from the parser */
+    rlt_str_printf(s, "%s%sf", buf, has_point ? "" : ".0");
+}
+
+/* `acc_text` stands for ACC (the reduction's value) in an epilogue. */
+static void emit_expr(gen *g, const rlt_expr *e, const char *acc_text, rlt_str *s)
+{
+    int w = g->vec_width;
+    bool vec = g->in_vector;
+    switch (e->kind) {
+    case RLT_EXPR_CONST:
+        if (vec) rlt_str_printf(s, "rlt_splat%d(", w);
+        print_float(e->value, s);
+        if (vec) rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_ACC:
+        rlt_str_append(s, acc_text);
+        return;
+    case RLT_EXPR_LOAD:
+        emit_load(g, e, s);
+        return;
+    case RLT_EXPR_NEG:
+        rlt_str_append(s, "(-");
+        emit_expr(g, e->a, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_RELU:
+        if (vec) rlt_str_printf(s, "rlt_max%d(", w);
+        else rlt_str_append(s, "rlt_maxf(");
+        emit_expr(g, e->a, acc_text, s);
+        if (vec) rlt_str_printf(s, ", rlt_splat%d(0.0f))", w);
+        else rlt_str_append(s, ", 0.0f)");
+        return;
+    case RLT_EXPR_MAX:
+    case RLT_EXPR_MIN:
+        if (vec) rlt_str_printf(s, "rlt_%s%d(", e->kind == RLT_EXPR_MAX ? "max" : "min", w);
+        else rlt_str_printf(s, "rlt_%sf(", e->kind == RLT_EXPR_MAX ? "max" : "min");
+        emit_expr(g, e->a, acc_text, s);
+        rlt_str_append(s, ", ");
+        emit_expr(g, e->b, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_ADD:
+    case RLT_EXPR_SUB:
+    case RLT_EXPR_MUL:
+        rlt_str_append(s, "(");
+        emit_expr(g, e->a, acc_text, s);
+        rlt_str_append(s, e->kind == RLT_EXPR_ADD ? " + " : e->kind == RLT_EXPR_SUB ? " - " : " * ");
+        emit_expr(g, e->b, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    }
+    RLT_ASSERT(!"unknown expression kind");
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+/* The accumulator element at the current point: "rlt_acc[i_i][j_o]" (the
+ * vector lane loop excluded; in the scalar lane loop, "[lane]" added). */
+static void acc_ref(const gen *g, rlt_str *s)
+{
+    rlt_str_append(s, "rlt_acc");
+    bool any = false;
+    for (int l = g->acc_depth; l < g->n->n_loops; l++) {
+        int v = g->n->loops[l].var;
+        if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
+        if (g->is_fixed[v]) rlt_str_printf(s, "[%" PRId64 "]", g->fixed[v]);
+        else rlt_str_printf(s, "[%s]", g->cname[v]);
+        any = true;
+    }
+    if (!any) rlt_str_append(s, "[0]");
+    if (g->vec_var >= 0 && !g->in_vector) {
+        if (g->is_fixed[g->vec_var]) rlt_str_printf(s, "[%" PRId64 "]", g->fixed[g->vec_var]);
+        else rlt_str_printf(s, "[%s]", g->cname[g->vec_var]);
+    }
+}
+
+/* The output element (scalar) or vector at the current point, as a value. */
+static void out_value(gen *g, rlt_str *s)
+{
+    addr a;
+    out_addr(g, &a);
+    const char *o = g->tname[g->op->n_tensors - 1];
+    lane_pattern p = addr_lanes(g, &a);
+    if (!g->in_vector) {
+        rlt_str_printf(s, "%s[", o);
+        print_addr(g, &a, s);
+        rlt_str_append(s, "]");
+    } else if (p == LANES_CONTIGUOUS) {
+        rlt_str_printf(s, "rlt_load%d(&%s[", g->vec_width, o);
+        print_addr_lane0(g, &a, s);
+        rlt_str_append(s, "])");
+    } else {
+        /* The output is indexed by spatial axes only: a vector over a spatial
+         * loop either moves along it contiguously or strides (gather). */
+        rlt_str_printf(s, "(rlt_v%d){", g->vec_width);
+        int v = g->vec_var;
+        g->is_fixed[v] = true;
+        for (int lane = 0; lane < g->vec_width; lane++) {
+            g->fixed[v] = lane;
+            rlt_str_printf(s, "%s%s[", lane ? ", " : "", o);
+            print_addr(g, &a, s);
+            rlt_str_append(s, "]");
+        }
+        g->is_fixed[v] = false;
+        rlt_str_append(s, "}");
+    }
+}
+
+/* Stores `value_text` (scalar or vector) to the output at the current point. */
+static void store_out(gen *g, int indent, const char *value_text)
+{
+    addr a;
+    out_addr(g, &a);
+    const char *o = g->tname[g->op->n_tensors - 1];
+    rlt_str s;
+    rlt_str_init(&s);
+    if (!g->in_vector) {
+        rlt_str_printf(&s, "%s[", o);
+        print_addr(g, &a, &s);
+        out(g, indent, "%s] = %s;\n", s.data, value_text);
+    } else if (addr_lanes(g, &a) == LANES_CONTIGUOUS) {
+        print_addr_lane0(g, &a, &s);
+        out(g, indent, "rlt_store%d(&%s[%s], %s);\n", g->vec_width, o, s.data, value_text);
+    } else {
+        int tmp = g->n_temps++;
+        out(g, indent, "{\n");
+        out(g, indent + 1, "rlt_v%d rlt_t%d = %s;\n", g->vec_width, tmp, value_text);
+        int v = g->vec_var;
+        g->is_fixed[v] = true;
+        for (int lane = 0; lane < g->vec_width; lane++) {
+            g->fixed[v] = lane;
+            rlt_str_clear(&s);
+            print_addr(g, &a, &s);
+            out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, s.data, tmp, lane);
+        }
+        g->is_fixed[v] = false;
+        out(g, indent, "}\n");
+    }
+    rlt_str_free(&s);
+}
+
+static void emit_body(gen *g, body_kind kind, int indent)
+{
+    rlt_str value, ref;
+    rlt_str_init(&value);
+    rlt_str_init(&ref);
+    bool has_reduction = g->r0 < g->n->n_loops;
+    const rlt_expr *epi = g->op->epilogue;
+    switch (kind) {
+    case BODY_MAIN:
+        emit_expr(g, g->op->body, "", &value);
+        if (g->acc_depth >= 0) {
+            acc_ref(g, &ref);
+            out(g, indent, "%s %s= %s;\n", ref.data, has_reduction ? "+" : "", value.data);
+        } else if (has_reduction) {
+            out_value(g, &ref);
+            rlt_str sum;
+            rlt_str_init(&sum);
+            rlt_str_printf(&sum, "%s + %s", ref.data, value.data);
+            store_out(g, indent, sum.data);
+            rlt_str_free(&sum);
+        } else if (epi) {
+            int tmp = g->n_temps++;
+            char name[32];
+            snprintf(name, sizeof name, "rlt_t%d", tmp);
+            out(g, indent, "{\n");
+            if (g->in_vector) out(g, indent + 1, "rlt_v%d %s = %s;\n", g->vec_width, name, value.data);
+            else out(g, indent + 1, "float %s = %s;\n", name, value.data);
+            rlt_str_clear(&value);
+            emit_expr(g, epi, name, &value);
+            store_out(g, indent + 1, value.data);
+            out(g, indent, "}\n");
+        } else {
+            store_out(g, indent, value.data);
+        }
+        break;
+    case BODY_OUT_ZERO:
+        if (g->in_vector) rlt_str_printf(&value, "rlt_splat%d(0.0f)", g->vec_width);
+        else rlt_str_append(&value, "0.0f");
+        store_out(g, indent, value.data);
+        break;
+    case BODY_EPILOGUE:
+        out_value(g, &ref);
+        emit_expr(g, epi, ref.data, &value);
+        store_out(g, indent, value.data);
+        break;
+    case BODY_ACC_LOAD:
+        acc_ref(g, &ref);
+        out_value(g, &value);
+        out(g, indent, "%s = %s;\n", ref.data, value.data);
+        break;
+    case BODY_WRITEBACK:
+        acc_ref(g, &ref);
+        if (epi && g->acc_is_final) emit_expr(g, epi, ref.data, &value);
+        else rlt_str_append(&value, ref.data);
+        store_out(g, indent, value.data);
+        break;
+    }
+    rlt_str_free(&value);
+    rlt_str_free(&ref);
+}
+
+/* ---- loops -------------------------------------------------------------- */
+
+/* A walk over some of the nest's loops: all of them for the computation, the
+ * spatial ones for zeroing, epilogue, accumulator load and write-back. */
+typedef struct plan {
+    int n;
+    int pos[RLT_MAX_LOOPS];
+    body_kind kind;
+} plan;
+
+static void make_sub_plan(const gen *g, int from, body_kind kind, plan *p)
+{
+    p->n = 0;
+    p->kind = kind;
+    for (int l = from; l < g->n->n_loops; l++)
+        if (!g->n->vars[g->n->loops[l].var].is_reduce) p->pos[p->n++] = l;
+}
+
+static void emit_plan(gen *g, const plan *p, int idx, int indent);
+
+/* Defines the derived symbols (parts of fused loops) visible from `pos` on. */
+static void emit_derived(gen *g, int pos, int indent)
+{
+    for (int v = g->n->n_vars - 1; v >= 0; v--) {
+        if (!g->is_symbol[v] || g->derived_from[v] < 0 || g->sym_depth[v] != pos) continue;
+        int f = g->derived_from[v];
+        const rlt_var *fv = &g->n->vars[f];
+        rlt_str s;
+        rlt_str_init(&s);
+        print_lin(g, &g->value[f], &s);
+        out(g, indent, "const long %s = (%s) %c %" PRId64 ";\n", g->cname[v], s.data,
+            fv->fused_outer == v ? '/' : '%', g->n->vars[fv->fused_inner].extent);
+        rlt_str_free(&s);
+    }
+}
+
+/* Opens `if` blocks for the guards placed at `pos`; returns how many were
+ * opened, or -1 when one of them is known false (the code is dead). */
+static int open_guards(gen *g, int pos, int indent)
+{
+    int opened = 0;
+    for (int k = 0; k < g->n_guards; k++) {
+        if (g->guard_depth[k] != pos) continue;
+        lin f;
+        lin_fold(g, &g->guard[k], &f);
+        if (lin_is_const(g, &f)) {
+            if (f.k < g->guard_bound[k]) continue;
+            for (int i = 0; i < opened; i++) out(g, indent + opened - 1 - i, "}\n");
+            return -1;
+        }
+        rlt_str s;
+        rlt_str_init(&s);
+        print_lin(g, &f, &s);
+        out(g, indent + opened, "if (%s < %" PRId64 ") {\n", s.data, g->guard_bound[k]);
+        rlt_str_free(&s);
+        opened++;
+    }
+    return opened;
+}
+
+static void close_blocks(gen *g, int n, int indent)
+{
+    for (int i = n - 1; i >= 0; i--) out(g, indent + i, "}\n");
+}
+
+/* What comes inside the loop at plan index idx: derived symbols, guards,
+ * then the next loop. */
+static void emit_inside(gen *g, const plan *p, int idx, int indent)
+{
+    int pos = p->pos[idx];
+    emit_derived(g, pos, indent);
+    int opened = open_guards(g, pos, indent);
+    if (opened < 0) return;
+    emit_plan(g, p, idx + 1, indent + opened);
+    close_blocks(g, opened, indent);
+}
+
+/* The condition under which every lane of the vector loop passes its
+ * guards ("" when there are none), and whether lanes can be vectors at all. */
+static bool vector_condition(gen *g, int pos, rlt_str *cond)
+{
+    int v = g->vec_var;
+    for (int s = 0; s < g->n->n_vars; s++)
+        if (g->is_symbol[s] && g->derived_from[s] >= 0 && g->sym_depth[s] == pos) return false;
+    for (int k = 0; k < g->n_guards; k++) {
+        if (g->guard_depth[k] != pos) continue;
+        /* Linear in the lane: checking the first and last lane covers all. */
+        for (int lane = 0; lane < g->vec_width; lane += g->vec_width - 1) {
+            g->is_fixed[v] = true;
+            g->fixed[v] = lane;
+            lin f;
+            lin_fold(g, &g->guard[k], &f);
+            g->is_fixed[v] = false;
+            if (lin_is_const(g, &f) && f.k < g->guard_bound[k]) continue;
+            if (cond->len) rlt_str_append(cond, " && ");
+            print_lin(g, &f, cond);
+            rlt_str_printf(cond, " < %" PRId64, g->guard_bound[k]);
+        }
+    }
+    return true;
+}
+
+static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
+{
+    int pos = p->pos[idx];
+    int v = g->n->loops[pos].var;
+    rlt_str cond;
+    rlt_str_init(&cond);
+    bool is_vector_ok = vector_condition(g, pos, &cond);
+    if (is_vector_ok) {
+        int inner = indent;
+        if (cond.len) {
+            out(g, indent, "if (%s) {\n", cond.data);
+            inner++;
+        }
+        g->in_vector = true;
+        emit_plan(g, p, idx + 1, inner);
+        g->in_vector = false;
+        if (cond.len) out(g, indent, "} else {\n");
+    }
+    if (!is_vector_ok || cond.len) {
+        /* Lanes one at a time, each under its guards: the tail. */
+        int inner = is_vector_ok ? indent + 1 : indent;
+        out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", g->cname[v], g->cname[v], g->vec_width, g->cname[v]);
+        emit_inside(g, p, idx, inner + 1);
+        out(g, inner, "}\n");
+        if (is_vector_ok) out(g, indent, "}\n");
+    }
+    rlt_str_free(&cond);
+}
+
+static void emit_loop(gen *g, const plan *p, int idx, int indent)
+{
+    int pos = p->pos[idx];
+    const rlt_loop *loop = &g->n->loops[pos];
+    int v = loop->var;
+    int64_t ext = g->n->vars[v].extent;
+    const char *name = g->cname[v];
+    switch (loop->kind) {
+    case RLT_LOOP_PARALLEL:
+        if (loop->n_threads > 0)
+            out(g, indent, "#pragma omp parallel for schedule(static) num_threads(%d)\n", loop->n_threads);
+        else
+            out(g, indent, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
+        /* fall through */
+    case RLT_LOOP_SERIAL:
+        out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name, ext, name);
+        emit_inside(g, p, idx, indent + 1);
+        out(g, indent, "}\n");
+        return;
+    case RLT_LOOP_UNROLL:
+        for (int64_t c = 0; c < ext; c++) {
+            g->is_fixed[v] = true;
+            g->fixed[v] = c;
+            out(g, indent, "{ /* %s = %" PRId64 " */\n", g->n->vars[v].name, c);
+            emit_inside(g, p, idx, indent + 1);
+            out(g, indent, "}\n");
+        }
+        g->is_fixed[v] = false;
+        return;
+    case RLT_LOOP_VECTORIZE:
+        emit_vector_loop(g, p, idx, indent);
+        return;
+    }
+}
+
+/* Accumulator declaration: one element (or vector) per tile point. */
+static void emit_acc_decl(gen *g, int indent)
+{
+    rlt_str dims;
+    rlt_str_init(&dims);
+    for (int l = g->acc_depth; l < g->n->n_loops; l++) {
+        int v = g->n->loops[l].var;
+        if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
+        rlt_str_printf(&dims, "[%" PRId64 "]", g->n->vars[v].extent);
+    }
+    if (g->vec_var >= 0 && g->acc_depth <= rlt_nest_loop_of_var(g->n, g->vec_var))
+        out(g, indent, "rlt_v%d rlt_acc%s = {0};\n", g->vec_width, dims.len ? dims.data : "[1]");
+    else
+        out(g, indent, "float rlt_acc%s = {0};\n", dims.len ? dims.data : "[1]");
+    rlt_str_free(&dims);
+}
+
+static void emit_sub_plan(gen *g, int from, body_kind kind, int indent, const char *comment)
+{
+    plan sub;
+    make_sub_plan(g, from, kind, &sub);
+    out(g, indent, "/* %s */\n", comment);
+    emit_plan(g, &sub, 0, indent);
+}
+
+static void emit_plan(gen *g, const plan *p, int idx, int indent)
+{
+    bool is_main = p->kind == BODY_MAIN;
+    int pos = idx < p->n ? p->pos[idx] : g->n->n_loops;
+    bool has_reduction = g->r0 < g->n->n_loops;
+    bool zero_output = is_main && pos == g->r0 && has_reduction && !g->acc_is_final;
+    bool separate_epilogue = zero_output && g->op->epilogue;
+    bool acc_here = is_main && pos == g->acc_depth;
+    if (zero_output) emit_sub_plan(g, g->r0, BODY_OUT_ZERO, indent, "zero the output before accumulating");
+    if (acc_here) {
+        out(g, indent, "{ /* cache_write: accumulator tile */\n");
+        indent++;
+        emit_acc_decl(g, indent);
+        if (!g->acc_is_final && has_reduction)
+            emit_sub_plan(g, g->acc_depth, BODY_ACC_LOAD, indent, "continue the partial sums");
+    }
+    if (idx < p->n) emit_loop(g, p, idx, indent);
+    else emit_body(g, p->kind, indent);
+    if (acc_here) {
+        emit_sub_plan(g, g->acc_depth, BODY_WRITEBACK, indent, "write the tile back");
+        indent--;
+        out(g, indent, "}\n");
+    }
+    if (separate_epilogue) emit_sub_plan(g, g->r0, BODY_EPILOGUE, indent, "epilogue");
+}
+
+/* ---- staging ------------------------------------------------------------ */
+
+static void emit_staging(gen *g, int t, bool use_openmp)
+{
+    const rlt_tensor *tensor = &g->op->tensors[t];
+    const rlt_layout *l = &g->n->layouts[t];
+    int np = g->n_phys[t];
+    const int64_t *pd = g->phys_dims[t];
+    rlt_str desc;
+    rlt_str_init(&desc);
+    for (int d = 0; d < np; d++) rlt_str_printf(&desc, "[%" PRId64 "]", pd[d]);
+    out(g, 1, "/* stage %s into %s_s%s%s%s */\n", tensor->name, g->tname[t], desc.data, l->is_padded ? " padded" : "",
+        l->n_blocks ? " packed" : "");
+    rlt_str_free(&desc);
+    if (use_openmp) out(g, 1, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
+    for (int d = 0; d < np; d++)
+        out(g, 1 + d, "for (long p%d = 0; p%d < %" PRId64 "; p%d++)%s\n", d, d, pd[d], d, d + 1 == np ? " {" : "");
+    int in = 1 + np;
+    rlt_str cond, src, dst;
+    rlt_str_init(&cond);
+    rlt_str_init(&src);
+    rlt_str_init(&dst);
+    int64_t strides[RLT_MAX_DIMS];
+    dims_strides(tensor->dims, tensor->n_dims, strides);
+    for (int d = 0; d < tensor->n_dims; d++) {
+        int outer = g->outer_pos[t][d], inner = g->inner_pos[t][d];
+        if (inner >= 0)
+            out(g, in, "long c%d = p%d * %" PRId64 " + p%d - %" PRId64 ";\n", d, outer, pd[inner], inner, l->pad_lo[d]);
+        else
+            out(g, in, "long c%d = p%d - %" PRId64 ";\n", d, outer, l->pad_lo[d]);
+        rlt_str_printf(&cond, "%sc%d >= 0 && c%d < %" PRId64, d ? " && " : "", d, d, tensor->dims[d]);
+        rlt_str_printf(&src, "%sc%d * %" PRId64, d ? " + " : "", d, strides[d]);
+    }
+    int64_t pstrides[2 * RLT_MAX_DIMS];
+    dims_strides(pd, np, pstrides);
+    for (int d = 0; d < np; d++) rlt_str_printf(&dst, "%sp%d * %" PRId64, d ? " + " : "", d, pstrides[d]);
+    out(g, in, "%s_s[%s] = (%s) ? %s[%s] : 0.0f;\n", g->tname[t], dst.data, cond.data, g->tname[t], src.data);
+    out(g, in - 1, "}\n");
+    rlt_str_free(&cond);
+    rlt_str_free(&src);
+    rlt_str_free(&dst);
+}
+
+/* ---- the kernel --------------------------------------------------------- */
+
+rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *ksrc, rlt_diag *diag)
+{
+    rlt_status st = rlt_nest_check(nest, diag);
+    if (st != RLT_STATUS_OK) return st;
+    gen *g = rlt_calloc(1, sizeof *g);
+    if (!g) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating C");
+    rlt_str s;
+    rlt_str_init(&s);
+    g->n = nest;
+    g->op = nest->op;
+    g->s = &s;
+    make_cnames(g);
+    analyse(g);
+    const rlt_op *op = g->op;
+    bool needs_openmp = false;
+    for (int l = 0; l < nest->n_loops; l++) needs_openmp |= nest->loops[l].kind == RLT_LOOP_PARALLEL;
+
+    rlt_str tree;
+    rlt_str_init(&tree);
+    rlt_nest_print(nest, &tree);
+    out(g, 0, "/* %s\n", op->spec);
+    for (const char *line = tree.data; line && *line;) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        out(g, 0, " *   %.*s\n", len, line);
+        line = end ? end + 1 : line + len;
+    }
+    out(g, 0, " */\n");
+    rlt_str_free(&tree);
+    out(g, 0, "size_t %s_workspace_bytes(void) { return %" PRId64 "; }\n\n", CODEGEN_SYMBOL_PLACEHOLDER, g->ws_bytes);
+    out(g, 0, "void %s(float *const *rlt_t, void *rlt_ws, int rlt_nthreads)\n{\n", CODEGEN_SYMBOL_PLACEHOLDER);
+    for (int t = 0; t < op->n_tensors; t++) {
+        bool is_out = t == op->n_tensors - 1;
+        out(g, 1, "%sfloat *restrict %s = rlt_t[%d];\n", is_out ? "" : "const ", g->tname[t], t);
+        if (!is_out && g->ws_offset[t] >= 0)
+            out(g, 1, "float *restrict %s_s = (float *)((char *)rlt_ws + %" PRId64 ");\n", g->tname[t], g->ws_offset[t]);
+    }
+    out(g, 1, "(void)rlt_ws;\n");
+    out(g, 1, "if (rlt_nthreads < 1) rlt_nthreads = 1;\n");
+    for (int t = 0; t + 1 < op->n_tensors; t++)
+        if (g->ws_offset[t] >= 0) emit_staging(g, t, needs_openmp);
+    plan main_plan = {.n = nest->n_loops, .kind = BODY_MAIN};
+    for (int l = 0; l < nest->n_loops; l++) main_plan.pos[l] = l;
+    emit_plan(g, &main_plan, 0, 1);
+    out(g, 0, "}\n");
+    rlt_free(g);
+    return codegen_finish(&s, "rlt_k_", needs_openmp, ksrc, diag);
+}
+
+void codegen_print_axis_affine(const rlt_op *op, const rlt_affine *a, const char *prefix, rlt_str *s)
+{
+    bool any = false;
+    for (int x = 0; x < op->n_axes; x++) {
+        int64_t c = a->coef[x];
+        if (!c) continue;
+        if (any) rlt_str_append(s, c < 0 ? " - " : " + ");
+        else if (c < 0) rlt_str_append(s, "-");
+        int64_t m = c < 0 ? -c : c;
+        if (m == 1) rlt_str_printf(s, "%s%s", prefix, op->axes[x].name);
+        else rlt_str_printf(s, "%s%s*%" PRId64, prefix, op->axes[x].name, m);
+        any = true;
+    }
+    if (!any) rlt_str_printf(s, "%" PRId64, a->offset);
+    else if (a->offset) rlt_str_printf(s, " %c %" PRId64, a->offset < 0 ? '-' : '+', a->offset < 0 ? -a->offset : a->offset);
+}
