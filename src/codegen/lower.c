@@ -82,6 +82,8 @@ typedef struct gen {
     lin guard[RLT_MAX_VARS]; /* guard g: guard[g] < guard_bound[g] */
     int64_t guard_bound[RLT_MAX_VARS];
     int guard_depth[RLT_MAX_VARS];
+    int guard_vpoint[RLT_MAX_VARS]; /* loop position to version the guard at, or -1 */
+    bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
     bool is_fixed[RLT_MAX_VARS];
     int64_t fixed[RLT_MAX_VARS];
     int vec_var;        /* the vectorized loop's variable, or -1 */
@@ -212,6 +214,20 @@ static void analyse(gen *g)
         g->guard[k] = g->value[v];
         g->guard_bound[k] = n->vars[v].extent;
         g->guard_depth[k] = lin_depth(g, &g->value[v]);
+        /* Version the guard just inside the deepest real loop it depends on
+         * when unrolled or vector loops below decide the rest: one check per
+         * tile instead of one per element inside the hot loop. */
+        int real_depth = -1;
+        bool is_versionable = true;
+        for (int s = 0; s < n->n_vars; s++) {
+            if (!g->value[v].c[s]) continue;
+            if (g->derived_from[s] >= 0) is_versionable = false;
+            int pos = rlt_nest_loop_of_var(n, s);
+            if (pos >= 0 && (n->loops[pos].kind == RLT_LOOP_SERIAL || n->loops[pos].kind == RLT_LOOP_PARALLEL) &&
+                pos > real_depth)
+                real_depth = pos;
+        }
+        g->guard_vpoint[k] = is_versionable && real_depth >= 0 && real_depth < g->guard_depth[k] ? real_depth : -1;
     }
     g->vec_var = -1;
     for (int l = 0; l < n->n_loops; l++)
@@ -770,7 +786,7 @@ static int open_guards(gen *g, int pos, int indent)
 {
     int opened = 0;
     for (int k = 0; k < g->n_guards; k++) {
-        if (g->guard_depth[k] != pos) continue;
+        if (g->guard_depth[k] != pos || g->is_guard_known[k]) continue;
         lin f;
         lin_fold(g, &g->guard[k], &f);
         if (lin_is_const(g, &f)) {
@@ -793,15 +809,64 @@ static void close_blocks(gen *g, int n, int indent)
     for (int i = n - 1; i >= 0; i--) out(g, indent + i, "}\n");
 }
 
+/* The condition that guards versioned at `pos` hold for the whole subtree:
+ * each at its largest value over the unrolled and vector loops inside. */
+static bool version_condition(gen *g, int pos, rlt_str *cond, bool *chosen)
+{
+    bool any = false;
+    for (int k = 0; k < g->n_guards; k++) {
+        chosen[k] = false;
+        if (g->guard_vpoint[k] != pos || g->is_guard_known[k]) continue;
+        lin f;
+        lin_fold(g, &g->guard[k], &f);
+        int64_t extra = 0;
+        for (int s = 0; s < g->n->n_vars; s++) {
+            int at = f.c[s] ? rlt_nest_loop_of_var(g->n, s) : -1;
+            if (at <= pos) continue;
+            if (f.c[s] > 0) extra += f.c[s] * (g->n->vars[s].extent - 1);
+            f.c[s] = 0;
+        }
+        f.k += extra;
+        chosen[k] = true;
+        if (lin_is_const(g, &f) && f.k < g->guard_bound[k]) continue;
+        if (cond->len) rlt_str_append(cond, " && ");
+        print_lin(g, &f, cond);
+        rlt_str_printf(cond, " < %" PRId64, g->guard_bound[k]);
+        any = true;
+    }
+    return any;
+}
+
 /* What comes inside the loop at plan index idx: derived symbols, guards,
- * then the next loop. */
+ * then the next loop (twice when a fast path without guards is split off). */
 static void emit_inside(gen *g, const plan *p, int idx, int indent)
 {
     int pos = p->pos[idx];
     emit_derived(g, pos, indent);
     int opened = open_guards(g, pos, indent);
     if (opened < 0) return;
-    emit_plan(g, p, idx + 1, indent + opened);
+    rlt_str cond;
+    rlt_str_init(&cond);
+    bool chosen[RLT_MAX_VARS];
+    bool has_version = version_condition(g, pos, &cond, chosen);
+    int in = indent + opened;
+    if (has_version) {
+        out(g, in, "if (%s) { /* whole tile in range: no guards */\n", cond.data);
+        for (int k = 0; k < g->n_guards; k++) g->is_guard_known[k] |= chosen[k];
+        emit_plan(g, p, idx + 1, in + 1);
+        for (int k = 0; k < g->n_guards; k++)
+            if (chosen[k]) g->is_guard_known[k] = false;
+        out(g, in, "} else {\n");
+        emit_plan(g, p, idx + 1, in + 1);
+        out(g, in, "}\n");
+    } else {
+        for (int k = 0; k < g->n_guards; k++)
+            if (chosen[k]) g->is_guard_known[k] = true; /* always in range */
+        emit_plan(g, p, idx + 1, in);
+        for (int k = 0; k < g->n_guards; k++)
+            if (chosen[k]) g->is_guard_known[k] = false;
+    }
+    rlt_str_free(&cond);
     close_blocks(g, opened, indent);
 }
 
@@ -813,7 +878,7 @@ static bool vector_condition(gen *g, int pos, rlt_str *cond)
     for (int s = 0; s < g->n->n_vars; s++)
         if (g->is_symbol[s] && g->derived_from[s] >= 0 && g->sym_depth[s] == pos) return false;
     for (int k = 0; k < g->n_guards; k++) {
-        if (g->guard_depth[k] != pos) continue;
+        if (g->guard_depth[k] != pos || g->is_guard_known[k]) continue;
         /* Linear in the lane: checking the first and last lane covers all. */
         for (int lane = 0; lane < g->vec_width; lane += g->vec_width - 1) {
             g->is_fixed[v] = true;

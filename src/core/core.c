@@ -306,7 +306,7 @@ char *rlt_str_take(rlt_str *s)
         rlt_str_free(s);
         return NULL;
     }
-    if (!s->data) str_reserve(s, 0);
+    if (!s->data && str_reserve(s, 0)) s->data[0] = '\0';
     if (s->has_failed) {
         rlt_str_free(s);
         return NULL;

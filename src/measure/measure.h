@@ -32,6 +32,9 @@ typedef struct rlt_build_opts {
 } rlt_build_opts;
 
 #define RLT_DEFAULT_CFLAGS "-O3 -march=native -mprefer-vector-width=512 -ffp-contract=fast"
+/* The op's reference is compiled with these whatever cflags say: it must be
+ * right (no contraction, no fast-math), not fast. */
+#define RLT_REFERENCE_CFLAGS "-O2 -ffp-contract=off"
 
 typedef struct rlt_build_result {
     rlt_status status;          /* OK, BUILD_ERROR or BUILD_TIMEOUT */
@@ -44,9 +47,12 @@ typedef struct rlt_build_result {
 
 /* Compiles n kernels. Per-kernel failures land in results[i].status; the
  * return value is non-OK only when the builder itself cannot work (no cache
- * directory, cannot start processes). A translation unit that fails to
- * compile is retried one kernel at a time, so one bad kernel does not fail
- * its neighbours. */
+ * directory, cannot start processes); then the unbuilt kernels say so in
+ * their log. A translation unit that fails to compile (or times out) is
+ * retried one kernel at a time, so one bad kernel does not fail its
+ * neighbours. Kernels with equal symbols are compiled once. `opts` may be
+ * NULL (all defaults). Every compiler started has been reaped on return.
+ * Several processes may share one cache directory. */
 rlt_status rlt_build_batch(const rlt_build_opts *opts, int n, const rlt_kernel_src *kernels,
                            rlt_build_result *results, rlt_diag *diag);
 
@@ -64,6 +70,9 @@ rlt_status rlt_workload_create(const rlt_op *op, const rlt_build_opts *opts, uin
                                rlt_workload **out, rlt_diag *diag);
 void rlt_workload_destroy(rlt_workload *w); /* NULL ok */
 
+/* The op the workload was made for (borrowed). */
+const rlt_op *rlt_workload_op(const rlt_workload *w);
+
 /* ---- runner ------------------------------------------------------------- */
 
 typedef struct rlt_run_opts {
@@ -77,7 +86,8 @@ typedef struct rlt_run_opts {
 } rlt_run_opts;
 
 typedef struct rlt_run_result {
-    rlt_status status;    /* OK, RUN_ERROR, RUN_TIMEOUT or WRONG_ANSWER (or a BUILD_* passed on) */
+    rlt_status status;    /* OK, RUN_ERROR, RUN_TIMEOUT or WRONG_ANSWER (or a BUILD_* passed on;
+                             IO_ERROR when no child process could be started) */
     bool is_correct;      /* output within tolerance of the reference */
     double time_min_ms;
     double time_median_ms;
@@ -89,8 +99,14 @@ typedef struct rlt_run_result {
 } rlt_run_result;
 
 /* Runs one built kernel in a child process: load, one call checked against
- * the reference, warm-up, then repeat samples of `number` calls. Never
- * returns early for a crash or hang of the kernel: it is in `out->status`. */
+ * the reference, warm-up, then repeat samples of `number` calls, and a final
+ * check of the output. Never returns early for a crash or hang of the
+ * kernel: it is in `out->status`. A kernel too slow for `repeat` samples
+ * within timeout_s gets fewer (n_samples says how many) rather than a
+ * timeout. `opts` may be NULL (all defaults).
+ * Threads: one run at a time (the child pins itself to a CPU). The child is
+ * forked without exec and loads the kernel, so no other thread of the caller
+ * should be inside dlopen or hold a lock the child needs while it forks. */
 void rlt_run_kernel(const rlt_workload *w, const rlt_build_result *build, const rlt_run_opts *opts,
                     rlt_run_result *out);
 

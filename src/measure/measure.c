@@ -1,0 +1,93 @@
+/*
+ * measure.c - measures a batch of scheduled nests end to end.
+ *
+ * Entry point: rlt_measure_nests. It lowers every nest (a codegen failure
+ * becomes that nest's BUILD_ERROR), compiles all distinct kernels in one
+ * batch first, so nothing is timed while compilers run, then runs them one at
+ * a time. Nests that lower to the same code share one compile and one run.
+ */
+#include "measure/measure.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The message of a failed result; long diagnostics are cut to fit. */
+static void set_message(rlt_run_result *r, const char *fmt, ...) RLT_PRINTF(2, 3);
+
+static void set_message(rlt_run_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+}
+
+rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
+                             const rlt_nest *nests, rlt_run_result *results, rlt_diag *diag)
+{
+    RLT_ASSERT(w && n >= 0 && (n == 0 || (nests && results)));
+    rlt_status st = RLT_STATUS_OK;
+    const rlt_op *op = rlt_workload_op(w);
+    int n_kernels = 0;
+    rlt_kernel_src *kernels = rlt_calloc((size_t)n, sizeof *kernels);
+    rlt_build_result *builds = rlt_calloc((size_t)n, sizeof *builds);
+    int *kernel_of = rlt_calloc((size_t)n, sizeof *kernel_of); /* nest -> kernel, -1 if not lowered */
+    int *run_by = rlt_calloc((size_t)n, sizeof *run_by);       /* kernel -> nest whose run it got */
+    if (!kernels || !builds || !kernel_of || !run_by) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory measuring %d nests", n);
+        goto cleanup;
+    }
+
+    for (int i = 0; i < n; i++) {
+        memset(&results[i], 0, sizeof results[i]);
+        kernel_of[i] = -1;
+        const rlt_op *nest_op = nests[i].op;
+        if (nest_op != op && (!nest_op || strcmp(nest_op->spec, op->spec) != 0)) {
+            st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "nest %d is for op '%s' but the workload is for '%s'",
+                          i, nest_op ? nest_op->spec : "(none)", op->spec);
+            goto cleanup;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        rlt_diag d = {0};
+        rlt_kernel_src k = {0};
+        if (rlt_codegen_kernel(&nests[i], &k, &d) != RLT_STATUS_OK) {
+            rlt_kernel_src_free(&k);
+            results[i].status = RLT_STATUS_BUILD_ERROR;
+            set_message(&results[i], "code generation failed (%s): %s", rlt_status_str(d.status), d.message);
+            continue;
+        }
+        for (int j = 0; j < n_kernels && kernel_of[i] < 0; j++)
+            if (strcmp(kernels[j].symbol, k.symbol) == 0) kernel_of[i] = j;
+        if (kernel_of[i] >= 0) {
+            rlt_kernel_src_free(&k);
+            continue;
+        }
+        kernel_of[i] = n_kernels;
+        run_by[n_kernels] = -1;
+        kernels[n_kernels++] = k;
+    }
+
+    /* Kernels the builder could not handle carry its message as their build
+     * status, so the runs below still give every nest a result. */
+    st = rlt_build_batch(bopts, n_kernels, kernels, builds, diag);
+
+    for (int i = 0; i < n; i++) {
+        int j = kernel_of[i];
+        if (j < 0) continue;
+        if (run_by[j] >= 0) {
+            results[i] = results[run_by[j]];
+            continue;
+        }
+        rlt_run_kernel(w, &builds[j], ropts, &results[i]);
+        run_by[j] = i;
+    }
+
+cleanup:
+    for (int j = 0; kernels && j < n_kernels; j++) rlt_kernel_src_free(&kernels[j]);
+    rlt_free(run_by);
+    rlt_free(kernel_of);
+    rlt_free(builds);
+    rlt_free(kernels);
+    return st;
+}
