@@ -11,23 +11,28 @@
  * pad). The scheduled nest is lowered to C, compiled by the system compiler
  * into a shared object, and measured in a child process against a reference.
  *
- * Worked example (error handling shortened; every call returns rlt_status and
- * fills the caller's rlt_diag with a message on failure):
+ * This header holds what every part of rltune shares: status codes and the
+ * diagnostics struct. The library's modules are declared in their own
+ * headers under src/ (ir/ir.h, sched/sched.h, codegen/codegen.h,
+ * measure/measure.h); a program embedding rltune includes those, as the
+ * `rltune` command and bench/ do. Worked example (every call returns an
+ * rlt_status and fills `d` with a message naming what was wrong):
  *
  *     rlt_diag d = {0};
  *     rlt_op *op = NULL;
  *     rlt_op_parse("matmul:M=256,N=256,K=256", &op, &d);
  *     rlt_sched *s = NULL;
- *     rlt_sched_parse("split j 8\nvectorize j.i\n", "<inline>", &s, &d);
+ *     rlt_sched_parse("split j 8\nreorder k j.i\nvectorize j.i\n", "<inline>", &s, &d);
  *     rlt_nest nest;
- *     rlt_sched_apply(s, op, &nest, &d);        // legality checked per step
- *     char *c_src = NULL;
- *     rlt_codegen_kernel(&nest, &(rlt_codegen_opts){0}, &c_src, NULL, &d);
- *     ...                                        // or measure it:
- *     rlt_measure_result r;
- *     rlt_measure_nest(&nest, &opts, &r, &d);   // builds, runs, verifies, times
- *     printf("%.1f GFLOP/s\n", r.gflops);
- *     rlt_free(c_src); rlt_sched_destroy(s); rlt_op_destroy(op);
+ *     rlt_sched_apply(s, op, &nest, &d);          // legality checked per step
+ *     rlt_build_opts bopts = {0};                // gcc, default flags and cache
+ *     rlt_workload *w = NULL;
+ *     rlt_workload_create(op, &bopts, 0, &w, &d); // inputs + reference output
+ *     rlt_run_opts ropts = {0};                  // 5 samples of >= 20 ms
+ *     rlt_run_result r;
+ *     rlt_measure_nests(w, &bopts, &ropts, 1, &nest, &r, &d);
+ *     printf("%s %.1f GFLOP/s\n", rlt_status_str(r.status), r.gflops);
+ *     rlt_workload_destroy(w); rlt_sched_destroy(s); rlt_op_destroy(op);
  *
  * Ownership: functions that hand out memory say so; free it with the named
  * function (rlt_free for strings). Nothing here keeps global mutable state

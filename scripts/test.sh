@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what it needs, builds
+# the release and the sanitizer builds, and runs every test in both (unit,
+# golden, property, fuzz-corpus replay, CLI end to end).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh --asan
+# Kernels compiled by the tests go to a cache inside each build directory
+# (set by CTest), so a test run never depends on a user's cache.
+echo "== tests: release build"
+(cd build && ctest --output-on-failure)
+echo "== tests: ASan + UBSan build"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure)
