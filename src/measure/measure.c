@@ -80,6 +80,7 @@ rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
             continue;
         }
         rlt_run_kernel(w, &builds[j], ropts, &results[i]);
+        results[i].build_s = builds[j].build_s;
         run_by[j] = i;
     }
 

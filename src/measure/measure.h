@@ -96,6 +96,8 @@ typedef struct rlt_run_result {
     int number;           /* calls per sample actually used */
     double max_error;     /* largest |out - ref| / tolerance seen (<= 1 passes) */
     char message[512];    /* why it failed: the signal, the first wrong element, ... */
+    double build_s;       /* compile wall time of the kernel (0 if cached); set by
+                             rlt_measure_nests, 0 from rlt_run_kernel */
 } rlt_run_result;
 
 /* Runs one built kernel in a child process: load, one call checked against

@@ -1,0 +1,73 @@
+/*
+ * cli.h - the rltune command: its sub-commands, exit codes, and the input
+ * handling that `show` and `measure` share (the op from --op or --expr /
+ * --shape, the schedule from --schedule, and the scheduled nest).
+ *
+ * The command only parses arguments and prints; everything it computes comes
+ * from the library. Output contract: results on stdout, diagnostics on
+ * stderr, and on a usage error exactly one line "rltune: error: ..." on
+ * stderr and nothing on stdout.
+ */
+#ifndef RLT_CLI_H
+#define RLT_CLI_H
+
+#include "cli/args.h"
+#include "sched/sched.h"
+
+/* Exit codes, documented in docs/cli.md and `rltune --help`. */
+enum {
+    RLT_CLI_EXIT_OK = 0,
+    RLT_CLI_EXIT_KERNEL_FAILED = 1, /* measured, but the kernel failed (result still printed) */
+    RLT_CLI_EXIT_USAGE = 2,         /* bad input: command, option, op, schedule */
+    RLT_CLI_EXIT_INTERNAL = 3       /* environment or internal error: cache dir, compiler missing */
+};
+
+/* A sub-command. `run` gets the parsed options (never with --help: main
+ * prints the usage then) and returns an exit code. */
+typedef struct rlt_cli_cmd {
+    const char *name;
+    const char *brief;    /* one line for the command list */
+    const char *synopsis; /* the usage line after "rltune NAME" */
+    const char *summary;  /* one paragraph */
+    const char *details;  /* printed after the options by --help; may be NULL */
+    int n_opts;
+    const rlt_cli_opt *opts;
+    int (*run)(const rlt_cli_args *args);
+} rlt_cli_cmd;
+
+extern const rlt_cli_cmd rlt_cli_cmd_ops;
+extern const rlt_cli_cmd rlt_cli_cmd_show;
+extern const rlt_cli_cmd rlt_cli_cmd_measure;
+
+/* Prints "rltune: error: MESSAGE" and a newline to stderr. */
+void rlt_cli_error(const char *fmt, ...) RLT_PRINTF(1, 2);
+
+/* The exit code for a library failure: bad input (invalid argument, parse
+ * error, illegal schedule) gives RLT_CLI_EXIT_USAGE, everything else
+ * (I/O, memory, a bug) RLT_CLI_EXIT_INTERNAL. */
+int rlt_cli_exit_for(rlt_status status);
+
+/* ---- what show and measure work on -------------------------------------- */
+
+/* The options every command that takes an op declares, in this order, at the
+ * start of its table. */
+#define RLT_CLI_OP_OPTS                                                                              \
+    {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},                  \
+    {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},  \
+    {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},                    \
+    {"schedule", "FILE", "schedule file to apply ('-' reads stdin); default: the unscheduled nest"}
+
+typedef struct rlt_cli_input {
+    rlt_op *op;              /* owned */
+    rlt_sched *sched;        /* owned; NULL: the default schedule */
+    const char *sched_source; /* the --schedule argument (borrowed), or NULL */
+    rlt_nest nest;           /* the op's nest with the schedule applied */
+} rlt_cli_input;
+
+/* Builds the op, loads and applies the schedule. Every failure is bad input
+ * (a missing file included) except running out of memory; the message names
+ * the option, the file and line, and what was wrong. */
+rlt_status rlt_cli_input_load(const rlt_cli_args *args, rlt_cli_input *out, rlt_diag *diag);
+void rlt_cli_input_free(rlt_cli_input *in); /* frees what load made; the struct stays */
+
+#endif /* RLT_CLI_H */

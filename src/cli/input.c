@@ -1,0 +1,146 @@
+/*
+ * input.c - what `show` and `measure` work on: the op named by --op or by
+ * --expr / --shape, the schedule from --schedule (a file, or stdin for '-'),
+ * and the nest the schedule makes of the op (rlt_cli_input_load). Also the
+ * shared error printer and the status-to-exit-code rule.
+ */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void rlt_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("rltune: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int rlt_cli_exit_for(rlt_status status)
+{
+    switch (status) {
+    case RLT_STATUS_OK:
+        return RLT_CLI_EXIT_OK;
+    case RLT_STATUS_INVALID_ARGUMENT:
+    case RLT_STATUS_PARSE_ERROR:
+    case RLT_STATUS_ILLEGAL_SCHEDULE:
+        return RLT_CLI_EXIT_USAGE;
+    default:
+        return RLT_CLI_EXIT_INTERNAL;
+    }
+}
+
+/* Reads all of stdin as text. */
+static rlt_status read_stdin(char **out_text, size_t *out_len, rlt_diag *diag)
+{
+    rlt_str s;
+    rlt_str_init(&s);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) rlt_str_appendn(&s, buf, n);
+    if (ferror(stdin)) {
+        rlt_str_free(&s);
+        return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot read the schedule from stdin");
+    }
+    *out_len = s.len;
+    *out_text = rlt_str_take(&s);
+    if (!*out_text) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading stdin");
+    return RLT_STATUS_OK;
+}
+
+static rlt_status load_op(const rlt_cli_args *args, rlt_op **out, rlt_diag *diag)
+{
+    const char *spec = rlt_cli_args_get(args, "op");
+    const char *expr = rlt_cli_args_get(args, "expr");
+    const char *shape = rlt_cli_args_get(args, "shape");
+    rlt_status st = RLT_STATUS_OK;
+    if (spec && (expr || shape))
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "--op cannot be combined with --expr / --shape: give a built-in op or an expression");
+    if (!spec && !expr && !shape)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "no op given: use --op SPEC (e.g. --op matmul:M=512,N=512,K=512; list: 'rltune ops') "
+                        "or --expr EXPR --shape SHAPE");
+    if (expr && !shape)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "--expr needs --shape with the extents of its indices, e.g. --shape i=64,j=64,k=64");
+    if (shape && !expr)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "--shape needs --expr, e.g. --expr 'C[i,j] += A[i,k] * B[k,j]'");
+    if (spec) {
+        st = rlt_op_parse(spec, out, diag);
+        if (st != RLT_STATUS_OK) rlt_diag_prefix(diag, "--op");
+    } else {
+        st = rlt_op_from_expr(expr, shape, out, diag);
+        if (st != RLT_STATUS_OK) rlt_diag_prefix(diag, "--expr/--shape");
+    }
+    return st;
+}
+
+static rlt_status load_sched(const char *source, rlt_sched **out, rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    char *text = NULL;
+    size_t len = 0;
+    if (strcmp(source, "-") != 0) {
+        st = rlt_sched_load(source, out, diag);
+        goto cleanup;
+    }
+    st = read_stdin(&text, &len, diag);
+    if (st != RLT_STATUS_OK) goto cleanup;
+    if (memchr(text, '\0', len) != NULL) {
+        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "<stdin>: not a text file");
+        goto cleanup;
+    }
+    st = rlt_sched_parse(text, "<stdin>", out, diag);
+
+cleanup:
+    rlt_free(text);
+    return st;
+}
+
+rlt_status rlt_cli_input_load(const rlt_cli_args *args, rlt_cli_input *out, rlt_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    out->sched_source = rlt_cli_args_get(args, "schedule");
+    rlt_status st = load_op(args, &out->op, diag);
+    if (st != RLT_STATUS_OK) goto cleanup;
+
+    if (out->sched_source) {
+        st = load_sched(out->sched_source, &out->sched, diag);
+        if (st != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "--schedule");
+            goto cleanup;
+        }
+        st = rlt_sched_apply(out->sched, out->op, &out->nest, diag);
+        if (st != RLT_STATUS_OK) {
+            bool is_stdin = strcmp(out->sched_source, "-") == 0;
+            rlt_diag_prefix(diag, "--schedule: %s", is_stdin ? "<stdin>" : out->sched_source);
+            goto cleanup;
+        }
+    } else {
+        rlt_nest_init(&out->nest, out->op);
+    }
+
+cleanup:
+    /* A schedule file that cannot be read is the user's argument, not the
+     * environment: report it as bad input like any other. */
+    if (st == RLT_STATUS_IO_ERROR) {
+        st = RLT_STATUS_INVALID_ARGUMENT;
+        if (diag) diag->status = st;
+    }
+    if (st != RLT_STATUS_OK) rlt_cli_input_free(out);
+    return st;
+}
+
+void rlt_cli_input_free(rlt_cli_input *in)
+{
+    rlt_sched_destroy(in->sched);
+    rlt_op_destroy(in->op);
+    in->sched = NULL;
+    in->op = NULL;
+}
