@@ -8,10 +8,18 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 op="matmul:M=512,N=512,K=512"
+tiled=examples/schedules/matmul_tiled.sched
+
 echo
 echo "== $op, default schedule (the plain triple loop)"
-build/rltune measure --op "$op" --repeat 3
+build/rltune measure --op "$op" --repeat 3 | tee build/main-default.txt
 echo
-echo "== $op, examples/schedules/matmul_tiled.sched"
-cat examples/schedules/matmul_tiled.sched
-build/rltune measure --op "$op" --schedule examples/schedules/matmul_tiled.sched
+echo "== $op, $tiled"
+grep -v '^#' "$tiled"
+build/rltune measure --op "$op" --schedule "$tiled" | tee build/main-tiled.txt
+
+gflops() { awk '/^GFLOP\/s:/ {print $2}' "$1"; }
+echo
+printf '%-20s %12s\n' schedule GFLOP/s
+printf '%-20s %12s\n' default "$(gflops build/main-default.txt)"
+printf '%-20s %12s\n' tiled "$(gflops build/main-tiled.txt)"

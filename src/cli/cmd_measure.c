@@ -123,8 +123,8 @@ static void print_text(const report *rep)
     printf("compiler:  %s\n", rep->compiler);
     if (r->build_s > 0)
         printf("build:     %.2f s\n", r->build_s);
-    else
-        printf("build:     cached (or not built)\n");
+    else if (r->status != RLT_STATUS_BUILD_ERROR && r->status != RLT_STATUS_BUILD_TIMEOUT)
+        printf("build:     from the compile cache\n");
     printf("CPU:       %s (%d core%s, %d-float vectors%s)\n", rep->target->cpu_model, rep->target->n_cores,
            rep->target->n_cores == 1 ? "" : "s", rep->target->vector_floats, rep->target->has_fma ? ", FMA" : "");
 }
