@@ -13,8 +13,10 @@
  * output element and never writes its inputs.
  *
  * The reference kernel of an op is different: scalar, unscheduled, double
- * precision, and it also writes a magnitude per output element (the sum of
- * the absolute values of the terms) that bounds rounding error:
+ * precision, and it also writes a magnitude per output element (the body and
+ * epilogue evaluated on absolute values: |a|+|b| for a sum or difference,
+ * |a|*|b| for a product, summed over the reduction) that bounds the rounding
+ * error of a correct fp32 kernel:
  *
  *     void SYMBOL(const float *const *inputs, double *out, double *out_magnitude);
  *

@@ -111,16 +111,39 @@ static void out(gen *g, int indent, const char *fmt, ...)
     va_end(ap);
 }
 
-/* C keywords and names the generated code uses: an axis or tensor called
- * like one of them gets a trailing underscore. */
+/* The text of a temporary string. If building it ran out of memory, the
+ * kernel's text is marked failed too: rlt_codegen_kernel then reports
+ * OUT_OF_MEMORY instead of handing out code with pieces missing. */
+static void note_failure(const gen *g, const rlt_str *t)
+{
+    if (t->has_failed) g->s->has_failed = true;
+}
+
+static const char *text_of(const gen *g, const rlt_str *t)
+{
+    note_failure(g, t);
+    return t->data && !t->has_failed ? t->data : "";
+}
+
+/* C keywords, names the generated code uses, and macros that the preamble's
+ * headers or the compiler define in gnu11 mode (`linux` and `unix` expand
+ * to 1): an axis or tensor called like one of them gets a trailing
+ * underscore. */
 static bool is_reserved(const char *name)
 {
+    /* p0, p1, ... and c0, c1, ... are the staging loops' counters. */
+    if ((name[0] == 'p' || name[0] == 'c') && name[1] >= '0' && name[1] <= '9') {
+        const char *d = name + 1;
+        while (*d >= '0' && *d <= '9') d++;
+        if (*d == '\0') return true;
+    }
     static const char *const words[] = {
         "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
         "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
         "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
         "volatile", "while", "fabs", "memcpy", "memset", "size_t", "main", "abs", "NULL", "bool", "true",
-        "false", "errno", "asm", "typeof", "alignof", "offsetof"};
+        "false", "errno", "asm", "typeof", "alignof", "offsetof", "linux", "unix", "i386", "NAN", "INFINITY",
+        "HUGE", "MAXFLOAT"};
     for (size_t i = 0; i < RLT_ARRAY_LEN(words); i++)
         if (strcmp(words[i], name) == 0) return true;
     return strncmp(name, "rlt_", 4) == 0 || name[0] == '_';
@@ -466,12 +489,13 @@ static void emit_scalar_load(gen *g, const rlt_expr *e, rlt_str *s)
     rlt_str cond;
     rlt_str_init(&cond);
     load_condition(g, e, &cond);
+    note_failure(g, &cond);
     char base[RLT_NAME_MAX + 8];
     load_base(g, e->tensor, base, sizeof base);
-    if (cond.len && strcmp(cond.data, "0") == 0) {
+    if (cond.len && strcmp(text_of(g, &cond), "0") == 0) {
         rlt_str_append(s, "0.0f");
     } else if (cond.len) {
-        rlt_str_printf(s, "((%s) ? %s[", cond.data, base);
+        rlt_str_printf(s, "((%s) ? %s[", text_of(g, &cond), base);
         print_addr(g, &a, s);
         rlt_str_append(s, "] : 0.0f)");
     } else {
@@ -516,6 +540,7 @@ static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
     rlt_str cond;
     rlt_str_init(&cond);
     load_condition(g, e, &cond);
+    note_failure(g, &cond);
     bool is_guarded = cond.len > 0;
     rlt_str_free(&cond);
     lane_pattern p = addr_lanes(g, &a);
@@ -661,10 +686,10 @@ static void store_out(gen *g, int indent, const char *value_text)
     if (!g->in_vector) {
         rlt_str_printf(&s, "%s[", o);
         print_addr(g, &a, &s);
-        out(g, indent, "%s] = %s;\n", s.data, value_text);
+        out(g, indent, "%s] = %s;\n", text_of(g, &s), value_text);
     } else if (addr_lanes(g, &a) == LANES_CONTIGUOUS) {
         print_addr_lane0(g, &a, &s);
-        out(g, indent, "rlt_store%d(&%s[%s], %s);\n", g->vec_width, o, s.data, value_text);
+        out(g, indent, "rlt_store%d(&%s[%s], %s);\n", g->vec_width, o, text_of(g, &s), value_text);
     } else {
         int tmp = g->n_temps++;
         out(g, indent, "{\n");
@@ -675,7 +700,7 @@ static void store_out(gen *g, int indent, const char *value_text)
             g->fixed[v] = lane;
             rlt_str_clear(&s);
             print_addr(g, &a, &s);
-            out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, s.data, tmp, lane);
+            out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, text_of(g, &s), tmp, lane);
         }
         g->is_fixed[v] = false;
         out(g, indent, "}\n");
@@ -695,49 +720,49 @@ static void emit_body(gen *g, body_kind kind, int indent)
         emit_expr(g, g->op->body, "", &value);
         if (g->acc_depth >= 0) {
             acc_ref(g, &ref);
-            out(g, indent, "%s %s= %s;\n", ref.data, has_reduction ? "+" : "", value.data);
+            out(g, indent, "%s %s= %s;\n", text_of(g, &ref), has_reduction ? "+" : "", text_of(g, &value));
         } else if (has_reduction) {
             out_value(g, &ref);
             rlt_str sum;
             rlt_str_init(&sum);
-            rlt_str_printf(&sum, "%s + %s", ref.data, value.data);
-            store_out(g, indent, sum.data);
+            rlt_str_printf(&sum, "%s + %s", text_of(g, &ref), text_of(g, &value));
+            store_out(g, indent, text_of(g, &sum));
             rlt_str_free(&sum);
         } else if (epi) {
             int tmp = g->n_temps++;
             char name[32];
             snprintf(name, sizeof name, "rlt_t%d", tmp);
             out(g, indent, "{\n");
-            if (g->in_vector) out(g, indent + 1, "rlt_v%d %s = %s;\n", g->vec_width, name, value.data);
-            else out(g, indent + 1, "float %s = %s;\n", name, value.data);
+            if (g->in_vector) out(g, indent + 1, "rlt_v%d %s = %s;\n", g->vec_width, name, text_of(g, &value));
+            else out(g, indent + 1, "float %s = %s;\n", name, text_of(g, &value));
             rlt_str_clear(&value);
             emit_expr(g, epi, name, &value);
-            store_out(g, indent + 1, value.data);
+            store_out(g, indent + 1, text_of(g, &value));
             out(g, indent, "}\n");
         } else {
-            store_out(g, indent, value.data);
+            store_out(g, indent, text_of(g, &value));
         }
         break;
     case BODY_OUT_ZERO:
         if (g->in_vector) rlt_str_printf(&value, "rlt_splat%d(0.0f)", g->vec_width);
         else rlt_str_append(&value, "0.0f");
-        store_out(g, indent, value.data);
+        store_out(g, indent, text_of(g, &value));
         break;
     case BODY_EPILOGUE:
         out_value(g, &ref);
-        emit_expr(g, epi, ref.data, &value);
-        store_out(g, indent, value.data);
+        emit_expr(g, epi, text_of(g, &ref), &value);
+        store_out(g, indent, text_of(g, &value));
         break;
     case BODY_ACC_LOAD:
         acc_ref(g, &ref);
         out_value(g, &value);
-        out(g, indent, "%s = %s;\n", ref.data, value.data);
+        out(g, indent, "%s = %s;\n", text_of(g, &ref), text_of(g, &value));
         break;
     case BODY_WRITEBACK:
         acc_ref(g, &ref);
-        if (epi && g->acc_is_final) emit_expr(g, epi, ref.data, &value);
-        else rlt_str_append(&value, ref.data);
-        store_out(g, indent, value.data);
+        if (epi && g->acc_is_final) emit_expr(g, epi, text_of(g, &ref), &value);
+        else rlt_str_append(&value, text_of(g, &ref));
+        store_out(g, indent, text_of(g, &value));
         break;
     }
     rlt_str_free(&value);
@@ -774,7 +799,7 @@ static void emit_derived(gen *g, int pos, int indent)
         rlt_str s;
         rlt_str_init(&s);
         print_lin(g, &g->value[f], &s);
-        out(g, indent, "const long %s = (%s) %c %" PRId64 ";\n", g->cname[v], s.data,
+        out(g, indent, "const long %s = (%s) %c %" PRId64 ";\n", g->cname[v], text_of(g, &s),
             fv->fused_outer == v ? '/' : '%', g->n->vars[fv->fused_inner].extent);
         rlt_str_free(&s);
     }
@@ -797,7 +822,7 @@ static int open_guards(gen *g, int pos, int indent)
         rlt_str s;
         rlt_str_init(&s);
         print_lin(g, &f, &s);
-        out(g, indent + opened, "if (%s < %" PRId64 ") {\n", s.data, g->guard_bound[k]);
+        out(g, indent + opened, "if (%s < %" PRId64 ") {\n", text_of(g, &s), g->guard_bound[k]);
         rlt_str_free(&s);
         opened++;
     }
@@ -851,7 +876,7 @@ static void emit_inside(gen *g, const plan *p, int idx, int indent)
     bool has_version = version_condition(g, pos, &cond, chosen);
     int in = indent + opened;
     if (has_version) {
-        out(g, in, "if (%s) { /* whole tile in range: no guards */\n", cond.data);
+        out(g, in, "if (%s) { /* whole tile in range: no guards */\n", text_of(g, &cond));
         for (int k = 0; k < g->n_guards; k++) g->is_guard_known[k] |= chosen[k];
         emit_plan(g, p, idx + 1, in + 1);
         for (int k = 0; k < g->n_guards; k++)
@@ -902,10 +927,11 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
     rlt_str cond;
     rlt_str_init(&cond);
     bool is_vector_ok = vector_condition(g, pos, &cond);
+    note_failure(g, &cond);
     if (is_vector_ok) {
         int inner = indent;
         if (cond.len) {
-            out(g, indent, "if (%s) {\n", cond.data);
+            out(g, indent, "if (%s) {\n", text_of(g, &cond));
             inner++;
         }
         g->in_vector = true;
@@ -969,10 +995,11 @@ static void emit_acc_decl(gen *g, int indent)
         if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
         rlt_str_printf(&dims, "[%" PRId64 "]", g->n->vars[v].extent);
     }
+    note_failure(g, &dims);
     if (g->vec_var >= 0 && g->acc_depth <= rlt_nest_loop_of_var(g->n, g->vec_var))
-        out(g, indent, "rlt_v%d rlt_acc%s = {0};\n", g->vec_width, dims.len ? dims.data : "[1]");
+        out(g, indent, "rlt_v%d rlt_acc%s = {0};\n", g->vec_width, dims.len ? text_of(g, &dims) : "[1]");
     else
-        out(g, indent, "float rlt_acc%s = {0};\n", dims.len ? dims.data : "[1]");
+        out(g, indent, "float rlt_acc%s = {0};\n", dims.len ? text_of(g, &dims) : "[1]");
     rlt_str_free(&dims);
 }
 
@@ -1021,8 +1048,8 @@ static void emit_staging(gen *g, int t, bool use_openmp)
     rlt_str desc;
     rlt_str_init(&desc);
     for (int d = 0; d < np; d++) rlt_str_printf(&desc, "[%" PRId64 "]", pd[d]);
-    out(g, 1, "/* stage %s into %s_s%s%s%s */\n", tensor->name, g->tname[t], desc.data, l->is_padded ? " padded" : "",
-        l->n_blocks ? " packed" : "");
+    out(g, 1, "/* stage %s into %s_s%s%s%s */\n", tensor->name, g->tname[t], text_of(g, &desc),
+        l->is_padded ? " padded" : "", l->n_blocks ? " packed" : "");
     rlt_str_free(&desc);
     if (use_openmp) out(g, 1, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
     for (int d = 0; d < np; d++)
@@ -1046,7 +1073,8 @@ static void emit_staging(gen *g, int t, bool use_openmp)
     int64_t pstrides[2 * RLT_MAX_DIMS];
     dims_strides(pd, np, pstrides);
     for (int d = 0; d < np; d++) rlt_str_printf(&dst, "%sp%d * %" PRId64, d ? " + " : "", d, pstrides[d]);
-    out(g, in, "%s_s[%s] = (%s) ? %s[%s] : 0.0f;\n", g->tname[t], dst.data, cond.data, g->tname[t], src.data);
+    out(g, in, "%s_s[%s] = (%s) ? %s[%s] : 0.0f;\n", g->tname[t], text_of(g, &dst), text_of(g, &cond),
+        g->tname[t], text_of(g, &src));
     out(g, in - 1, "}\n");
     rlt_str_free(&cond);
     rlt_str_free(&src);
@@ -1076,7 +1104,7 @@ rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *ksrc, rlt_di
     rlt_str_init(&tree);
     rlt_nest_print(nest, &tree);
     out(g, 0, "/* %s\n", op->spec);
-    for (const char *line = tree.data; line && *line;) {
+    for (const char *line = text_of(g, &tree); *line;) {
         const char *end = strchr(line, '\n');
         int len = end ? (int)(end - line) : (int)strlen(line);
         out(g, 0, " *   %.*s\n", len, line);

@@ -1,9 +1,10 @@
 /*
  * reference.c - the reference kernel of an op: the unscheduled loop nest in
  * double precision, scalar, with every out-of-bounds load guarded. It also
- * writes, per output element, the magnitude (sum of |terms|) that bounds the
- * rounding error a correct fp32 kernel may make, so the runner can check any
- * candidate against it with a tolerance that scales with the data.
+ * writes, per output element, the magnitude (the body evaluated on absolute
+ * values, summed over the reduction) that bounds the rounding error a
+ * correct fp32 kernel may make, so the runner can check any candidate
+ * against it with a tolerance that scales with the data.
  *
  * Entry point: rlt_codegen_reference. Shared with lower.c: the preamble and
  * the symbol naming (rlt_codegen_preamble, codegen_symbol_from_code).
@@ -94,25 +95,30 @@ static void emit_ref_expr(const rlt_op *op, const rlt_expr *e, bool want_magnitu
             rlt_str idx;
             rlt_str_init(&idx);
             codegen_print_axis_affine(op, &e->index[d], "x_", &idx);
+            /* Out of memory in a piece fails the whole text (no code with
+             * pieces missing); "" keeps the printf below defined meanwhile. */
+            const char *idx_text = idx.has_failed || !idx.data ? "" : idx.data;
+            s->has_failed |= idx.has_failed;
             int64_t lo, hi;
             rlt_affine_range(op, &e->index[d], &lo, &hi);
             if (lo < 0 || hi >= t->dims[d])
-                rlt_str_printf(&guard, "%s(%s) >= 0 && (%s) < %" PRId64, guard.len ? " && " : "", idx.data,
-                               idx.data, t->dims[d]);
+                rlt_str_printf(&guard, "%s(%s) >= 0 && (%s) < %" PRId64, guard.len ? " && " : "", idx_text,
+                               idx_text, t->dims[d]);
             if (d > 0) rlt_str_printf(&addr, ") * %" PRId64 " + ", t->dims[d]);
-            rlt_str_printf(&addr, "(%s)", idx.data);
+            rlt_str_printf(&addr, "(%s)", idx_text);
             rlt_str_free(&idx);
         }
+        s->has_failed |= guard.has_failed || addr.has_failed;
         const char *fabs_open = want_magnitude ? "fabs(" : "(";
-        if (guard.len)
+        if (guard.len && !guard.has_failed)
             rlt_str_printf(s, "((%s) ? %s(double)t_%s[", guard.data, fabs_open, t->name);
         else
             rlt_str_printf(s, "%s(double)t_%s[", fabs_open, t->name);
         /* Horner: ((i0) * D1 + (i1)) * D2 + (i2) */
         for (int d = 1; d < t->n_dims; d++) rlt_str_append(s, "(");
-        rlt_str_append(s, addr.data ? addr.data : "0");
+        rlt_str_append(s, addr.data && !addr.has_failed ? addr.data : "0");
         rlt_str_append(s, "])");
-        if (guard.len) rlt_str_append(s, " : 0.0)");
+        if (guard.len && !guard.has_failed) rlt_str_append(s, " : 0.0)");
         rlt_str_free(&guard);
         rlt_str_free(&addr);
         return;
@@ -205,7 +211,12 @@ rlt_status rlt_codegen_reference(const rlt_op *op, rlt_kernel_src *out, rlt_diag
     rlt_str_indent(&s, inner + 1);
     rlt_str_append(&s, "acc += term;\n");
     rlt_str_indent(&s, inner + 1);
-    rlt_str_append(&s, "mag += fabs(term);\n");
+    /* The magnitude of a term is the body on absolute values (as in
+     * rlt_op_eval_reference), not |term|: cancellation inside the body can
+     * make |term| far smaller than the rounding error of computing it. */
+    rlt_str_append(&s, "mag += ");
+    emit_ref_expr(op, op->body, true, &s);
+    rlt_str_append(&s, ";\n");
     rlt_str_indent(&s, inner);
     rlt_str_append(&s, "}\n");
     rlt_str_indent(&s, depth + 1);

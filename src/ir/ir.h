@@ -245,10 +245,10 @@ bool rlt_layout_is_staged(const rlt_layout *layout);
 rlt_status rlt_nest_check(const rlt_nest *nest, rlt_diag *diag);
 
 /* Appends the loop tree, readable, one loop a line, e.g.
- *   for i.o in 0..43 parallel(2)
- *     for k in 0..512
+ *   parallel i.o in 0..43 threads=2  (tail: i < 512)
+ *     for k in 0..512  reduce
  *       unroll i.i in 0..12
- *         vectorize j.i in 0..16
+ *         vectorize j.i in 0..8
  *           C[i,j] += A[i,k] * B[k,j]                                        */
 void rlt_nest_print(const rlt_nest *nest, rlt_str *out);
 

@@ -224,6 +224,19 @@ static void print_acc(const rlt_nest *nest, int depth, int indent, rlt_str *out)
     rlt_str_append(out, "]   (cache_write)\n");
 }
 
+/* The loop variable that carries variable v's range: v while it is a loop,
+ * else (followed down) the outer half of its split or the variable it was
+ * fused into. -1 if there is none (cannot happen in a valid nest). */
+static int loop_var_of(const rlt_nest *nest, int v)
+{
+    while (v >= 0 && rlt_nest_loop_of_var(nest, v) < 0) {
+        int outer, inner, fused;
+        rlt_nest_var_children(nest, v, &outer, &inner, &fused);
+        v = outer >= 0 ? outer : fused;
+    }
+    return v;
+}
+
 void rlt_nest_print(const rlt_nest *nest, rlt_str *out)
 {
     const rlt_op *op = nest->op;
@@ -244,11 +257,13 @@ void rlt_nest_print(const rlt_nest *nest, rlt_str *out)
             else
                 rlt_str_append(out, " threads=run-time");
         }
-        /* Say which variables this loop's range overruns and so guards. */
+        /* Say which variables this loop's range overruns and so guards: the
+         * outer half of a split with a tail, or what that half became after
+         * further splits and fuses. */
         for (int p = 0; p < nest->n_vars; p++) {
             int o, i, f;
             rlt_nest_var_children(nest, p, &o, &i, &f);
-            if (o == loop->var && rlt_nest_var_has_tail(nest, p))
+            if (o >= 0 && rlt_nest_var_has_tail(nest, p) && loop_var_of(nest, o) == loop->var)
                 rlt_str_printf(out, "  (tail: %s < %" PRId64 ")", nest->vars[p].name, nest->vars[p].extent);
         }
         if (v->is_reduce) rlt_str_append(out, "  reduce");

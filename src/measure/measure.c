@@ -11,17 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The message of a failed result; long diagnostics are cut to fit. */
-static void set_message(rlt_run_result *r, const char *fmt, ...) RLT_PRINTF(2, 3);
-
-static void set_message(rlt_run_result *r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->message, sizeof r->message, fmt, ap);
-    va_end(ap);
-}
-
 rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
                              const rlt_nest *nests, rlt_run_result *results, rlt_diag *diag)
 {
@@ -54,7 +43,7 @@ rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
         if (rlt_codegen_kernel(&nests[i], &k, &d) != RLT_STATUS_OK) {
             rlt_kernel_src_free(&k);
             results[i].status = RLT_STATUS_BUILD_ERROR;
-            set_message(&results[i], "code generation failed (%s): %s", rlt_status_str(d.status), d.message);
+            rlt_run_result_set_message(&results[i], "code generation failed (%s): %s", rlt_status_str(d.status), d.message);
             continue;
         }
         for (int j = 0; j < n_kernels && kernel_of[i] < 0; j++)

@@ -112,6 +112,9 @@ typedef struct rlt_run_result {
 void rlt_run_kernel(const rlt_workload *w, const rlt_build_result *build, const rlt_run_opts *opts,
                     rlt_run_result *out);
 
+/* Writes a result's message; long texts (paths, dlerror) are cut to fit. */
+void rlt_run_result_set_message(rlt_run_result *r, const char *fmt, ...) RLT_PRINTF(2, 3);
+
 /* Tolerance: an output element passes when
  *   |out - ref| <= RLT_TOLERANCE_FACTOR * sqrt(R + 1) * FLT_EPSILON * magnitude + FLT_MIN
  * where R is the reduction size and magnitude the reference's sum of |terms|. */

@@ -60,10 +60,7 @@ struct rlt_workload {
 
 const rlt_op *rlt_workload_op(const rlt_workload *w) { return w->op; }
 
-/* A result's message; long texts (paths, dlerror) are cut to fit. */
-static void set_message(rlt_run_result *r, const char *fmt, ...) RLT_PRINTF(2, 3);
-
-static void set_message(rlt_run_result *r, const char *fmt, ...)
+void rlt_run_result_set_message(rlt_run_result *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -474,7 +471,7 @@ static bool check_output(const rlt_workload *w, const float *out, const char *wh
         snprintf(got, sizeof got, "%.9g", (double)v);
     r->status = RLT_STATUS_WRONG_ANSWER;
     r->is_correct = false;
-    set_message(r,
+    rlt_run_result_set_message(r,
                 "%swrong output %s (element %" PRId64 "): got %s, expected %.9g (tolerance %.3g); %" PRId64
                 " of %" PRId64 " elements wrong",
                 when, where, first, got, w->ref[first], first_tol, n_bad, w->n_out);
@@ -487,10 +484,10 @@ static bool check_canaries(const guarded_buf *out, const guarded_buf *ws, const 
 {
     size_t before, after;
     if (guarded_canary_hit(out, &before, &after))
-        set_message(r, "the kernel wrote up to %zu bytes %s the output %s", before ? before : after,
+        rlt_run_result_set_message(r, "the kernel wrote up to %zu bytes %s the output %s", before ? before : after,
                     before ? "before the start of" : "past the end of", op->tensors[op->n_tensors - 1].name);
     else if (guarded_canary_hit(ws, &before, &after))
-        set_message(r, "the kernel wrote up to %zu bytes %s its workspace of %zu bytes", before ? before : after,
+        rlt_run_result_set_message(r, "the kernel wrote up to %zu bytes %s its workspace of %zu bytes", before ? before : after,
                     before ? "before the start of" : "past the end of", ws->bytes);
     else
         return true;
@@ -604,7 +601,7 @@ static bool time_kernel(const run_ctx *c, kernel_fn kernel, float *const *tensor
     r->n_samples = n;
     r->number = number;
     if (n < c->repeat)
-        set_message(r, "took %d of %d samples of %d call(s): more would not fit in the %g s timeout", n, c->repeat,
+        rlt_run_result_set_message(r, "took %d of %d samples of %d call(s): more would not fit in the %g s timeout", n, c->repeat,
                     number, c->timeout_s);
     rlt_free(samples);
     return true;
@@ -629,29 +626,29 @@ static void kernel_child(void *arg, int fd)
     crash_handler_install(fd);
 
     if (!so[0]) {
-        set_message(r, "the build result names no shared object");
+        rlt_run_result_set_message(r, "the build result names no shared object");
         goto send;
     }
     void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        set_message(r, "cannot load the kernel: %s", dl_error());
+        rlt_run_result_set_message(r, "cannot load the kernel: %s", dl_error());
         goto send;
     }
     kernel_fn kernel = (kernel_fn)dlsym(lib, sym);
     if (!kernel) {
-        set_message(r, "cannot find the kernel '%s': %s", sym, dl_error());
+        rlt_run_result_set_message(r, "cannot find the kernel '%s': %s", sym, dl_error());
         goto send;
     }
     char ws_sym[RLT_SYMBOL_MAX + 32];
     snprintf(ws_sym, sizeof ws_sym, "%s_workspace_bytes", sym);
     workspace_fn workspace_bytes = (workspace_fn)dlsym(lib, ws_sym);
     if (!workspace_bytes) {
-        set_message(r, "cannot find '%s': %s", ws_sym, dl_error());
+        rlt_run_result_set_message(r, "cannot find '%s': %s", ws_sym, dl_error());
         goto send;
     }
     size_t ws_bytes = workspace_bytes();
     if (!guarded_alloc((size_t)w->n_out * sizeof(float), &out) || !guarded_alloc(ws_bytes, &ws)) {
-        set_message(r, "cannot allocate the output (%" PRId64 " floats) and a workspace of %zu bytes", w->n_out,
+        rlt_run_result_set_message(r, "cannot allocate the output (%" PRId64 " floats) and a workspace of %zu bytes", w->n_out,
                     ws_bytes);
         goto send;
     }
@@ -671,7 +668,7 @@ static void kernel_child(void *arg, int fd)
     double first_ns = (double)(rlt_time_ns() - first_start);
     if (!check_canaries(&out, &ws, op, r) || !check_output(w, out_data, "", r)) goto send;
     if (!time_kernel(c, kernel, tensors, ws.data, start_ns, first_ns, r)) {
-        set_message(r, "out of memory for %d timing samples", c->repeat);
+        rlt_run_result_set_message(r, "out of memory for %d timing samples", c->repeat);
         goto send;
     }
     /* Every call must give the same answer: a kernel that depends on what an
@@ -704,12 +701,12 @@ static void reference_child(void *arg, int fd)
     crash_handler_install(fd);
     void *lib = dlopen(c->build->so_path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        set_message(r, "cannot load the reference kernel: %s", dl_error());
+        rlt_run_result_set_message(r, "cannot load the reference kernel: %s", dl_error());
         goto send;
     }
     reference_fn ref = (reference_fn)dlsym(lib, c->build->symbol);
     if (!ref) {
-        set_message(r, "cannot find the reference kernel '%s': %s", c->build->symbol, dl_error());
+        rlt_run_result_set_message(r, "cannot find the reference kernel '%s': %s", c->build->symbol, dl_error());
         goto send;
     }
     const float *inputs[RLT_MAX_TENSORS];

@@ -67,6 +67,7 @@ static void draw_step(const rlt_nest *n, rlt_rng *rng, const rlt_random_sched_op
         return;
     case 2: {
         set_step(step, RLT_STEP_REORDER);
+        if (n->n_loops < 2) return; /* nothing to reorder (a fully fused nest) */
         int k = 2 + (int)rlt_rng_below(rng, (uint64_t)(n->n_loops > 3 ? 3 : n->n_loops - 1));
         int chosen[RLT_MAX_LOOPS];
         int m = 0;
@@ -148,7 +149,7 @@ rlt_status rlt_sched_random(const rlt_op *op, rlt_rng *rng, const rlt_random_sch
     rlt_nest_init(&cur, op);
     int n_unrolled = 0;
     for (int tries = 0; tries < 20 * o.n_steps && s->n_steps < o.n_steps; tries++) {
-        /* One draw is a step, or (one time in eight) the three steps that
+        /* One draw is a step, or (one time in eleven) the three steps that
          * make a vector loop: split a loop by 2^k, move the inner part
          * innermost, vectorize it. All are kept or none. */
         rlt_step steps[3];

@@ -268,9 +268,12 @@ rlt_status rlt_sched_pack(const rlt_nest *in, const char *tensor, int n_blocks, 
         if (dims[b] < 0 || dims[b] >= tensor_info->n_dims)
             return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE, "pack %s: dim %d out of range (the tensor has %d dims)",
                             tensor, dims[b], tensor_info->n_dims);
-        if (blocks[b] < 1)
-            return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE, "pack %s: block %" PRId64 " must be at least 1",
-                            tensor, blocks[b]);
+        /* The upper bound keeps the layout's sizes in int64 (rlt_layout_physical_dims
+         * adds the block to the dim before dividing). */
+        if (blocks[b] < 1 || blocks[b] > RLT_MAX_EXTENT)
+            return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                            "pack %s: block %" PRId64 " must be from 1 to %" PRId64, tensor, blocks[b],
+                            RLT_MAX_EXTENT);
         for (int c = 0; c < b; c++)
             if (dims[c] == dims[b])
                 return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE, "pack %s: dim %d is blocked twice", tensor,
@@ -589,12 +592,21 @@ rlt_status rlt_sched_parse(const char *text, const char *source, rlt_sched **out
         memcpy(line, p, len);
         line[len] = '\0';
         p = end ? end + 1 : p + len;
-        int version;
-        if (sscanf(line, "# rltune schedule v%d", &version) == 1 && version != 1) {
-            st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
-                          "%s:%d: schedule format v%d is not supported (this rltune reads v1)", source, line_no,
-                          version);
-            goto done;
+        /* A version header other than v1 is refused. The digits are read as
+         * text: sscanf's %d on a number past INT_MAX is undefined. */
+        int digits_at = -1;
+        sscanf(line, "# rltune schedule v%n", &digits_at);
+        if (digits_at >= 0) {
+            const char *v = line + digits_at;
+            size_t n_digits = strspn(v, "0123456789");
+            size_t n_zeros = strspn(v, "0");
+            bool is_v1 = n_digits == n_zeros + 1 && v[n_zeros] == '1';
+            if (n_digits > 0 && !is_v1) {
+                st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
+                              "%s:%d: schedule format v%.*s is not supported (this rltune reads v1)", source,
+                              line_no, (int)(n_digits < 20 ? n_digits : 20), v);
+                goto done;
+            }
         }
         rlt_step step;
         st = parse_step(line, line_no, &step, diag);

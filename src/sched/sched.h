@@ -66,8 +66,8 @@ rlt_status rlt_sched_add(rlt_sched *s, const char *line, rlt_diag *diag);
 rlt_sched *rlt_sched_copy(const rlt_sched *s);
 
 /* Parses a whole schedule text. Blank lines and '#' comments are skipped; a
- * first line "# rltune schedule vN" with N other than 1 is refused. Errors
- * name `source` and the line. */
+ * header line "# rltune schedule vN" (anywhere) with N other than 1 is
+ * refused. Errors name `source` and the line. */
 rlt_status rlt_sched_parse(const char *text, const char *source, rlt_sched **out, rlt_diag *diag);
 rlt_status rlt_sched_load(const char *path, rlt_sched **out, rlt_diag *diag);
 /* Appends the text form, header first, one step a line. */
