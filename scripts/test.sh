@@ -13,3 +13,11 @@ echo "== tests: release build"
 echo "== tests: ASan + UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure)
+# Criterion reports a test before its worker exits, so a leak found at exit
+# does not fail it: look for every sanitizer report in the tests' output.
+log=build-asan/Testing/Temporary/LastTest.log
+if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$log"; then
+    grep -nE -A12 "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$log" | head -60
+    echo "sanitizer reports in the ASan + UBSan test run (see $log): failing"
+    exit 1
+fi
