@@ -904,18 +904,17 @@ static bool vector_condition(gen *g, int pos, rlt_str *cond)
         if (g->is_symbol[s] && g->derived_from[s] >= 0 && g->sym_depth[s] == pos) return false;
     for (int k = 0; k < g->n_guards; k++) {
         if (g->guard_depth[k] != pos || g->is_guard_known[k]) continue;
-        /* Linear in the lane: checking the first and last lane covers all. */
-        for (int lane = 0; lane < g->vec_width; lane += g->vec_width - 1) {
-            g->is_fixed[v] = true;
-            g->fixed[v] = lane;
-            lin f;
-            lin_fold(g, &g->guard[k], &f);
-            g->is_fixed[v] = false;
-            if (lin_is_const(g, &f) && f.k < g->guard_bound[k]) continue;
-            if (cond->len) rlt_str_append(cond, " && ");
-            print_lin(g, &f, cond);
-            rlt_str_printf(cond, " < %" PRId64, g->guard_bound[k]);
-        }
+        /* Linear in the lane: the lane where the guarded value is largest
+         * decides for all of them. */
+        g->is_fixed[v] = true;
+        g->fixed[v] = g->guard[k].c[v] > 0 ? g->vec_width - 1 : 0;
+        lin f;
+        lin_fold(g, &g->guard[k], &f);
+        g->is_fixed[v] = false;
+        if (lin_is_const(g, &f) && f.k < g->guard_bound[k]) continue;
+        if (cond->len) rlt_str_append(cond, " && ");
+        print_lin(g, &f, cond);
+        rlt_str_printf(cond, " < %" PRId64, g->guard_bound[k]);
     }
     return true;
 }
