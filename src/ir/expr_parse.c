@@ -265,15 +265,6 @@ static rlt_status resolve_index(parser *p, const token *t, int *axis)
 
 /* ---- expressions -------------------------------------------------------- */
 
-static rlt_expr *new_node(parser *p, rlt_expr_kind kind, const rlt_expr *a, const rlt_expr *b)
-{
-    rlt_expr *e = rlt_arena_alloc(p->arena, sizeof *e);
-    if (!e) return NULL;
-    e->kind = kind;
-    e->a = a;
-    e->b = b;
-    return e;
-}
 
 /* An integer of an index (no sign), at most RLT_MAX_EXTENT. */
 static rlt_status index_integer(parser *p, int64_t *out)
@@ -374,7 +365,7 @@ static rlt_status parse_load(parser *p, const rlt_expr **out)
                        "'%s' is used both as an index and as a tensor; give them different names", name);
     lex(p); /* the name */
     lex(p); /* '[' */
-    rlt_expr *e = new_node(p, is_output ? RLT_EXPR_ACC : RLT_EXPR_LOAD, NULL, NULL);
+    rlt_expr *e = rlt_expr_new(p->arena, is_output ? RLT_EXPR_ACC : RLT_EXPR_LOAD, NULL, NULL);
     if (!e) return fail_oom(p);
     int n_dims = 0;
     for (;;) {
@@ -453,7 +444,7 @@ static rlt_status parse_call(parser *p, const rlt_expr **out)
         if ((st = parse_expr(p, &b)) != RLT_STATUS_OK) return st;
     }
     if ((st = expect(p, TOK_RPAREN, "')' to close the call")) != RLT_STATUS_OK) return st;
-    rlt_expr *e = new_node(p, kind, a, b);
+    rlt_expr *e = rlt_expr_new(p->arena, kind, a, b);
     if (!e) return fail_oom(p);
     *out = e;
     return RLT_STATUS_OK;
@@ -471,7 +462,7 @@ static rlt_status parse_number(parser *p, double sign, const rlt_expr **out)
     if (!isfinite(v))
         return fail_at(p, RLT_STATUS_INVALID_ARGUMENT, p->tok.pos, "number %s is too large for a double",
                        describe(p->src, &p->tok, buf, sizeof buf));
-    rlt_expr *e = new_node(p, RLT_EXPR_CONST, NULL, NULL);
+    rlt_expr *e = rlt_expr_new(p->arena, RLT_EXPR_CONST, NULL, NULL);
     if (!e) return fail_oom(p);
     e->value = sign * v;
     lex(p);
@@ -528,7 +519,7 @@ static rlt_status parse_unary(parser *p, const rlt_expr **out)
     const rlt_expr *a = NULL;
     if ((st = parse_unary(p, &a)) != RLT_STATUS_OK) return st;
     p->depth--;
-    rlt_expr *e = new_node(p, RLT_EXPR_NEG, a, NULL);
+    rlt_expr *e = rlt_expr_new(p->arena, RLT_EXPR_NEG, a, NULL);
     if (!e) return fail_oom(p);
     *out = e;
     return RLT_STATUS_OK;
@@ -543,7 +534,7 @@ static rlt_status parse_term(parser *p, const rlt_expr **out)
         lex(p);
         const rlt_expr *rhs = NULL;
         if ((st = parse_unary(p, &rhs)) != RLT_STATUS_OK) return st;
-        if (!(lhs = new_node(p, RLT_EXPR_MUL, lhs, rhs))) return fail_oom(p);
+        if (!(lhs = rlt_expr_new(p->arena, RLT_EXPR_MUL, lhs, rhs))) return fail_oom(p);
     }
     *out = lhs;
     return RLT_STATUS_OK;
@@ -562,7 +553,7 @@ static rlt_status parse_expr(parser *p, const rlt_expr **out)
         lex(p);
         const rlt_expr *rhs = NULL;
         if ((st = parse_term(p, &rhs)) != RLT_STATUS_OK) return st;
-        if (!(lhs = new_node(p, kind, lhs, rhs))) return fail_oom(p);
+        if (!(lhs = rlt_expr_new(p->arena, kind, lhs, rhs))) return fail_oom(p);
     }
     p->depth--;
     *out = lhs;

@@ -112,6 +112,10 @@ typedef struct rlt_op_info {
     const rlt_op_param *params;
 } rlt_op_info;
 
+/* A new expression node in `arena` (zeroed but for kind and operands);
+ * NULL when out of memory. */
+rlt_expr *rlt_expr_new(rlt_arena *arena, rlt_expr_kind kind, const rlt_expr *a, const rlt_expr *b);
+
 /* The built-in op library, in a fixed order. */
 const rlt_op_info *rlt_op_library(int *n_ops);
 

@@ -392,9 +392,9 @@ static int add_tensor(rlt_op *op, const char *name, int n_dims, const int64_t *d
     return op->n_tensors++;
 }
 
-static rlt_expr *new_node(rlt_op *op, rlt_expr_kind kind, const rlt_expr *a, const rlt_expr *b)
+rlt_expr *rlt_expr_new(rlt_arena *arena, rlt_expr_kind kind, const rlt_expr *a, const rlt_expr *b)
 {
-    rlt_expr *e = rlt_arena_alloc(op->arena, sizeof *e);
+    rlt_expr *e = rlt_arena_alloc(arena, sizeof *e);
     if (!e) return NULL;
     e->kind = kind;
     e->a = a;
@@ -405,7 +405,7 @@ static rlt_expr *new_node(rlt_op *op, rlt_expr_kind kind, const rlt_expr *a, con
 /* A load whose dimension d is indexed by axis axes[d] (or 0 where -1). */
 static rlt_expr *new_load(rlt_op *op, int tensor, const int *axes)
 {
-    rlt_expr *e = new_node(op, RLT_EXPR_LOAD, NULL, NULL);
+    rlt_expr *e = rlt_expr_new(op->arena, RLT_EXPR_LOAD, NULL, NULL);
     if (!e) return NULL;
     e->tensor = tensor;
     for (int d = 0; d < op->tensors[tensor].n_dims; d++)
@@ -417,7 +417,7 @@ static rlt_expr *new_load(rlt_op *op, int tensor, const int *axes)
 static const rlt_expr *product(rlt_op *op, const rlt_expr *a, const rlt_expr *b)
 {
     if (!a || !b) return NULL;
-    return new_node(op, RLT_EXPR_MUL, a, b);
+    return rlt_expr_new(op->arena, RLT_EXPR_MUL, a, b);
 }
 
 static void mark_output(rlt_op *op, int t) { op->tensors[t].is_output = true; }
@@ -461,12 +461,12 @@ static const rlt_expr *build_dense(rlt_op *op, const int64_t *v)
     mark_output(op, add_tensor(op, "Y", 2, (int64_t[]){M, N}, false));
     const rlt_expr *body = product(op, new_load(op, x, (int[]){0, 2}), new_load(op, w, (int[]){1, 2}));
     if (!body || (!has_bias && !has_relu)) return body;
-    const rlt_expr *epi = new_node(op, RLT_EXPR_ACC, NULL, NULL);
+    const rlt_expr *epi = rlt_expr_new(op->arena, RLT_EXPR_ACC, NULL, NULL);
     if (epi && has_bias) {
         const rlt_expr *b = new_load(op, bias, (int[]){1});
-        epi = b ? new_node(op, RLT_EXPR_ADD, epi, b) : NULL;
+        epi = b ? rlt_expr_new(op->arena, RLT_EXPR_ADD, epi, b) : NULL;
     }
-    if (epi && has_relu) epi = new_node(op, RLT_EXPR_RELU, epi, NULL);
+    if (epi && has_relu) epi = rlt_expr_new(op->arena, RLT_EXPR_RELU, epi, NULL);
     op->epilogue = epi;
     return epi ? body : NULL;
 }
