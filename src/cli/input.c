@@ -34,22 +34,11 @@ int rlt_cli_exit_for(rlt_status status)
     }
 }
 
-/* Reads all of stdin as text. */
+/* Reads all of stdin as text, with rlt_file_read's size limit (a schedule
+ * piped from an endless source is refused, not read forever). */
 static rlt_status read_stdin(char **out_text, size_t *out_len, rlt_diag *diag)
 {
-    rlt_str s;
-    rlt_str_init(&s);
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) rlt_str_appendn(&s, buf, n);
-    if (ferror(stdin)) {
-        rlt_str_free(&s);
-        return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot read the schedule from stdin");
-    }
-    *out_len = s.len;
-    *out_text = rlt_str_take(&s);
-    if (!*out_text) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading stdin");
-    return RLT_STATUS_OK;
+    return rlt_file_read("/dev/stdin", out_text, out_len, diag);
 }
 
 static rlt_status load_op(const rlt_cli_args *args, rlt_op **out, rlt_diag *diag)

@@ -342,7 +342,16 @@ rlt_status rlt_file_read(const char *path, char **out_text, size_t *out_len, rlt
     rlt_str_init(&s);
     char buf[65536];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) rlt_str_appendn(&s, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        rlt_str_appendn(&s, buf, n);
+        if (s.len > RLT_FILE_READ_MAX_BYTES) {
+            /* /dev/zero or a file that is not what it claims: never read forever */
+            fclose(f);
+            rlt_str_free(&s);
+            return rlt_fail(diag, RLT_STATUS_IO_ERROR, "'%s' is larger than %d MiB: not read", path,
+                            RLT_FILE_READ_MAX_BYTES >> 20);
+        }
+    }
     bool had_error = ferror(f);
     int saved_errno = errno;
     fclose(f);

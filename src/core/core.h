@@ -115,7 +115,9 @@ uint64_t rlt_hash_str(uint64_t seed, const char *s);
 
 /* ---- files and clocks --------------------------------------------------- */
 
-/* Reads a whole file into a NUL-terminated buffer (free with rlt_free). */
+/* Reads a whole file into a NUL-terminated buffer (free with rlt_free).
+ * Files (or devices) larger than RLT_FILE_READ_MAX_BYTES are refused. */
+#define RLT_FILE_READ_MAX_BYTES (64 << 20)
 rlt_status rlt_file_read(const char *path, char **out_text, size_t *out_len, rlt_diag *diag);
 /* Writes atomically: to "<path>.tmp.<pid>" then rename. */
 rlt_status rlt_file_write(const char *path, const char *data, size_t len, rlt_diag *diag);

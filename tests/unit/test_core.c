@@ -135,4 +135,8 @@ Test(core, file_write_is_atomic_and_read_back)
     rlt_free(text);
     cr_assert_eq(rlt_file_read("/nonexistent/x", &text, &len, &d), RLT_STATUS_IO_ERROR);
     cr_assert(strstr(d.message, "/nonexistent/x") != NULL);
+    /* An endless device is refused, not read until memory runs out. */
+    rlt_diag d2 = {0};
+    cr_assert_eq(rlt_file_read("/dev/zero", &text, &len, &d2), RLT_STATUS_IO_ERROR);
+    cr_assert(strstr(d2.message, "larger than") != NULL, "%s", d2.message);
 }
