@@ -10,6 +10,8 @@ packages=(
     libcriterion-dev                      # unit tests
     libcjson-dev                          # JSON output and configs
     libopenblas-dev                       # baseline sgemm in benchmarks
+    libsqlite3-dev                        # tuning records
+    libxgboost-dev                        # cost model (XGBoost C API)
 )
 
 missing=()

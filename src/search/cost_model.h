@@ -1,0 +1,59 @@
+/*
+ * cost_model.h - the learned cost model the xgb tuner (and later the PPO
+ * agent) explores instead of the hardware: gradient-boosted trees from
+ * XGBoost's C API, trained on (features, measured score) pairs.
+ *
+ * Scores are "higher is better" (the tuners pass GFLOP/s, normalised by the
+ * best seen; failed measurements score 0). With RLT_COST_RANK the model
+ * learns an order (objective rank:pairwise, as AutoTVM's default); with
+ * RLT_COST_REG it regresses the score (reg:squarederror).
+ */
+#ifndef RLT_COST_MODEL_H
+#define RLT_COST_MODEL_H
+
+#include "core/core.h"
+
+typedef enum rlt_cost_loss {
+    RLT_COST_RANK, /* rank:pairwise */
+    RLT_COST_REG   /* reg:squarederror */
+} rlt_cost_loss;
+
+typedef struct rlt_cost_model_opts {
+    rlt_cost_loss loss;
+    int max_depth;        /* 0 = 3 (AutoTVM) */
+    double eta;           /* 0 = 0.3 */
+    double min_child_weight; /* 0 = 1 */
+    double gamma;         /* 0 = 0.0001 */
+    int max_rounds;       /* boosting rounds at most; 0 = 400 */
+    int early_stopping;   /* stop when the training metric has not improved for this many rounds; 0 = 25 */
+    uint64_t seed;
+} rlt_cost_model_opts;
+
+typedef struct rlt_cost_model rlt_cost_model;
+
+/* A model over `n_features` features per row. Deterministic for a seed
+ * (XGBoost runs with one thread). */
+rlt_status rlt_cost_model_create(const rlt_cost_model_opts *opts, int n_features, rlt_cost_model **out,
+                                 rlt_diag *diag);
+void rlt_cost_model_destroy(rlt_cost_model *m); /* NULL ok */
+
+/* Trains from scratch on n rows (features row-major, n x n_features;
+ * scores[i] for row i). n >= 2 is needed to learn anything; with fewer
+ * rows the model stays untrained and predicts 0. */
+rlt_status rlt_cost_model_fit(rlt_cost_model *m, int n, const float *features, const double *scores,
+                              rlt_diag *diag);
+
+/* Predicts scores for n rows (higher = better; comparable within one
+ * model only). */
+rlt_status rlt_cost_model_predict(const rlt_cost_model *m, int n, const float *features, double *out_scores,
+                                  rlt_diag *diag);
+
+bool rlt_cost_model_is_trained(const rlt_cost_model *m);
+
+/* Serialises the trained model (XGBoost's own JSON, behind a small rltune
+ * header with a version) and reads it back: transfer between workloads and
+ * agents' saved state. Free *out_bytes with rlt_free. */
+rlt_status rlt_cost_model_save(const rlt_cost_model *m, char **out_bytes, size_t *out_len, rlt_diag *diag);
+rlt_status rlt_cost_model_load(const char *bytes, size_t len, rlt_cost_model **out, rlt_diag *diag);
+
+#endif /* RLT_COST_MODEL_H */

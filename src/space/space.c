@@ -1,0 +1,615 @@
+/*
+ * space.c - the multi-level tiling space of an op (space.h says the rule):
+ * knobs derived from the op's axes and tensors, configuration <-> index,
+ * neighbours, validity, configuration keys, and the schedule a
+ * configuration stands for (rlt_space_schedule).
+ *
+ * Knob values, by kind:
+ *   VEC       -1 for none, else axis * 1000 + width
+ *   TILE      the register tile in units (vectors on the vectorized axis)
+ *   MID       the middle tile in register tiles
+ *   RTILE     the inner block of a reduction axis
+ *   ORDER_*   the rank of a permutation of the axes (see perm_of)
+ *   UNROLL    0 / 1
+ *   PACK      -1 for off, else the spatial axis the panels follow
+ *   PAD       0 / 1
+ *   PARALLEL  -1 for none, else the spatial axis
+ *   CC        0 gcc, 1 clang
+ */
+#include "space/space.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- building the knobs ------------------------------------------------- */
+
+static rlt_status add_knob(rlt_space *s, rlt_knob_kind kind, int axis, const char *name, int n,
+                           const int64_t *values, rlt_diag *diag)
+{
+    if (n <= 1) return RLT_STATUS_OK; /* one choice is no choice */
+    if (s->n_knobs >= RLT_SPACE_MAX_KNOBS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the op has too many knobs for a search space (at most %d)",
+                        RLT_SPACE_MAX_KNOBS);
+    rlt_knob *k = &s->knobs[s->n_knobs++];
+    memset(k, 0, sizeof *k);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->kind = kind;
+    k->axis = axis;
+    k->n_choices = n < RLT_SPACE_MAX_CHOICES ? n : RLT_SPACE_MAX_CHOICES;
+    memcpy(k->values, values, sizeof(int64_t) * (size_t)k->n_choices);
+    return RLT_STATUS_OK;
+}
+
+static int n_nontrivial(const rlt_op *op, bool is_reduce, int *axes)
+{
+    int n = 0;
+    for (int a = 0; a < op->n_axes; a++)
+        if (op->axes[a].is_reduce == is_reduce && op->axes[a].extent > 1) axes[n++] = a;
+    return n;
+}
+
+static int64_t factorial(int n)
+{
+    int64_t f = 1;
+    for (int i = 2; i <= n; i++) f *= i;
+    return f;
+}
+
+/* The permutation of rank `rank` of n items (factorial number system):
+ * rank 0 is the identity. */
+static void perm_of(int64_t rank, int n, int *perm)
+{
+    int items[RLT_MAX_AXES];
+    for (int i = 0; i < n; i++) items[i] = i;
+    for (int i = 0; i < n; i++) {
+        int64_t f = factorial(n - 1 - i);
+        int pick = (int)(rank / f);
+        rank %= f;
+        perm[i] = items[pick];
+        memmove(&items[pick], &items[pick + 1], sizeof(int) * (size_t)(n - 1 - i - pick));
+    }
+}
+
+/* Permutations offered for n axes: all of them up to 4 axes (24), the n
+ * rotations beyond (the search would drown in 5! orders). */
+static int order_choices(int n, int64_t *values)
+{
+    if (n <= 4) {
+        int64_t f = factorial(n);
+        for (int64_t i = 0; i < f; i++) values[i] = i;
+        return (int)f;
+    }
+    /* rotation r of (0..n-1) as a permutation rank */
+    for (int r = 0; r < n; r++) {
+        int perm[RLT_MAX_AXES];
+        for (int i = 0; i < n; i++) perm[i] = (i + r) % n;
+        int64_t rank = 0;
+        bool used[RLT_MAX_AXES] = {false};
+        for (int i = 0; i < n; i++) {
+            int smaller = 0;
+            for (int j = 0; j < perm[i]; j++) smaller += !used[j];
+            rank += smaller * factorial(n - 1 - i);
+            used[perm[i]] = true;
+        }
+        values[r] = rank;
+    }
+    return n;
+}
+
+/* The dim of tensor t that axis `axis` alone indexes in every load of t,
+ * or -1. Packing follows such a dim. */
+static int dim_indexed_by(const rlt_op *op, int t, int axis)
+{
+    int found = -1;
+    const rlt_expr *stack[128];
+    int top = 0;
+    stack[top++] = op->body;
+    if (op->epilogue) stack[top++] = op->epilogue;
+    while (top > 0) {
+        const rlt_expr *e = stack[--top];
+        if (e->kind == RLT_EXPR_LOAD && e->tensor == t) {
+            int here = -1;
+            for (int d = 0; d < op->tensors[t].n_dims; d++) {
+                const rlt_affine *a = &e->index[d];
+                bool only = a->coef[axis] == 1 && a->offset == 0;
+                for (int x = 0; x < op->n_axes && only; x++) only = x == axis || a->coef[x] == 0;
+                if (only) here = d;
+            }
+            if (here < 0 || (found >= 0 && found != here)) return -1;
+            found = here;
+        }
+        if (e->a && top < 127) stack[top++] = e->a;
+        if (e->b && top < 127) stack[top++] = e->b;
+    }
+    return found;
+}
+
+static bool clang_is_installed(void)
+{
+    return system("clang --version >/dev/null 2>&1") == 0;
+}
+
+static int detect_vector_floats(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 16;
+    if (__builtin_cpu_supports("avx")) return 8;
+    return 4;
+}
+
+rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_space *s, rlt_diag *diag)
+{
+    rlt_space_opts o = opts ? *opts : (rlt_space_opts){0};
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    s->n_threads = o.n_threads > 0 ? o.n_threads : 1;
+    int vf = o.vector_floats > 0 ? o.vector_floats : detect_vector_floats();
+    int64_t v[RLT_SPACE_MAX_CHOICES];
+    int n;
+    rlt_status st = RLT_STATUS_OK;
+    char name[RLT_LOOP_NAME_MAX + 16];
+
+    /* vec: none, or a spatial axis at half and full vector width */
+    n = 0;
+    v[n++] = -1;
+    for (int a = 0; a < op->n_spatial; a++)
+        for (int w = vf / 2; w <= vf; w *= 2)
+            if (w >= 2 && op->axes[a].extent >= w && n < RLT_SPACE_MAX_CHOICES) v[n++] = (int64_t)a * 1000 + w;
+    if ((st = add_knob(s, RLT_KNOB_VEC, -1, "vec", n, v, diag))) return st;
+
+    static const int64_t tiles[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
+    static const int64_t mids[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    for (int a = 0; a < op->n_spatial; a++) {
+        int64_t e = op->axes[a].extent;
+        if (e <= 1) continue;
+        /* Tiles are counted in vectors on the vectorized axis, so the
+         * choices stop where even one unit of the smallest width would
+         * overrun the axis: `unit` is 1 here and checked per config. */
+        n = 0;
+        for (size_t i = 0; i < RLT_ARRAY_LEN(tiles); i++)
+            if (tiles[i] <= e) v[n++] = tiles[i];
+        snprintf(name, sizeof name, "%s.tile", op->axes[a].name);
+        if ((st = add_knob(s, RLT_KNOB_TILE, a, name, n, v, diag))) return st;
+        n = 0;
+        for (size_t i = 0; i < RLT_ARRAY_LEN(mids); i++)
+            if (mids[i] <= e) v[n++] = mids[i];
+        snprintf(name, sizeof name, "%s.mid", op->axes[a].name);
+        if ((st = add_knob(s, RLT_KNOB_MID, a, name, n, v, diag))) return st;
+    }
+    for (int a = op->n_spatial; a < op->n_axes; a++) {
+        int64_t e = op->axes[a].extent;
+        if (e <= 1) continue;
+        n = 0;
+        for (int64_t f = 1; f < e && n < RLT_SPACE_MAX_CHOICES - 1; f *= 2) v[n++] = f;
+        v[n++] = e;
+        snprintf(name, sizeof name, "%s.tile", op->axes[a].name);
+        if ((st = add_knob(s, RLT_KNOB_RTILE, a, name, n, v, diag))) return st;
+    }
+    int axes[RLT_MAX_AXES];
+    n = order_choices(n_nontrivial(op, false, axes), v);
+    if ((st = add_knob(s, RLT_KNOB_ORDER_S, -1, "order.s", n, v, diag))) return st;
+    n = order_choices(n_nontrivial(op, true, axes), v);
+    if ((st = add_knob(s, RLT_KNOB_ORDER_R, -1, "order.r", n, v, diag))) return st;
+    int64_t on_off[] = {0, 1};
+    if ((st = add_knob(s, RLT_KNOB_UNROLL, -1, "unroll", 2, on_off, diag))) return st;
+
+    for (int t = 0; t + 1 < op->n_tensors; t++) {
+        n = 0;
+        v[n++] = -1;
+        for (int a = 0; a < op->n_spatial; a++)
+            if (op->axes[a].extent > 1 && dim_indexed_by(op, t, a) >= 0) v[n++] = a;
+        snprintf(name, sizeof name, "pack.%s", op->tensors[t].name);
+        if ((st = add_knob(s, RLT_KNOB_PACK, t, name, n, v, diag))) return st;
+    }
+    for (int t = 0; t + 1 < op->n_tensors; t++) {
+        bool may_overrun = false;
+        const rlt_expr *stack[128];
+        int top = 0;
+        stack[top++] = op->body;
+        if (op->epilogue) stack[top++] = op->epilogue;
+        while (top > 0) {
+            const rlt_expr *e = stack[--top];
+            if (e->kind == RLT_EXPR_LOAD && e->tensor == t) may_overrun |= rlt_load_may_be_out_of_bounds(op, e);
+            if (e->a && top < 127) stack[top++] = e->a;
+            if (e->b && top < 127) stack[top++] = e->b;
+        }
+        if (!may_overrun) continue;
+        snprintf(name, sizeof name, "pad.%s", op->tensors[t].name);
+        if ((st = add_knob(s, RLT_KNOB_PAD, t, name, 2, on_off, diag))) return st;
+    }
+    if (s->n_threads > 1) {
+        n = 0;
+        v[n++] = -1;
+        for (int a = 0; a < op->n_spatial; a++)
+            if (op->axes[a].extent > 1) v[n++] = a;
+        if ((st = add_knob(s, RLT_KNOB_PARALLEL, -1, "parallel", n, v, diag))) return st;
+    }
+    if (!o.no_clang && (o.has_clang || clang_is_installed())) {
+        if ((st = add_knob(s, RLT_KNOB_CC, -1, "cc", 2, on_off, diag))) return st;
+    }
+    return RLT_STATUS_OK;
+}
+
+/* ---- configurations ----------------------------------------------------- */
+
+uint64_t rlt_space_size(const rlt_space *s)
+{
+    uint64_t size = 1;
+    for (int k = 0; k < s->n_knobs; k++) {
+        uint64_t c = (uint64_t)s->knobs[k].n_choices;
+        if (size > UINT64_MAX / c) return UINT64_MAX;
+        size *= c;
+    }
+    return size;
+}
+
+void rlt_space_config_of(const rlt_space *s, uint64_t index, rlt_config *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < s->n_knobs; k++) {
+        uint64_t c = (uint64_t)s->knobs[k].n_choices;
+        out->choice[k] = (int16_t)(index % c);
+        index /= c;
+    }
+}
+
+uint64_t rlt_space_index_of(const rlt_space *s, const rlt_config *c)
+{
+    uint64_t index = 0;
+    for (int k = s->n_knobs - 1; k >= 0; k--) index = index * (uint64_t)s->knobs[k].n_choices + (uint64_t)c->choice[k];
+    return index;
+}
+
+bool rlt_space_neighbour(const rlt_space *s, const rlt_config *c, int knob, int delta, rlt_config *out)
+{
+    if (knob < 0 || knob >= s->n_knobs) return false;
+    int next = c->choice[knob] + delta;
+    if (next < 0 || next >= s->knobs[knob].n_choices) return false;
+    *out = *c;
+    out->choice[knob] = (int16_t)next;
+    return true;
+}
+
+void rlt_space_random(const rlt_space *s, rlt_rng *rng, rlt_config *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < s->n_knobs; k++)
+        out->choice[k] = (int16_t)rlt_rng_below(rng, (uint64_t)s->knobs[k].n_choices);
+}
+
+/* The value a configuration gives knob kind `kind` (for `axis`), or `dflt`
+ * when the space has no such knob. */
+static int64_t knob_value(const rlt_space *s, const rlt_config *c, rlt_knob_kind kind, int axis, int64_t dflt,
+                          int *out_knob)
+{
+    for (int k = 0; k < s->n_knobs; k++)
+        if (s->knobs[k].kind == kind && s->knobs[k].axis == axis) {
+            if (out_knob) *out_knob = k;
+            return s->knobs[k].values[c->choice[k]];
+        }
+    if (out_knob) *out_knob = -1;
+    return dflt;
+}
+
+/* ---- the schedule of a configuration ------------------------------------ */
+
+typedef struct plan_loops {
+    char names[RLT_MAX_LOOPS][RLT_LOOP_NAME_MAX];
+    int n;
+} plan_loops;
+
+static void push(plan_loops *p, const char *name)
+{
+    if (p->n < RLT_MAX_LOOPS) snprintf(p->names[p->n++], RLT_LOOP_NAME_MAX, "%s", name);
+}
+
+static rlt_status add_step(rlt_sched *sched, rlt_diag *diag, const char *fmt, ...) RLT_PRINTF(3, 4);
+static rlt_status add_step(rlt_sched *sched, rlt_diag *diag, const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    return rlt_sched_add(sched, line, diag);
+}
+
+/* A middle tile or register tile past the end of its axis repeats a smaller
+ * choice (the same loops with more idle iterations): such configurations
+ * are refused so that every valid configuration is a distinct schedule. */
+static bool is_redundant_choice(const rlt_knob *k, int choice, int64_t unit, int64_t extent)
+{
+    return choice > 0 && k->values[choice - 1] * unit >= extent;
+}
+
+rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched **out_sched, const char **out_cc,
+                              rlt_diag *diag)
+{
+    const rlt_op *op = s->op;
+    *out_sched = NULL;
+    rlt_sched *sched = rlt_sched_create();
+    if (!sched) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building a schedule");
+    rlt_status st = RLT_STATUS_OK;
+    int64_t vec = knob_value(s, c, RLT_KNOB_VEC, -1, -1, NULL);
+    int vec_axis = vec < 0 ? -1 : (int)(vec / 1000);
+    int64_t vec_w = vec < 0 ? 1 : vec % 1000;
+    bool is_unrolled = knob_value(s, c, RLT_KNOB_UNROLL, -1, 0, NULL) != 0;
+    int64_t tile_elems[RLT_MAX_AXES];
+    /* loop names per level and axis ("" when the level has no loop) */
+    char l_outer[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}};  /* L0 / L1 */
+    char l_mid[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}};    /* L2 / L3 */
+    char l_tile[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}};   /* L4 (register tile; unrolled count on the vec axis) */
+    char l_vec[RLT_LOOP_NAME_MAX] = "";
+
+    for (int a = 0; a < op->n_axes && st == RLT_STATUS_OK; a++) {
+        const rlt_axis *ax = &op->axes[a];
+        if (ax->is_reduce) {
+            int64_t t = knob_value(s, c, RLT_KNOB_RTILE, a, ax->extent, NULL);
+            if (t >= ax->extent) {
+                snprintf(l_mid[a], RLT_LOOP_NAME_MAX, "%s", ax->name);
+            } else if (t <= 1) {
+                snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%s", ax->name);
+            } else {
+                st = add_step(sched, diag, "split %s %" PRId64, ax->name, t);
+                snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%s.o", ax->name);
+                snprintf(l_mid[a], RLT_LOOP_NAME_MAX, "%s.i", ax->name);
+            }
+            continue;
+        }
+        int tile_knob, mid_knob;
+        int64_t tile = knob_value(s, c, RLT_KNOB_TILE, a, 1, &tile_knob);
+        int64_t unit = a == vec_axis ? vec_w : 1;
+        tile_elems[a] = tile * unit;
+        if (tile_knob >= 0 && is_redundant_choice(&s->knobs[tile_knob], c->choice[tile_knob], unit, ax->extent)) {
+            st = rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                          "%s.tile=%" PRId64 " repeats a smaller tile: the axis has only %" PRId64 " elements",
+                          ax->name, tile, ax->extent);
+            break;
+        }
+        if (tile_elems[a] > ax->extent) {
+            st = rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                          "%s.tile=%" PRId64 " x %" PRId64 " overruns the axis (%" PRId64 " elements)", ax->name,
+                          tile, unit, ax->extent);
+            break;
+        }
+        char rest[RLT_LOOP_NAME_MAX];
+        snprintf(rest, sizeof rest, "%s", ax->name);
+        if (tile_elems[a] > 1 || a == vec_axis) {
+            if (tile_elems[a] < ax->extent) {
+                st = add_step(sched, diag, "split %s %" PRId64, ax->name, tile_elems[a]);
+                snprintf(rest, sizeof rest, "%s.o", ax->name);
+                snprintf(l_tile[a], RLT_LOOP_NAME_MAX, "%s.i", ax->name);
+            } else {
+                /* the tile is the whole axis: no outer loop is left */
+                rest[0] = '\0';
+                snprintf(l_tile[a], RLT_LOOP_NAME_MAX, "%s", ax->name);
+            }
+            if (st == RLT_STATUS_OK && a == vec_axis) {
+                if (tile > 1) {
+                    char inner[RLT_LOOP_NAME_MAX];
+                    snprintf(inner, sizeof inner, "%.60s", l_tile[a]);
+                    st = add_step(sched, diag, "split %s %" PRId64, inner, vec_w);
+                    snprintf(l_tile[a], RLT_LOOP_NAME_MAX, "%.60s.o", inner);
+                    snprintf(l_vec, sizeof l_vec, "%.60s.i", inner);
+                } else {
+                    snprintf(l_vec, sizeof l_vec, "%.60s", l_tile[a]);
+                    l_tile[a][0] = '\0';
+                }
+            }
+        }
+        int64_t mid = knob_value(s, c, RLT_KNOB_MID, a, 1, &mid_knob);
+        if (mid_knob >= 0 && is_redundant_choice(&s->knobs[mid_knob], c->choice[mid_knob], tile_elems[a], ax->extent)) {
+            st = rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                          "%s.mid=%" PRId64 " repeats a smaller middle tile: %" PRId64 " register tiles cover the axis",
+                          ax->name, mid, (ax->extent + tile_elems[a] - 1) / tile_elems[a]);
+            break;
+        }
+        if (st != RLT_STATUS_OK || !rest[0]) continue;
+        if (mid > 1) {
+            st = add_step(sched, diag, "split %s %" PRId64, rest, mid);
+            snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%.60s.o", rest);
+            snprintf(l_mid[a], RLT_LOOP_NAME_MAX, "%.60s.i", rest);
+        } else {
+            snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%s", rest);
+        }
+    }
+    if (st != RLT_STATUS_OK) goto done;
+
+    /* The loop order: L0 spatial, L1 reduce, L2 spatial, L3 reduce, L4 the
+     * register tile with the vectorized axis innermost. */
+    int sp[RLT_MAX_AXES], rd[RLT_MAX_AXES], perm[RLT_MAX_AXES];
+    int n_sp = n_nontrivial(op, false, sp), n_rd = n_nontrivial(op, true, rd);
+    int sp_order[RLT_MAX_AXES], rd_order[RLT_MAX_AXES];
+    perm_of(knob_value(s, c, RLT_KNOB_ORDER_S, -1, 0, NULL), n_sp, perm);
+    for (int i = 0; i < n_sp; i++) sp_order[i] = sp[perm[i]];
+    perm_of(knob_value(s, c, RLT_KNOB_ORDER_R, -1, 0, NULL), n_rd, perm);
+    for (int i = 0; i < n_rd; i++) rd_order[i] = rd[perm[i]];
+    /* Axes of extent 1 keep their single loop outermost. */
+    plan_loops order = {0};
+    for (int a = 0; a < op->n_axes; a++)
+        if (op->axes[a].extent <= 1) push(&order, op->axes[a].name);
+    for (int i = 0; i < n_sp; i++)
+        if (l_outer[sp_order[i]][0]) push(&order, l_outer[sp_order[i]]);
+    for (int i = 0; i < n_rd; i++)
+        if (l_outer[rd_order[i]][0]) push(&order, l_outer[rd_order[i]]);
+    for (int i = 0; i < n_sp; i++)
+        if (l_mid[sp_order[i]][0]) push(&order, l_mid[sp_order[i]]);
+    int acc_after = order.n; /* the accumulator lives inside loop order.names[acc_after - 1] */
+    for (int i = 0; i < n_rd; i++)
+        if (l_mid[rd_order[i]][0]) push(&order, l_mid[rd_order[i]]);
+    int first_tile = order.n;
+    for (int i = 0; i < n_sp; i++)
+        if (l_tile[sp_order[i]][0]) push(&order, l_tile[sp_order[i]]);
+    if (l_vec[0]) push(&order, l_vec);
+
+    if (order.n >= 2) {
+        rlt_str line;
+        rlt_str_init(&line);
+        rlt_str_append(&line, "reorder");
+        for (int i = 0; i < order.n; i++) rlt_str_printf(&line, " %s", order.names[i]);
+        if (line.has_failed) {
+            rlt_str_free(&line);
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building a schedule");
+            goto done;
+        }
+        st = rlt_sched_add(sched, line.data, diag);
+        rlt_str_free(&line);
+        if (st != RLT_STATUS_OK) goto done;
+    }
+    if (acc_after > 0) st = add_step(sched, diag, "cache_write %s", order.names[acc_after - 1]);
+    else st = add_step(sched, diag, "cache_write root");
+    for (int i = first_tile; i < order.n && st == RLT_STATUS_OK && is_unrolled; i++)
+        if (strcmp(order.names[i], l_vec) != 0) st = add_step(sched, diag, "unroll %s", order.names[i]);
+    if (st == RLT_STATUS_OK && l_vec[0]) st = add_step(sched, diag, "vectorize %s", l_vec);
+    if (st != RLT_STATUS_OK) goto done;
+
+    int64_t par = knob_value(s, c, RLT_KNOB_PARALLEL, -1, -1, NULL);
+    if (par >= 0) {
+        if (!l_outer[par][0]) {
+            st = rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                          "parallel=%s: the register tile covers the whole axis, no outer loop is left",
+                          op->axes[par].name);
+            goto done;
+        }
+        if ((st = add_step(sched, diag, "parallel %s", l_outer[par])) != RLT_STATUS_OK) goto done;
+    }
+    for (int k = 0; k < s->n_knobs && st == RLT_STATUS_OK; k++) {
+        const rlt_knob *kn = &s->knobs[k];
+        int64_t val = kn->values[c->choice[k]];
+        if (kn->kind == RLT_KNOB_PACK && val >= 0) {
+            int d = dim_indexed_by(op, kn->axis, (int)val);
+            st = add_step(sched, diag, "pack %s %d %" PRId64, op->tensors[kn->axis].name, d, tile_elems[val]);
+        } else if (kn->kind == RLT_KNOB_PAD && val) {
+            st = add_step(sched, diag, "pad %s", op->tensors[kn->axis].name);
+        }
+    }
+done:
+    if (st != RLT_STATUS_OK) {
+        rlt_sched_destroy(sched);
+        return st;
+    }
+    if (out_cc) *out_cc = knob_value(s, c, RLT_KNOB_CC, -1, 0, NULL) ? "clang" : "gcc";
+    *out_sched = sched;
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_space_nest(const rlt_space *s, const rlt_config *c, rlt_nest *out, const char **out_cc,
+                          rlt_diag *diag)
+{
+    rlt_sched *sched = NULL;
+    rlt_status st = rlt_space_schedule(s, c, &sched, out_cc, diag);
+    if (st != RLT_STATUS_OK) return st;
+    st = rlt_sched_apply(sched, s->op, out, diag);
+    rlt_sched_destroy(sched);
+    return st;
+}
+
+bool rlt_space_is_valid(const rlt_space *s, const rlt_config *c)
+{
+    rlt_nest n;
+    return rlt_space_nest(s, c, &n, NULL, NULL) == RLT_STATUS_OK;
+}
+
+/* ---- keys and printing -------------------------------------------------- */
+
+void rlt_knob_value_text(const rlt_space *s, const rlt_knob *k, int choice, rlt_str *out)
+{
+    const rlt_op *op = s->op;
+    int64_t v = k->values[choice];
+    switch (k->kind) {
+    case RLT_KNOB_VEC:
+        if (v < 0) rlt_str_append(out, "none");
+        else rlt_str_printf(out, "%s*%" PRId64, op->axes[v / 1000].name, v % 1000);
+        return;
+    case RLT_KNOB_ORDER_S:
+    case RLT_KNOB_ORDER_R: {
+        int axes[RLT_MAX_AXES], perm[RLT_MAX_AXES];
+        int n = n_nontrivial(op, k->kind == RLT_KNOB_ORDER_R, axes);
+        perm_of(v, n, perm);
+        for (int i = 0; i < n; i++) rlt_str_printf(out, "%s%s", i ? "," : "", op->axes[axes[perm[i]]].name);
+        return;
+    }
+    case RLT_KNOB_PACK:
+    case RLT_KNOB_PARALLEL:
+        if (v < 0) rlt_str_append(out, k->kind == RLT_KNOB_PACK ? "off" : "none");
+        else rlt_str_append(out, op->axes[v].name);
+        return;
+    case RLT_KNOB_CC:
+        rlt_str_append(out, v ? "clang" : "gcc");
+        return;
+    default:
+        rlt_str_printf(out, "%" PRId64, v);
+        return;
+    }
+}
+
+void rlt_space_config_key(const rlt_space *s, const rlt_config *c, rlt_str *out)
+{
+    rlt_str_printf(out, "v%d", RLT_SPACE_VERSION);
+    for (int k = 0; k < s->n_knobs; k++) {
+        rlt_str_printf(out, ";%s=", s->knobs[k].name);
+        rlt_knob_value_text(s, &s->knobs[k], c->choice[k], out);
+    }
+}
+
+rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag)
+{
+    char version[16];
+    snprintf(version, sizeof version, "v%d", RLT_SPACE_VERSION);
+    size_t vlen = strlen(version);
+    if (strncmp(key, version, vlen) != 0 || (key[vlen] != ';' && key[vlen] != '\0'))
+        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration '%.80s': expected it to start with '%s'", key,
+                        version);
+    bool seen[RLT_SPACE_MAX_KNOBS] = {false};
+    memset(out, 0, sizeof *out);
+    const char *p = key + vlen;
+    while (*p == ';') {
+        p++;
+        const char *eq = strchr(p, '=');
+        const char *end = strchr(p, ';');
+        if (!end) end = p + strlen(p);
+        if (!eq || eq > end)
+            return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: '%.*s' is not knob=value", (int)(end - p), p);
+        int k = -1;
+        for (int i = 0; i < s->n_knobs; i++)
+            if (strlen(s->knobs[i].name) == (size_t)(eq - p) && strncmp(s->knobs[i].name, p, (size_t)(eq - p)) == 0)
+                k = i;
+        if (k < 0) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: unknown knob '%.*s'", (int)(eq - p), p);
+        int choice = -1;
+        for (int ch = 0; ch < s->knobs[k].n_choices && choice < 0; ch++) {
+            rlt_str text;
+            rlt_str_init(&text);
+            rlt_knob_value_text(s, &s->knobs[k], ch, &text);
+            if (text.data && strlen(text.data) == (size_t)(end - eq - 1) && strncmp(text.data, eq + 1, (size_t)(end - eq - 1)) == 0)
+                choice = ch;
+            rlt_str_free(&text);
+        }
+        if (choice < 0)
+            return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: '%.*s' is not a choice of knob %s",
+                            (int)(end - eq - 1), eq + 1, s->knobs[k].name);
+        out->choice[k] = (int16_t)choice;
+        seen[k] = true;
+        p = end;
+    }
+    if (*p) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: unexpected '%.20s'", p);
+    for (int k = 0; k < s->n_knobs; k++)
+        if (!seen[k]) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: knob %s is missing", s->knobs[k].name);
+    return RLT_STATUS_OK;
+}
+
+void rlt_space_print(const rlt_space *s, rlt_str *out)
+{
+    rlt_str_printf(out, "space of %s: %d knobs, %" PRIu64 " configurations\n", s->op->spec, s->n_knobs,
+                   rlt_space_size(s));
+    for (int k = 0; k < s->n_knobs; k++) {
+        rlt_str_printf(out, "  %-12s", s->knobs[k].name);
+        for (int ch = 0; ch < s->knobs[k].n_choices; ch++) {
+            rlt_str_append(out, ch ? " " : " ");
+            rlt_knob_value_text(s, &s->knobs[k], ch, out);
+        }
+        rlt_str_append(out, "\n");
+    }
+}

@@ -1,0 +1,127 @@
+/*
+ * space.h - search spaces: the configurations a tuner chooses from, derived
+ * from an op's loop nest by general rules, not templates per op.
+ *
+ * The rule is Ansor's multi-level tiling for CPUs ("SSRSRS"): every spatial
+ * axis s is split into three levels s.0 (outer) / s.1 (middle) / s.2
+ * (register tile), every reduction axis r into r.0 (cache block) / r.1; the
+ * loops are ordered
+ *
+ *     L0: s.0 ...   L1: r.0 ...   L2: s.1 ...   L3: r.1 ...   L4: s.2 ...
+ *
+ * with a cache_write accumulator around L3 + L4 (the register tile), the
+ * register-tile loops unrolled, one spatial axis innermost and vectorized,
+ * optionally one L0 loop parallel, inputs optionally packed into panels
+ * matching the register tile or padded, and the compiler chosen. Each choice
+ * is a knob with a list of values; a configuration is one index per knob.
+ * Schedules for matmul, batch_matmul, dense, conv2d, depthwise conv2d and
+ * user expressions all come from this one rule.
+ *
+ * Knobs (names as printed in config keys; which exist depends on the op):
+ *   vec                 none, or the vectorized axis and width ("j*8")
+ *   <s>.tile            register tile of spatial axis s, in vectors for the
+ *                       vectorized axis and in elements for the others
+ *   <s>.mid             middle tile of s, in register tiles
+ *   <r>.tile            inner (cache) block of reduction axis r
+ *   order.s / order.r   the order of the spatial / reduction axes in their levels
+ *   unroll              0: no unrolling, 1: unroll the register tile
+ *   pack.<T>            off, or the axis whose register tile T's panels follow
+ *   pad.<T>             copy T with zero borders (only for padded accesses)
+ *   parallel            none, or the spatial axis whose L0 loop is parallel
+ *                       (only when tuning with more than one thread)
+ *   cc                  gcc, or clang when it is installed
+ */
+#ifndef RLT_SPACE_H
+#define RLT_SPACE_H
+
+#include "sched/sched.h"
+
+#define RLT_SPACE_MAX_KNOBS 40
+#define RLT_SPACE_MAX_CHOICES 64
+#define RLT_SPACE_VERSION 1
+
+typedef enum rlt_knob_kind {
+    RLT_KNOB_VEC,
+    RLT_KNOB_TILE,
+    RLT_KNOB_MID,
+    RLT_KNOB_RTILE,
+    RLT_KNOB_ORDER_S,
+    RLT_KNOB_ORDER_R,
+    RLT_KNOB_UNROLL,
+    RLT_KNOB_PACK,
+    RLT_KNOB_PAD,
+    RLT_KNOB_PARALLEL,
+    RLT_KNOB_CC
+} rlt_knob_kind;
+
+typedef struct rlt_knob {
+    char name[RLT_LOOP_NAME_MAX];
+    rlt_knob_kind kind;
+    int axis;    /* TILE, MID, RTILE: the op axis; PACK, PAD: the tensor */
+    int n_choices;
+    int64_t values[RLT_SPACE_MAX_CHOICES]; /* meaning depends on kind (space.c says) */
+} rlt_knob;
+
+typedef struct rlt_space_opts {
+    int n_threads;      /* > 1 adds the parallel knob */
+    int vector_floats;  /* the target's vector width (0 = detect) */
+    bool has_clang;     /* add clang to the cc knob (false: detect with `clang --version`) */
+    bool no_clang;      /* never offer clang */
+} rlt_space_opts;
+
+typedef struct rlt_space {
+    const rlt_op *op; /* borrowed */
+    int n_knobs;
+    rlt_knob knobs[RLT_SPACE_MAX_KNOBS];
+    int n_threads;
+} rlt_space;
+
+/* A configuration: one choice index per knob. */
+typedef struct rlt_config {
+    int16_t choice[RLT_SPACE_MAX_KNOBS];
+} rlt_config;
+
+/* Derives the space of `op` (borrowed: it must outlive the space). */
+rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_space *out, rlt_diag *diag);
+
+/* Number of configurations (the product of the knobs' sizes), valid or not;
+ * saturates at UINT64_MAX. */
+uint64_t rlt_space_size(const rlt_space *s);
+
+/* Index <-> configuration (mixed radix, first knob least significant). */
+void rlt_space_config_of(const rlt_space *s, uint64_t index, rlt_config *out);
+uint64_t rlt_space_index_of(const rlt_space *s, const rlt_config *c);
+
+/* The neighbour one step along knob k (delta -1 or +1); false when it
+ * would leave the knob's range. */
+bool rlt_space_neighbour(const rlt_space *s, const rlt_config *c, int knob, int delta, rlt_config *out);
+
+/* A uniformly random configuration (not necessarily valid). */
+void rlt_space_random(const rlt_space *s, rlt_rng *rng, rlt_config *out);
+
+/* The schedule a configuration stands for, and the compiler it asks for
+ * ("gcc" / "clang"). Fails (ILLEGAL_SCHEDULE, with the reason) when the
+ * configuration is not valid: a primitive refuses it, or it duplicates a
+ * smaller configuration (a middle tile past the axis's end). */
+rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched **out_sched, const char **out_cc,
+                              rlt_diag *diag);
+
+/* The schedule applied: the nest to measure. */
+rlt_status rlt_space_nest(const rlt_space *s, const rlt_config *c, rlt_nest *out, const char **out_cc,
+                          rlt_diag *diag);
+
+bool rlt_space_is_valid(const rlt_space *s, const rlt_config *c);
+
+/* "v1;vec=j*8;i.tile=6;..." : the configuration's key, stable across runs
+ * (stored in tuning records), and back. Parsing checks every knob is known
+ * and every value is one of its choices. */
+void rlt_space_config_key(const rlt_space *s, const rlt_config *c, rlt_str *out);
+rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag);
+
+/* The value of a knob's choice as text ("8", "j*8", "gcc", "k,c,r,s"). */
+void rlt_knob_value_text(const rlt_space *s, const rlt_knob *k, int choice, rlt_str *out);
+
+/* Prints the knobs and their choices. */
+void rlt_space_print(const rlt_space *s, rlt_str *out);
+
+#endif /* RLT_SPACE_H */

@@ -1,0 +1,226 @@
+/* Unit tests of src/space: knobs derived for every op, index <-> config,
+ * neighbours, keys, validity rules, the schedule of a configuration, and
+ * random valid configurations measured correct through the real pipeline. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "measure/measure.h"
+#include "space/space.h"
+
+static const char *const SPECS[] = {
+    "matmul:M=512,N=512,K=512",
+    "batch_matmul:B=12,M=128,N=128,K=64",
+    "dense:M=1,N=1000,K=512,bias=1,relu=1",
+    "conv2d:N=1,C=128,H=28,W=28,K=128,R=3,S=3,stride=1,pad=1",
+    "depthwise_conv2d:N=1,C=32,H=112,W=112,R=3,S=3,stride=1,pad=1",
+};
+
+static rlt_op *parse(const char *spec)
+{
+    rlt_diag d = {0};
+    rlt_op *op = NULL;
+    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s", d.message);
+    return op;
+}
+
+static void make_space(const rlt_op *op, int threads, rlt_space *s)
+{
+    rlt_diag d = {0};
+    rlt_space_opts o = {.n_threads = threads, .vector_floats = 8, .no_clang = true};
+    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
+}
+
+static int find_knob(const rlt_space *s, const char *name)
+{
+    for (int k = 0; k < s->n_knobs; k++)
+        if (strcmp(s->knobs[k].name, name) == 0) return k;
+    return -1;
+}
+
+Test(space, every_op_gets_tiling_knobs_by_the_same_rule)
+{
+    for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
+        rlt_op *op = parse(SPECS[i]);
+        rlt_space s;
+        make_space(op, 1, &s);
+        cr_assert_gt(rlt_space_size(&s), 1000, "%s", SPECS[i]);
+        cr_assert_geq(find_knob(&s, "vec"), 0, "%s", SPECS[i]);
+        cr_assert_geq(find_knob(&s, "unroll"), 0);
+        cr_assert_lt(find_knob(&s, "parallel"), 0, "one thread: no parallel knob");
+        /* every spatial axis longer than 1 has a register tile and a middle tile */
+        for (int a = 0; a < op->n_spatial; a++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s.tile", op->axes[a].name);
+            cr_assert_eq(find_knob(&s, name) >= 0, op->axes[a].extent > 1, "%s %s", SPECS[i], name);
+        }
+        rlt_op_destroy(op);
+    }
+    rlt_op *conv = parse(SPECS[3]);
+    rlt_space s;
+    make_space(conv, 2, &s);
+    cr_assert_geq(find_knob(&s, "pad.I"), 0, "padded input gets a pad knob");
+    cr_assert_geq(find_knob(&s, "pack.W"), 0, "weights indexed by k alone can be packed");
+    cr_assert_geq(find_knob(&s, "parallel"), 0, "two threads: a parallel knob");
+    cr_assert_lt(find_knob(&s, "n.tile"), 0, "an axis of extent 1 has no knobs");
+    rlt_op_destroy(conv);
+}
+
+Test(space, index_config_and_key_round_trip)
+{
+    rlt_op *op = parse(SPECS[3]);
+    rlt_space s;
+    make_space(op, 2, &s);
+    rlt_rng rng;
+    rlt_rng_seed(&rng, 7);
+    for (int i = 0; i < 500; i++) {
+        rlt_config c, back;
+        rlt_space_random(&s, &rng, &c);
+        uint64_t index = rlt_space_index_of(&s, &c);
+        cr_assert_lt(index, rlt_space_size(&s));
+        rlt_space_config_of(&s, index, &back);
+        cr_assert_eq(memcmp(&c, &back, sizeof c), 0);
+        rlt_str key;
+        rlt_str_init(&key);
+        rlt_space_config_key(&s, &c, &key);
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_space_config_parse(&s, key.data, &back, &d), RLT_STATUS_OK, "%s: %s", key.data, d.message);
+        cr_assert_eq(memcmp(&c, &back, sizeof c), 0, "%s", key.data);
+        rlt_str_free(&key);
+    }
+    rlt_config c;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_space_config_parse(&s, "v2;vec=none", &c, &d), RLT_STATUS_PARSE_ERROR);
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_space_config_parse(&s, "v1;nosuch=3", &c, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, "nosuch") != NULL, "%s", d.message);
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_space_config_parse(&s, "v1;vec=none", &c, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, "missing") != NULL, "%s", d.message);
+    rlt_op_destroy(op);
+}
+
+Test(space, neighbours_step_one_knob_within_range)
+{
+    rlt_op *op = parse(SPECS[0]);
+    rlt_space s;
+    make_space(op, 1, &s);
+    rlt_config c = {0}, n;
+    cr_assert_not(rlt_space_neighbour(&s, &c, 0, -1, &n), "below the first choice");
+    cr_assert(rlt_space_neighbour(&s, &c, 0, +1, &n));
+    cr_assert_eq(n.choice[0], 1);
+    for (int k = 1; k < s.n_knobs; k++) cr_assert_eq(n.choice[k], c.choice[k]);
+    c.choice[1] = (int16_t)(s.knobs[1].n_choices - 1);
+    cr_assert_not(rlt_space_neighbour(&s, &c, 1, +1, &n), "past the last choice");
+    cr_assert_not(rlt_space_neighbour(&s, &c, s.n_knobs, +1, &n), "no such knob");
+    rlt_op_destroy(op);
+}
+
+Test(space, the_hand_written_matmul_schedule_is_in_the_space)
+{
+    rlt_op *op = parse(SPECS[0]);
+    rlt_space s;
+    make_space(op, 1, &s);
+    rlt_config c;
+    rlt_diag d = {0};
+    const char *key = "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;unroll=1;"
+                      "pack.A=off;pack.B=j";
+    cr_assert_eq(rlt_space_config_parse(&s, key, &c, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_sched *sched = NULL;
+    const char *cc = NULL;
+    cr_assert_eq(rlt_space_schedule(&s, &c, &sched, &cc, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_str_eq(cc, "gcc");
+    rlt_str text;
+    rlt_str_init(&text);
+    rlt_sched_print(sched, &text);
+    cr_assert_str_eq(text.data, "# rltune schedule v1\n"
+                                "split i 6\n"
+                                "split j 16\n"
+                                "split j.i 8\n"
+                                "split k 256\n"
+                                "reorder j.o i.o k.o k.i j.i.o i.i j.i.i\n"
+                                "cache_write k.o\n"
+                                "unroll j.i.o\n"
+                                "unroll i.i\n"
+                                "vectorize j.i.i\n"
+                                "pack B 1 16\n");
+    rlt_str_free(&text);
+    rlt_nest n;
+    cr_assert_eq(rlt_sched_apply(sched, op, &n, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_sched_destroy(sched);
+    rlt_op_destroy(op);
+}
+
+Test(space, redundant_and_illegal_configurations_are_invalid)
+{
+    rlt_op *op = parse("matmul:M=10,N=64,K=64");
+    rlt_space s;
+    make_space(op, 2, &s);
+    rlt_config c = {0};
+    int mid = find_knob(&s, "i.mid"), tile = find_knob(&s, "i.tile"), par = find_knob(&s, "parallel");
+    cr_assert(mid >= 0 && tile >= 0 && par >= 0);
+    cr_assert(rlt_space_is_valid(&s, &c), "all-first choices: the plain nest");
+    /* i.tile = 8 leaves 2 register tiles: i.mid = 4 repeats i.mid = 2 */
+    c.choice[tile] = 7; /* 8 */
+    c.choice[mid] = 2;  /* 4 */
+    rlt_diag d = {0};
+    rlt_nest n;
+    cr_assert_eq(rlt_space_nest(&s, &c, &n, NULL, &d), RLT_STATUS_ILLEGAL_SCHEDULE);
+    cr_assert(strstr(d.message, "i.mid") != NULL, "%s", d.message);
+    c.choice[mid] = 1; /* 2 */
+    cr_assert(rlt_space_is_valid(&s, &c));
+    cr_assert_eq(s.knobs[tile].n_choices, 8, "no register tile longer than the axis is offered");
+    /* parallel over i when the tile covers all of i: nothing to share out */
+    c.choice[mid] = 0;
+    c.choice[tile] = 7; /* 8: i.o has 2 iterations, fine */
+    int i_choice = -1;
+    for (int ch = 0; ch < s.knobs[par].n_choices; ch++)
+        if (s.knobs[par].values[ch] == 0) i_choice = ch;
+    cr_assert_geq(i_choice, 0);
+    c.choice[par] = (int16_t)i_choice;
+    cr_assert(rlt_space_is_valid(&s, &c));
+    rlt_op_destroy(op);
+}
+
+Test(space, random_valid_configurations_measure_correct)
+{
+    static const char *const small[] = {
+        "matmul:M=20,N=36,K=17",
+        "conv2d:N=1,C=5,H=9,W=10,K=12,R=3,S=3,stride=1,pad=1",
+        "dense:M=3,N=40,K=24,bias=1,relu=1",
+    };
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+        rlt_op *op = parse(small[i]);
+        rlt_space s;
+        make_space(op, 2, &s);
+        rlt_rng rng;
+        rlt_rng_seed(&rng, 11 + i);
+        enum { N = 10 };
+        rlt_nest nests[N];
+        rlt_str keys[N];
+        int n = 0;
+        for (int tries = 0; tries < 2000 && n < N; tries++) {
+            rlt_config c;
+            rlt_space_random(&s, &rng, &c);
+            if (rlt_space_nest(&s, &c, &nests[n], NULL, NULL) != RLT_STATUS_OK) continue;
+            rlt_str_init(&keys[n]);
+            rlt_space_config_key(&s, &c, &keys[n]);
+            n++;
+        }
+        cr_assert_eq(n, N, "%s: too few valid configurations", small[i]);
+        rlt_diag d = {0};
+        rlt_build_opts bopts = {.cflags = "-O1 -march=native"};
+        rlt_workload *w = NULL;
+        cr_assert_eq(rlt_workload_create(op, &bopts, 3, &w, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_run_opts ropts = {.repeat = 1, .number = 1, .min_repeat_ms = 0.001, .timeout_s = 20, .n_threads = 2};
+        rlt_run_result r[N];
+        cr_assert_eq(rlt_measure_nests(w, &bopts, &ropts, n, nests, r, &d), RLT_STATUS_OK, "%s", d.message);
+        for (int k = 0; k < n; k++) {
+            cr_expect_eq(r[k].status, RLT_STATUS_OK, "%s %s: %s %s", small[i], keys[k].data,
+                         rlt_status_str(r[k].status), r[k].message);
+            rlt_str_free(&keys[k]);
+        }
+        rlt_workload_destroy(w);
+        rlt_op_destroy(op);
+    }
+}
