@@ -38,6 +38,7 @@ typedef struct rlt_cli_cmd {
 extern const rlt_cli_cmd rlt_cli_cmd_ops;
 extern const rlt_cli_cmd rlt_cli_cmd_show;
 extern const rlt_cli_cmd rlt_cli_cmd_measure;
+extern const rlt_cli_cmd rlt_cli_cmd_tune;
 
 /* Prints "rltune: error: MESSAGE" and a newline to stderr. */
 void rlt_cli_error(const char *fmt, ...) RLT_PRINTF(1, 2);
@@ -63,6 +64,10 @@ typedef struct rlt_cli_input {
     const char *sched_source; /* the --schedule argument (borrowed), or NULL */
     rlt_nest nest;           /* the op's nest with the schedule applied */
 } rlt_cli_input;
+
+/* Builds the op from --op or --expr / --shape (options every command that
+ * takes an op declares); messages name the option. */
+rlt_status rlt_cli_op_load(const rlt_cli_args *args, rlt_op **out, rlt_diag *diag);
 
 /* Builds the op, loads and applies the schedule. Every failure is bad input
  * (a missing file included) except running out of memory; the message names

@@ -41,7 +41,7 @@ static rlt_status read_stdin(char **out_text, size_t *out_len, rlt_diag *diag)
     return rlt_file_read("/dev/stdin", out_text, out_len, diag);
 }
 
-static rlt_status load_op(const rlt_cli_args *args, rlt_op **out, rlt_diag *diag)
+rlt_status rlt_cli_op_load(const rlt_cli_args *args, rlt_op **out, rlt_diag *diag)
 {
     const char *spec = rlt_cli_args_get(args, "op");
     const char *expr = rlt_cli_args_get(args, "expr");
@@ -96,7 +96,7 @@ rlt_status rlt_cli_input_load(const rlt_cli_args *args, rlt_cli_input *out, rlt_
 {
     memset(out, 0, sizeof *out);
     out->sched_source = rlt_cli_args_get(args, "schedule");
-    rlt_status st = load_op(args, &out->op, diag);
+    rlt_status st = rlt_cli_op_load(args, &out->op, diag);
     if (st != RLT_STATUS_OK) goto cleanup;
 
     if (out->sched_source) {

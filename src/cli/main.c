@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const rlt_cli_cmd *const commands[] = {&rlt_cli_cmd_ops, &rlt_cli_cmd_show, &rlt_cli_cmd_measure};
+static const rlt_cli_cmd *const commands[] = {&rlt_cli_cmd_ops, &rlt_cli_cmd_show, &rlt_cli_cmd_measure,
+                                              &rlt_cli_cmd_tune};
 
 static const char exit_status_text[] =
     "exit status:\n"

@@ -198,8 +198,13 @@ static void child_prepare(pid_t parent)
     setrlimit(RLIMIT_CORE, &no_core);
     prctl(PR_SET_DUMPABLE, 0);
     static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
-                               SIGPIPE, SIGXCPU, SIGTERM, SIGINT, SIGALRM, SIGHUP};
+                               SIGPIPE, SIGXCPU, SIGTERM, SIGALRM, SIGHUP};
     for (size_t i = 0; i < RLT_ARRAY_LEN(sigs); i++) signal(sigs[i], SIG_DFL);
+    /* Ctrl-C reaches the whole process group: the parent decides what it
+     * means (stop after this batch), so the kernel in flight finishes and is
+     * not recorded as killed by SIGINT. The parent's deadline and
+     * PDEATHSIG still end the child. */
+    signal(SIGINT, SIG_IGN);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -648,3 +648,73 @@ Test(cli, unreadable_schedule_files)
     EXPECT_USAGE_ERROR("No such file", "measure", "--op", op, "--schedule", missing);
     EXPECT_USAGE_ERROR("Is a directory", "show", "--op", op, "--schedule", tmp_dir);
 }
+
+/* ---- rltune tune -------------------------------------------------------- */
+
+/* The one JSON object on stdout of a tune run. */
+static cJSON *parse_tune_json(const cli_run *r)
+{
+    cJSON *o = cJSON_Parse(r->out);
+    cr_assert_not_null(o, "stdout is not one JSON object: %s", r->out);
+    cr_assert(cJSON_IsObject(o));
+    cr_assert_str_eq(string_at(o, "tuner"), "random");
+    return o;
+}
+
+/* A tiny tuning run: exactly one JSON object (no progress line: stdout is a
+ * pipe), every trial stored; the same run again reads everything back. */
+Test(cli, tune_json_then_resume_measures_nothing_new)
+{
+    char db[512];
+    snprintf(db, sizeof db, "%s/tune.db", tmp_dir);
+    const char *const args[] = {"tune", "--op", "matmul:M=16,N=24,K=8", "--tuner", "random", "--trials", "6",
+                                "--batch", "3", "--seed", "5", "--db", db, "--cflags", "-O1 -march=native",
+                                "--repeat", "1", "--min-repeat-ms", "0.5", "--json", NULL};
+    cli_run r = run_cli_argv(NULL, args);
+    assert_ok(&r);
+    cr_assert(strstr(r.out, "[tune]") == NULL, "no progress line when stdout is not a terminal");
+    cJSON *o = parse_tune_json(&r);
+    cr_assert_eq(number_at(o, "trials"), 6);
+    cr_assert_eq(number_at(o, "measured"), 6);
+    cr_assert_eq(number_at(o, "from_records"), 0);
+    cJSON *best = cJSON_GetObjectItem(o, "best");
+    cr_assert_gt(number_at(best, "gflops"), 0);
+    cr_assert(strstr(string_at(best, "config"), "v1;") == string_at(best, "config"));
+    cJSON *curve = cJSON_GetObjectItem(o, "curve");
+    cr_assert_eq(cJSON_GetArraySize(curve), 6);
+    cr_assert(number_at(o, "measurements_per_s") > 0 && number_at(o, "wall_s") > 0);
+    cJSON_Delete(o);
+    cli_run_free(&r);
+
+    r = run_cli_argv(NULL, args);
+    assert_ok(&r);
+    o = parse_tune_json(&r);
+    cr_assert_eq(number_at(o, "measured"), 0, "a resumed run measures nothing it measured before");
+    cr_assert_eq(number_at(o, "from_records"), 6);
+    cJSON_Delete(o);
+    cli_run_free(&r);
+}
+
+Test(cli, tune_bad_input)
+{
+    cli_run r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--tuner", "annealing");
+    assert_usage_error(&r, "unknown tuner 'annealing'");
+    cli_run_free(&r);
+    r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--trials", "0");
+    assert_usage_error(&r, "--trials");
+    cli_run_free(&r);
+    r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--trials", "-3");
+    assert_usage_error(&r, "--trials");
+    cli_run_free(&r);
+    /* a file that is not a database is refused and left as it was */
+    const char *junk = write_tmp("junk.db", "these are not the records you are looking for\n");
+    r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--db", junk, "--trials", "2");
+    assert_usage_error(&r, "junk.db");
+    cli_run_free(&r);
+    FILE *f = fopen(junk, "r");
+    char text[128] = "";
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(text, sizeof text, f));
+    fclose(f);
+    cr_assert_str_eq(text, "these are not the records you are looking for\n");
+}

@@ -1,0 +1,261 @@
+/*
+ * tune.c - the tuning loop (rlt_tune): propose, read back or measure,
+ * store, learn; and the target key that records are filed under.
+ *
+ * Order within a batch, and why:
+ *   1. the tuner proposes up to batch_size configurations;
+ *   2. those measured before for this workload and target are read back
+ *      from the records (a resumed run measures nothing twice);
+ *   3. the rest are lowered and built together (two compilers at once),
+ *      then run one at a time: nothing is timed while compiling;
+ *   4. the batch's records are appended in one transaction before the tuner
+ *      hears the scores, so a kill -9 loses at most the batch in flight.
+ */
+#include "search/tune.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void rlt_tune_target_key(const rlt_build_opts *build, int n_threads, rlt_str *out)
+{
+    rlt_target t;
+    rlt_target_detect(&t);
+    rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d;cc=", t.cpu_model, t.vector_floats, n_threads > 0 ? n_threads : 1);
+    rlt_build_describe(build, false, out);
+}
+
+static double wall_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+/* Everything one batch needs, allocated once for the largest batch. */
+typedef struct batch {
+    rlt_config *configs;
+    double *scores;
+    rlt_nest *nests;
+    rlt_run_result *results;
+    rlt_record *records;
+    int *slot;        /* measured item i -> position in configs */
+    char (*cc)[16];
+} batch;
+
+static void batch_free(batch *b)
+{
+    rlt_free(b->configs);
+    rlt_free(b->scores);
+    rlt_free(b->nests);
+    rlt_free(b->results);
+    rlt_free(b->records);
+    rlt_free(b->slot);
+    rlt_free(b->cc);
+}
+
+static bool batch_alloc(batch *b, int n)
+{
+    size_t un = (size_t)n;
+    b->configs = rlt_calloc(un, sizeof *b->configs);
+    b->scores = rlt_calloc(un, sizeof *b->scores);
+    b->nests = rlt_calloc(un, sizeof *b->nests);
+    b->results = rlt_calloc(un, sizeof *b->results);
+    b->records = rlt_calloc(un, sizeof *b->records);
+    b->slot = rlt_calloc(un, sizeof *b->slot);
+    b->cc = rlt_calloc(un, sizeof *b->cc);
+    return b->configs && b->scores && b->nests && b->results && b->records && b->slot && b->cc;
+}
+
+/* Measures the configurations marked in b->slot[0..n): grouped by compiler,
+ * each group built together and run one by one. */
+static rlt_status measure_batch(const rlt_workload *w, const rlt_tune_opts *o, batch *b, int n, rlt_diag *diag)
+{
+    static const char *const compilers[] = {"gcc", "clang"};
+    rlt_nest *group = rlt_calloc((size_t)n, sizeof *group);
+    rlt_run_result *res = rlt_calloc((size_t)n, sizeof *res);
+    int *idx = rlt_calloc((size_t)n, sizeof *idx);
+    rlt_status st = RLT_STATUS_OK;
+    if (!group || !res || !idx) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory measuring a batch");
+        goto done;
+    }
+    for (size_t c = 0; c < RLT_ARRAY_LEN(compilers) && st == RLT_STATUS_OK; c++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (strcmp(b->cc[i], compilers[c]) == 0) {
+                group[m] = b->nests[i];
+                idx[m++] = i;
+            }
+        if (m == 0) continue;
+        rlt_build_opts bopts = o->build;
+        /* the cc knob decides only when the space offers a choice */
+        if (strcmp(compilers[c], "clang") == 0) bopts.cc = "clang";
+        st = rlt_measure_nests(w, &bopts, &o->run, m, group, res, diag);
+        for (int k = 0; k < m && st == RLT_STATUS_OK; k++) b->results[idx[k]] = res[k];
+    }
+done:
+    rlt_free(group);
+    rlt_free(res);
+    rlt_free(idx);
+    return st;
+}
+
+rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result *out, rlt_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    rlt_tune_opts o = *opts;
+    if (o.n_trials < 1)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the number of trials must be at least 1 (got %d)",
+                        o.n_trials);
+    if (o.batch_size <= 0) o.batch_size = 16;
+    if (o.n_threads <= 0) o.n_threads = 1;
+    o.run.n_threads = o.n_threads;
+    o.space.n_threads = o.n_threads;
+    o.tuner_opts.seed = o.seed;
+
+    rlt_space space;
+    rlt_tuner *tuner = NULL;
+    rlt_workload *w = NULL;
+    batch b = {0};
+    rlt_str target, key, sched_text;
+    rlt_str_init(&target);
+    rlt_str_init(&key);
+    rlt_str_init(&sched_text);
+    uint64_t start_ns = rlt_time_ns();
+    int since_best = 0;
+    rlt_status st = rlt_space_create(op, &o.space, &space, diag);
+    if (st != RLT_STATUS_OK) goto done;
+    if ((st = rlt_tuner_create(o.tuner, &space, &o.tuner_opts, &tuner, diag)) != RLT_STATUS_OK) goto done;
+    if ((st = rlt_workload_create(op, &o.build, 0, &w, diag)) != RLT_STATUS_OK) goto done;
+    rlt_tune_target_key(&o.build, o.n_threads, &target);
+    out->curve = rlt_calloc((size_t)o.n_trials, sizeof *out->curve);
+    if (!batch_alloc(&b, o.batch_size) || !out->curve || target.has_failed) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a tuning run");
+        goto done;
+    }
+    while (out->n_trials < o.n_trials) {
+        if (o.stop && *o.stop) {
+            out->was_stopped = true;
+            break;
+        }
+        int want = RLT_MIN(o.batch_size, o.n_trials - out->n_trials);
+        int n = rlt_tuner_next_batch(tuner, want, b.configs);
+        if (n == 0) {
+            out->was_exhausted = true;
+            break;
+        }
+        /* read back what was measured before; lower the rest */
+        int n_new = 0;
+        for (int i = 0; i < n; i++) {
+            rlt_str_clear(&key);
+            rlt_space_config_key(&space, &b.configs[i], &key);
+            bool found = false;
+            rlt_record *rec = &b.records[n_new];
+            if (o.db && (st = rlt_db_lookup(o.db, op->spec, target.data, key.data, rec, &found, diag)) != RLT_STATUS_OK)
+                goto done;
+            if (found) {
+                b.scores[i] = strcmp(rec->status, "OK") == 0 ? rec->gflops : 0.0;
+                out->n_from_db++;
+                if (strcmp(rec->status, "OK") != 0) out->n_failed++;
+                continue;
+            }
+            const char *cc = "gcc";
+            rlt_sched *sched = NULL;
+            if ((st = rlt_space_schedule(&space, &b.configs[i], &sched, &cc, diag)) != RLT_STATUS_OK) goto done;
+            st = rlt_sched_apply(sched, op, &b.nests[n_new], diag);
+            rlt_str_clear(&sched_text);
+            rlt_sched_print(sched, &sched_text);
+            rlt_sched_destroy(sched);
+            if (st != RLT_STATUS_OK) goto done; /* tuners propose valid configurations only */
+            memset(rec, 0, sizeof *rec);
+            copy_text(rec->spec, sizeof rec->spec, op->spec);
+            copy_text(rec->target, sizeof rec->target, target.data);
+            copy_text(rec->config, sizeof rec->config, key.data);
+            copy_text(rec->schedule, sizeof rec->schedule, sched_text.data);
+            copy_text(rec->tuner, sizeof rec->tuner, o.tuner);
+            copy_text(b.cc[n_new], sizeof b.cc[n_new], cc);
+            b.slot[n_new++] = i;
+        }
+        if (key.has_failed || sched_text.has_failed) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory during tuning");
+            goto done;
+        }
+        if (n_new > 0) {
+            if ((st = measure_batch(w, &o, &b, n_new, diag)) != RLT_STATUS_OK) goto done;
+            for (int k = 0; k < n_new; k++) {
+                const rlt_run_result *r = &b.results[k];
+                rlt_record *rec = &b.records[k];
+                copy_text(rec->status, sizeof rec->status, rlt_status_str(r->status));
+                rec->time_min_ms = r->status == RLT_STATUS_OK ? r->time_min_ms : 0;
+                rec->time_median_ms = r->status == RLT_STATUS_OK ? r->time_median_ms : 0;
+                rec->gflops = r->status == RLT_STATUS_OK ? r->gflops : 0;
+                rec->n_threads = o.n_threads;
+                rec->seed = o.seed;
+                rec->build_s = r->build_s;
+                rec->created_s = wall_now_s();
+                copy_text(rec->message, sizeof rec->message, r->message);
+                b.scores[b.slot[k]] = rec->gflops;
+                if (r->status != RLT_STATUS_OK) out->n_failed++;
+            }
+            if (o.db && (st = rlt_db_append(o.db, n_new, b.records, diag)) != RLT_STATUS_OK) goto done;
+            out->n_measured += n_new;
+        }
+        if ((st = rlt_tuner_update(tuner, n, b.configs, b.scores, diag)) != RLT_STATUS_OK) goto done;
+        /* the curve, the best, early stopping */
+        for (int i = 0; i < n; i++) {
+            bool is_better = b.scores[i] > out->best_gflops;
+            if (is_better) {
+                out->best_gflops = b.scores[i];
+                out->best_time_ms = op->flops / (b.scores[i] * 1e6);
+                rlt_str_clear(&key);
+                rlt_space_config_key(&space, &b.configs[i], &key);
+                copy_text(out->best_config, sizeof out->best_config, key.data);
+                rlt_sched *sched = NULL;
+                const char *cc = "gcc";
+                if (rlt_space_schedule(&space, &b.configs[i], &sched, &cc, NULL) == RLT_STATUS_OK) {
+                    rlt_str_clear(&sched_text);
+                    rlt_sched_print(sched, &sched_text);
+                    copy_text(out->best_schedule, sizeof out->best_schedule, sched_text.data);
+                    copy_text(out->best_cc, sizeof out->best_cc, cc);
+                    rlt_sched_destroy(sched);
+                }
+                since_best = 0;
+            } else {
+                since_best++;
+            }
+            out->curve[out->n_trials++] = out->best_gflops;
+        }
+        out->wall_s = (double)(rlt_time_ns() - start_ns) * 1e-9;
+        out->measurements_per_s = out->wall_s > 0 ? out->n_trials / out->wall_s : 0;
+        if (o.progress) {
+            rlt_tune_progress p = {out->n_trials, o.n_trials, out->best_gflops, out->wall_s, out->measurements_per_s};
+            o.progress(&p, o.progress_ctx);
+        }
+        if (o.early_stopping > 0 && since_best >= o.early_stopping) {
+            out->was_stopped_early = true;
+            break;
+        }
+    }
+done:
+    out->wall_s = (double)(rlt_time_ns() - start_ns) * 1e-9;
+    out->measurements_per_s = out->wall_s > 0 ? out->n_trials / out->wall_s : 0;
+    batch_free(&b);
+    rlt_str_free(&target);
+    rlt_str_free(&key);
+    rlt_str_free(&sched_text);
+    rlt_workload_destroy(w);
+    rlt_tuner_destroy(tuner);
+    return st;
+}
+
+void rlt_tune_result_free(rlt_tune_result *r)
+{
+    rlt_free(r->curve);
+    r->curve = NULL;
+}

@@ -1,0 +1,370 @@
+/*
+ * tuner.c - the tuner interface, the visited set, and the model-free
+ * tuners: random (uniform without replacement), grid (index order) and ga
+ * (AutoTVM's genetic algorithm: fitness-proportional parents, crossover,
+ * mutation, elites kept across generations).
+ *
+ * Entry points: rlt_tuner_create, rlt_tuner_next_batch, rlt_tuner_update.
+ */
+#include "search/tuner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- visited set -------------------------------------------------------- */
+
+#define VISITED_EMPTY UINT64_MAX
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+bool rlt_visited_has(const rlt_visited *v, uint64_t index)
+{
+    if (v->cap == 0) return false;
+    for (size_t i = mix(index) & (v->cap - 1);; i = (i + 1) & (v->cap - 1)) {
+        if (v->slots[i] == index) return true;
+        if (v->slots[i] == VISITED_EMPTY) return false;
+    }
+}
+
+static bool visited_grow(rlt_visited *v)
+{
+    size_t cap = v->cap ? 2 * v->cap : 1024;
+    uint64_t *slots = rlt_malloc(cap * sizeof *slots);
+    if (!slots) return false;
+    for (size_t i = 0; i < cap; i++) slots[i] = VISITED_EMPTY;
+    for (size_t i = 0; i < v->cap; i++) {
+        if (v->slots[i] == VISITED_EMPTY) continue;
+        size_t j = mix(v->slots[i]) & (cap - 1);
+        while (slots[j] != VISITED_EMPTY) j = (j + 1) & (cap - 1);
+        slots[j] = v->slots[i];
+    }
+    rlt_free(v->slots);
+    v->slots = slots;
+    v->cap = cap;
+    return true;
+}
+
+bool rlt_visited_add(rlt_visited *v, uint64_t index)
+{
+    RLT_ASSERT(index != VISITED_EMPTY);
+    if ((v->n + 1) * 2 > v->cap && !visited_grow(v)) return false;
+    size_t i = mix(index) & (v->cap - 1);
+    while (v->slots[i] != VISITED_EMPTY) {
+        if (v->slots[i] == index) return false;
+        i = (i + 1) & (v->cap - 1);
+    }
+    v->slots[i] = index;
+    v->n++;
+    return true;
+}
+
+void rlt_visited_free(rlt_visited *v)
+{
+    rlt_free(v->slots);
+    *v = (rlt_visited){0};
+}
+
+/* ---- helpers shared by the tuners --------------------------------------- */
+
+bool rlt_tuner_draw_new(rlt_tuner *t, int tries, rlt_config *out)
+{
+    for (int i = 0; i < tries; i++) {
+        rlt_space_random(t->space, &t->rng, out);
+        uint64_t index = rlt_space_index_of(t->space, out);
+        if (rlt_visited_has(&t->visited, index)) continue;
+        if (!rlt_space_is_valid(t->space, out)) {
+            /* never valid: remember it so it is not drawn again */
+            rlt_visited_add(&t->visited, index);
+            continue;
+        }
+        rlt_visited_add(&t->visited, index);
+        return true;
+    }
+    return false;
+}
+
+/* Walks indices from `*cursor` upward for the next unvisited valid one:
+ * grid order, and random's fallback once random draws stop finding new
+ * configurations in a small space. */
+static bool scan_next(rlt_tuner *t, uint64_t *cursor, rlt_config *out)
+{
+    uint64_t size = rlt_space_size(t->space);
+    while (*cursor < size) {
+        uint64_t index = (*cursor)++;
+        if (rlt_visited_has(&t->visited, index)) continue;
+        rlt_space_config_of(t->space, index, out);
+        rlt_visited_add(&t->visited, index);
+        if (rlt_space_is_valid(t->space, out)) return true;
+    }
+    return false;
+}
+
+/* ---- random ------------------------------------------------------------- */
+
+typedef struct random_state {
+    uint64_t cursor; /* scan position once random draws run dry */
+} random_state;
+
+static rlt_status random_init(rlt_tuner *t, rlt_diag *diag)
+{
+    t->state = rlt_calloc(1, sizeof(random_state));
+    return t->state ? RLT_STATUS_OK : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
+}
+
+static int random_next(rlt_tuner *t, int max, rlt_config *out)
+{
+    random_state *st = t->state;
+    int n = 0;
+    while (n < max) {
+        if (rlt_tuner_draw_new(t, 256, &out[n]) || scan_next(t, &st->cursor, &out[n])) n++;
+        else break;
+    }
+    return n;
+}
+
+static rlt_status no_update(rlt_tuner *t, int n, const rlt_config *c, const double *s, rlt_diag *diag)
+{
+    (void)t, (void)n, (void)c, (void)s, (void)diag;
+    return RLT_STATUS_OK;
+}
+
+static void free_state(rlt_tuner *t) { rlt_free(t->state); }
+
+static const rlt_tuner_ops random_ops = {"random", random_init, random_next, no_update, free_state};
+
+/* ---- grid --------------------------------------------------------------- */
+
+static int grid_next(rlt_tuner *t, int max, rlt_config *out)
+{
+    random_state *st = t->state;
+    int n = 0;
+    while (n < max && scan_next(t, &st->cursor, &out[n])) n++;
+    return n;
+}
+
+static const rlt_tuner_ops grid_ops = {"grid", random_init, grid_next, no_update, free_state};
+
+/* ---- ga ----------------------------------------------------------------- */
+
+typedef struct ga_state {
+    int pop, elite;
+    rlt_config *gen;     /* the current generation (pop) */
+    double *gen_score;   /* its scores; -1 until measured */
+    int n_gen, n_proposed;
+    rlt_config *elites;  /* the best configurations seen (elite) */
+    double *elite_score;
+    int n_elites;
+    rlt_config *pool;    /* scratch: generation + elites */
+    double *pool_score;
+} ga_state;
+
+static rlt_status ga_init(rlt_tuner *t, rlt_diag *diag)
+{
+    ga_state *g = rlt_calloc(1, sizeof *g);
+    if (!g) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
+    t->state = g;
+    uint64_t size = rlt_space_size(t->space);
+    g->pop = t->opts.population > 0 ? t->opts.population : 64;
+    if (g->pop > 1000) g->pop = 1000; /* ga_breed's scratch holds up to 1024 parents */
+    if ((uint64_t)g->pop > size) g->pop = (int)size;
+    g->elite = t->opts.elite > 0 ? t->opts.elite : 3;
+    if (g->elite > g->pop) g->elite = g->pop;
+    g->gen = rlt_calloc((size_t)g->pop, sizeof *g->gen);
+    g->gen_score = rlt_calloc((size_t)g->pop, sizeof *g->gen_score);
+    g->elites = rlt_calloc((size_t)g->elite, sizeof *g->elites);
+    g->elite_score = rlt_calloc((size_t)g->elite, sizeof *g->elite_score);
+    g->pool = rlt_calloc((size_t)(g->pop + g->elite), sizeof *g->pool);
+    g->pool_score = rlt_calloc((size_t)(g->pop + g->elite), sizeof *g->pool_score);
+    if (!g->gen || !g->gen_score || !g->elites || !g->elite_score || !g->pool || !g->pool_score)
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
+    /* the first generation is random */
+    while (g->n_gen < g->pop && rlt_tuner_draw_new(t, 1024, &g->gen[g->n_gen])) g->gen_score[g->n_gen++] = -1.0;
+    return RLT_STATUS_OK;
+}
+
+static void ga_fini(rlt_tuner *t)
+{
+    ga_state *g = t->state;
+    if (!g) return;
+    rlt_free(g->gen);
+    rlt_free(g->gen_score);
+    rlt_free(g->elites);
+    rlt_free(g->elite_score);
+    rlt_free(g->pool);
+    rlt_free(g->pool_score);
+    rlt_free(g);
+}
+
+/* Index into `n` weights, drawn with probability proportional to weight. */
+static int pick_weighted(rlt_rng *rng, const double *w, int n, double total)
+{
+    double x = rlt_rng_uniform(rng) * total;
+    for (int i = 0; i < n; i++) {
+        x -= w[i];
+        if (x < 0) return i;
+    }
+    return n - 1;
+}
+
+/* Next generation from the measured one plus the elites: the best `elite`
+ * of that pool stay elites; pop children are bred from parents drawn in
+ * proportion to their scores, by two-point crossover and per-gene mutation,
+ * and made new (re-drawn genes) when they repeat a visited configuration. */
+static void ga_breed(rlt_tuner *t)
+{
+    ga_state *g = t->state;
+    const rlt_space *s = t->space;
+    int n = 0;
+    for (int i = 0; i < g->n_gen; i++) {
+        g->pool[n] = g->gen[i];
+        g->pool_score[n++] = g->gen_score[i] > 0 ? g->gen_score[i] : 0.0;
+    }
+    for (int i = 0; i < g->n_elites; i++) {
+        g->pool[n] = g->elites[i];
+        g->pool_score[n++] = g->elite_score[i];
+    }
+    /* elites: selection of the top `elite` scores */
+    g->n_elites = 0;
+    bool taken[1024] = {false};
+    for (int e = 0; e < g->elite && e < n; e++) {
+        int best = -1;
+        for (int i = 0; i < n && i < 1024; i++)
+            if (!taken[i] && (best < 0 || g->pool_score[i] > g->pool_score[best])) best = i;
+        if (best < 0) break;
+        taken[best] = true;
+        g->elites[g->n_elites] = g->pool[best];
+        g->elite_score[g->n_elites++] = g->pool_score[best];
+    }
+    double max = 0, total = 0;
+    for (int i = 0; i < n; i++) max = RLT_MAX(max, g->pool_score[i]);
+    double weights[1024];
+    for (int i = 0; i < n && i < 1024; i++) {
+        weights[i] = (max > 0 ? g->pool_score[i] / max : 0.0) + 1e-8; /* AutoTVM: scores + 1e-8, normalised */
+        total += weights[i];
+    }
+    g->n_gen = 0;
+    g->n_proposed = 0;
+    double mutation = t->opts.mutation_prob > 0 ? t->opts.mutation_prob : 0.1;
+    for (int c = 0; c < g->pop; c++) {
+        rlt_config child;
+        bool is_new = false;
+        for (int attempt = 0; attempt < 64 && !is_new; attempt++) {
+            const rlt_config *p1 = &g->pool[pick_weighted(&t->rng, weights, n, total)];
+            const rlt_config *p2 = &g->pool[pick_weighted(&t->rng, weights, n, total)];
+            int a = (int)rlt_rng_below(&t->rng, (uint64_t)s->n_knobs + 1);
+            int b = (int)rlt_rng_below(&t->rng, (uint64_t)s->n_knobs + 1);
+            if (a > b) {
+                int x = a;
+                a = b;
+                b = x;
+            }
+            for (int k = 0; k < s->n_knobs; k++) child.choice[k] = (k >= a && k < b ? p2 : p1)->choice[k];
+            for (int k = 0; k < s->n_knobs; k++)
+                if (rlt_rng_uniform(&t->rng) < mutation)
+                    child.choice[k] = (int16_t)rlt_rng_below(&t->rng, (uint64_t)s->knobs[k].n_choices);
+            uint64_t index = rlt_space_index_of(s, &child);
+            if (rlt_visited_has(&t->visited, index)) continue;
+            rlt_visited_add(&t->visited, index);
+            is_new = rlt_space_is_valid(s, &child);
+        }
+        if (!is_new) is_new = rlt_tuner_draw_new(t, 1024, &child);
+        if (!is_new) break; /* the space is (nearly) exhausted */
+        g->gen[g->n_gen] = child;
+        g->gen_score[g->n_gen++] = -1.0;
+    }
+}
+
+static int ga_next(rlt_tuner *t, int max, rlt_config *out)
+{
+    ga_state *g = t->state;
+    int n = 0;
+    while (n < max) {
+        if (g->n_proposed < g->n_gen) {
+            out[n++] = g->gen[g->n_proposed++];
+            continue;
+        }
+        /* wait for the scores of the whole generation before breeding */
+        bool is_measured = g->n_gen > 0;
+        for (int i = 0; i < g->n_gen; i++) is_measured &= g->gen_score[i] >= 0;
+        if (!is_measured || n > 0) break;
+        ga_breed(t);
+        if (g->n_gen == 0) break;
+    }
+    return n;
+}
+
+static rlt_status ga_update(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag)
+{
+    (void)diag;
+    ga_state *g = t->state;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < g->n_gen; j++)
+            if (memcmp(&g->gen[j], &configs[i], sizeof(rlt_config)) == 0) g->gen_score[j] = scores[i];
+    return RLT_STATUS_OK;
+}
+
+static const rlt_tuner_ops ga_ops = {"ga", ga_init, ga_next, ga_update, ga_fini};
+
+/* ---- the interface ------------------------------------------------------ */
+
+static const rlt_tuner_ops *const all_ops[] = {&random_ops, &grid_ops, &ga_ops};
+
+const char *const *rlt_tuner_names(void)
+{
+    static const char *const names[] = {"random", "grid", "ga", NULL};
+    return names;
+}
+
+rlt_status rlt_tuner_create(const char *name, const rlt_space *space, const rlt_tuner_opts *opts, rlt_tuner **out,
+                            rlt_diag *diag)
+{
+    *out = NULL;
+    const rlt_tuner_ops *ops = NULL;
+    for (size_t i = 0; i < RLT_ARRAY_LEN(all_ops); i++)
+        if (strcmp(all_ops[i]->name, name) == 0) ops = all_ops[i];
+    if (!ops) {
+        char known[256] = "";
+        for (const char *const *n = rlt_tuner_names(); *n; n++) {
+            strncat(known, *n, sizeof known - strlen(known) - 1);
+            if (n[1]) strncat(known, ", ", sizeof known - strlen(known) - 1);
+        }
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "unknown tuner '%s' (tuners: %s)", name, known);
+    }
+    rlt_tuner *t = rlt_calloc(1, sizeof *t);
+    if (!t) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
+    t->ops = ops;
+    t->space = space;
+    t->opts = opts ? *opts : (rlt_tuner_opts){0};
+    rlt_rng_seed(&t->rng, t->opts.seed);
+    rlt_status st = ops->init(t, diag);
+    if (st != RLT_STATUS_OK) {
+        rlt_tuner_destroy(t);
+        return st;
+    }
+    *out = t;
+    return RLT_STATUS_OK;
+}
+
+void rlt_tuner_destroy(rlt_tuner *t)
+{
+    if (!t) return;
+    if (t->ops && t->ops->fini) t->ops->fini(t);
+    rlt_visited_free(&t->visited);
+    rlt_free(t);
+}
+
+int rlt_tuner_next_batch(rlt_tuner *t, int max, rlt_config *out) { return max > 0 ? t->ops->next_batch(t, max, out) : 0; }
+
+rlt_status rlt_tuner_update(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag)
+{
+    for (int i = 0; i < n; i++) rlt_visited_add(&t->visited, rlt_space_index_of(t->space, &configs[i]));
+    return t->ops->update(t, n, configs, scores, diag);
+}
+
+const char *rlt_tuner_name(const rlt_tuner *t) { return t->ops->name; }

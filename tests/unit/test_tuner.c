@@ -1,0 +1,192 @@
+/* Tests of src/search/tuner.c and tune.c: proposals are new, valid and
+ * reproducible; small spaces are enumerated exactly; on a synthetic score
+ * with a known optimum ga beats random; the tuning loop on a tiny real op. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "search/tune.h"
+
+static rlt_op *parse(const char *spec)
+{
+    rlt_diag d = {0};
+    rlt_op *op = NULL;
+    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s", d.message);
+    return op;
+}
+
+static void make_space(const rlt_op *op, rlt_space *s)
+{
+    rlt_diag d = {0};
+    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
+    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
+}
+
+static rlt_tuner *make_tuner(const char *name, const rlt_space *s, uint64_t seed)
+{
+    rlt_diag d = {0};
+    rlt_tuner *t = NULL;
+    rlt_tuner_opts o = {.seed = seed};
+    cr_assert_eq(rlt_tuner_create(name, s, &o, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    return t;
+}
+
+Test(tuner, unknown_tuner_is_refused_with_the_list)
+{
+    rlt_op *op = parse("matmul:M=8,N=8,K=8");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_diag d = {0};
+    rlt_tuner *t = NULL;
+    cr_assert_eq(rlt_tuner_create("annealing", &s, NULL, &t, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "annealing") && strstr(d.message, "random") && strstr(d.message, "ga"), "%s",
+              d.message);
+    cr_assert_null(t);
+    rlt_op_destroy(op);
+}
+
+/* Every valid configuration of a small space exactly once, then nothing. */
+Test(tuner, random_grid_and_ga_enumerate_a_small_space_exactly)
+{
+    rlt_op *op = parse("matmul:M=3,N=2,K=2");
+    rlt_space s;
+    make_space(op, &s);
+    uint64_t size = rlt_space_size(&s);
+    int n_valid = 0;
+    for (uint64_t i = 0; i < size; i++) {
+        rlt_config c;
+        rlt_space_config_of(&s, i, &c);
+        n_valid += rlt_space_is_valid(&s, &c);
+    }
+    cr_assert_gt(n_valid, 4);
+    static const char *const names[] = {"random", "grid", "ga"};
+    for (int k = 0; k < 3; k++) {
+        rlt_tuner *t = make_tuner(names[k], &s, 5);
+        bool *seen = calloc(size, 1);
+        int total = 0;
+        for (int round = 0; round < 10000; round++) {
+            rlt_config batch[7];
+            double scores[7];
+            int n = rlt_tuner_next_batch(t, 7, batch);
+            if (n == 0) break;
+            for (int i = 0; i < n; i++) {
+                uint64_t idx = rlt_space_index_of(&s, &batch[i]);
+                cr_assert_not(seen[idx], "%s proposed %llu twice", names[k], (unsigned long long)idx);
+                cr_assert(rlt_space_is_valid(&s, &batch[i]), "%s proposed an invalid config", names[k]);
+                seen[idx] = true;
+                scores[i] = (double)(idx % 5);
+            }
+            total += n;
+            cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
+        }
+        cr_assert_eq(total, n_valid, "%s proposed %d of %d valid configs", names[k], total, n_valid);
+        free(seen);
+        rlt_tuner_destroy(t);
+    }
+    rlt_op_destroy(op);
+}
+
+Test(tuner, same_seed_same_proposals)
+{
+    rlt_op *op = parse("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
+    rlt_space s;
+    make_space(op, &s);
+    static const char *const names[] = {"random", "ga"};
+    for (int k = 0; k < 2; k++) {
+        rlt_tuner *a = make_tuner(names[k], &s, 42), *b = make_tuner(names[k], &s, 42), *c = make_tuner(names[k], &s, 43);
+        rlt_config ca[32], cb[32], cc[32];
+        cr_assert_eq(rlt_tuner_next_batch(a, 32, ca), 32);
+        cr_assert_eq(rlt_tuner_next_batch(b, 32, cb), 32);
+        cr_assert_eq(rlt_tuner_next_batch(c, 32, cc), 32);
+        cr_assert_eq(memcmp(ca, cb, sizeof ca), 0, "%s", names[k]);
+        cr_assert_neq(memcmp(ca, cc, sizeof ca), 0, "%s: another seed, other proposals", names[k]);
+        rlt_tuner_destroy(a);
+        rlt_tuner_destroy(b);
+        rlt_tuner_destroy(c);
+    }
+    rlt_op_destroy(op);
+}
+
+/* A smooth synthetic score with its optimum at a known valid config. */
+static double synthetic(const rlt_space *s, const rlt_config *c, const rlt_config *best)
+{
+    double d2 = 0;
+    for (int k = 0; k < s->n_knobs; k++) {
+        double d = (double)(c->choice[k] - best->choice[k]) / (double)(s->knobs[k].n_choices);
+        d2 += d * d;
+    }
+    return 100.0 * exp(-8.0 * d2);
+}
+
+static double best_after(const char *name, const rlt_space *s, const rlt_config *best, uint64_t seed, int trials)
+{
+    rlt_tuner *t = make_tuner(name, s, seed);
+    double top = 0;
+    for (int done = 0; done < trials;) {
+        rlt_config batch[16];
+        double scores[16];
+        int n = rlt_tuner_next_batch(t, 16, batch);
+        if (n == 0) break;
+        for (int i = 0; i < n; i++) {
+            scores[i] = synthetic(s, &batch[i], best);
+            top = fmax(top, scores[i]);
+        }
+        rlt_tuner_update(t, n, batch, scores, NULL);
+        done += n;
+    }
+    rlt_tuner_destroy(t);
+    return top;
+}
+
+Test(tuner, ga_beats_random_on_a_known_optimum)
+{
+    rlt_op *op = parse("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_config best;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_space_config_parse(&s,
+                                        "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;"
+                                        "unroll=1;pack.A=off;pack.B=j",
+                                        &best, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    double ga = 0, random = 0;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        ga += best_after("ga", &s, &best, seed, 640) / 5;
+        random += best_after("random", &s, &best, seed, 640) / 5;
+    }
+    cr_log_info("mean best after 640 trials: ga %.1f, random %.1f (optimum 100)", ga, random);
+    cr_assert_gt(ga, random + 5.0, "ga %.1f vs random %.1f", ga, random);
+    cr_assert_gt(ga, 80.0, "ga %.1f", ga);
+    rlt_op_destroy(op);
+}
+
+Test(tuner, tuning_a_tiny_op_end_to_end)
+{
+    rlt_op *op = parse("matmul:M=24,N=32,K=16");
+    rlt_tune_opts o = {
+        .tuner = "random",
+        .n_trials = 12,
+        .batch_size = 6,
+        .seed = 3,
+        .build = {.cflags = "-O1 -march=native"},
+        .run = {.repeat = 2, .min_repeat_ms = 1, .timeout_s = 10},
+        .space = {.no_clang = true, .vector_floats = 8},
+    };
+    rlt_tune_result r;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tune(op, &o, &r, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(r.n_trials, 12);
+    cr_assert_eq(r.n_measured, 12);
+    cr_assert_eq(r.n_failed, 0);
+    cr_assert_gt(r.best_gflops, 0);
+    cr_assert_neq(r.best_config[0], '\0');
+    cr_assert(strstr(r.best_schedule, "# rltune schedule v1") != NULL);
+    for (int i = 1; i < r.n_trials; i++) cr_assert_geq(r.curve[i], r.curve[i - 1], "the curve never falls");
+    cr_assert_float_eq(r.curve[r.n_trials - 1], r.best_gflops, 1e-9);
+    rlt_tune_result_free(&r);
+    o.n_trials = 0;
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_tune(op, &o, &r, &d), RLT_STATUS_INVALID_ARGUMENT);
+    rlt_op_destroy(op);
+}
