@@ -84,6 +84,8 @@ typedef struct gen {
     int guard_depth[RLT_MAX_VARS];
     int guard_vpoint[RLT_MAX_VARS]; /* loop position to version the guard at, or -1 */
     bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
+    int slow_depth;       /* > 0 inside the guarded (tail) copy of a versioned subtree */
+    bool is_acc_in_slow;  /* the accumulator was declared inside that copy */
     bool is_fixed[RLT_MAX_VARS];
     int64_t fixed[RLT_MAX_VARS];
     int vec_var;        /* the vectorized loop's variable, or -1 */
@@ -881,8 +883,12 @@ static void emit_inside(gen *g, const plan *p, int idx, int indent)
         emit_plan(g, p, idx + 1, in + 1);
         for (int k = 0; k < g->n_guards; k++)
             if (chosen[k]) g->is_guard_known[k] = false;
-        out(g, in, "} else {\n");
+        out(g, in, "} else { /* the tail: guarded, and loops instead of unrolled copies */\n");
+        bool was_acc_in_slow = g->is_acc_in_slow;
+        g->slow_depth++;
         emit_plan(g, p, idx + 1, in + 1);
+        g->slow_depth--;
+        g->is_acc_in_slow = was_acc_in_slow;
         out(g, in, "}\n");
     } else {
         for (int k = 0; k < g->n_guards; k++)
@@ -969,6 +975,16 @@ static void emit_loop(gen *g, const plan *p, int idx, int indent)
         out(g, indent, "}\n");
         return;
     case RLT_LOOP_UNROLL:
+        /* The tail copy of a versioned tile runs rarely: a loop keeps the
+         * code (and compile time) small. Not inside an accumulator declared
+         * outside that copy, though: indexing it with a variable anywhere
+         * would keep the compiler from holding it in registers everywhere. */
+        if (g->slow_depth > 0 && (g->acc_depth < 0 || pos < g->acc_depth || g->is_acc_in_slow)) {
+            out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name, ext, name);
+            emit_inside(g, p, idx, indent + 1);
+            out(g, indent, "}\n");
+            return;
+        }
         for (int64_t c = 0; c < ext; c++) {
             g->is_fixed[v] = true;
             g->fixed[v] = c;
@@ -1020,6 +1036,7 @@ static void emit_plan(gen *g, const plan *p, int idx, int indent)
     bool acc_here = is_main && pos == g->acc_depth;
     if (zero_output) emit_sub_plan(g, g->r0, BODY_OUT_ZERO, indent, "zero the output before accumulating");
     if (acc_here) {
+        if (g->slow_depth > 0) g->is_acc_in_slow = true;
         out(g, indent, "{ /* cache_write: accumulator tile */\n");
         indent++;
         emit_acc_decl(g, indent);

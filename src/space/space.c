@@ -147,6 +147,10 @@ rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_sp
     s->op = op;
     s->n_threads = o.n_threads > 0 ? o.n_threads : 1;
     int vf = o.vector_floats > 0 ? o.vector_floats : detect_vector_floats();
+    /* 16 vector registers with AVX2, 32 with AVX-512: a tile needing more
+     * than twice that many accumulators spills on every step and only makes
+     * the generated code (and its compile time) grow. */
+    s->max_accumulators = vf >= 16 ? 64 : 32;
     int64_t v[RLT_SPACE_MAX_CHOICES];
     int n;
     rlt_status st = RLT_STATUS_OK;
@@ -338,6 +342,7 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
     int64_t vec_w = vec < 0 ? 1 : vec % 1000;
     bool is_unrolled = knob_value(s, c, RLT_KNOB_UNROLL, -1, 0, NULL) != 0;
     int64_t tile_elems[RLT_MAX_AXES];
+    for (int a = 0; a < RLT_MAX_AXES; a++) tile_elems[a] = 1;
     /* loop names per level and axis ("" when the level has no loop) */
     char l_outer[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}};  /* L0 / L1 */
     char l_mid[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}};    /* L2 / L3 */
@@ -417,6 +422,15 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
         }
     }
     if (st != RLT_STATUS_OK) goto done;
+    int64_t accumulators = 1;
+    for (int a = 0; a < op->n_spatial; a++)
+        if (op->axes[a].extent > 1) accumulators *= a == vec_axis ? tile_elems[a] / vec_w : tile_elems[a];
+    if (accumulators > s->max_accumulators) {
+        st = rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                      "the register tile needs %" PRId64 " accumulators, more than %d (twice the vector registers)",
+                      accumulators, s->max_accumulators);
+        goto done;
+    }
 
     /* The loop order: L0 spatial, L1 reduce, L2 spatial, L3 reduce, L4 the
      * register tile with the vectorized axis innermost. */

@@ -74,6 +74,9 @@ typedef struct rlt_space {
     int n_knobs;
     rlt_knob knobs[RLT_SPACE_MAX_KNOBS];
     int n_threads;
+    int max_accumulators; /* register tiles needing more accumulators (vectors, or
+                             scalars when not vectorized) are invalid: twice the
+                             target's vector registers (32 for AVX2, 64 for AVX-512) */
 } rlt_space;
 
 /* A configuration: one choice index per knob. */
