@@ -313,11 +313,12 @@ static const rlt_tuner_ops ga_ops = {"ga", ga_init, ga_next, ga_update, ga_fini}
 
 /* ---- the interface ------------------------------------------------------ */
 
-static const rlt_tuner_ops *const all_ops[] = {&random_ops, &grid_ops, &ga_ops};
+static const rlt_tuner_ops *const all_ops[] = {&random_ops, &grid_ops, &ga_ops, &rlt_tuner_xgb_ops,
+                                              &rlt_tuner_xgb_rank_ops};
 
 const char *const *rlt_tuner_names(void)
 {
-    static const char *const names[] = {"random", "grid", "ga", NULL};
+    static const char *const names[] = {"random", "grid", "ga", "xgb", "xgb-rank", NULL};
     return names;
 }
 

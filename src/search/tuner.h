@@ -21,6 +21,10 @@ typedef struct rlt_tuner_opts {
     int population;       /* 0 = min(64, |space|) */
     int elite;            /* 0 = 3 */
     double mutation_prob; /* 0 = 0.1 */
+    /* xgb, xgb-rank (AutoTVM's XGBTuner defaults) */
+    int plan_size;        /* configurations planned per model fit; 0 = 64 */
+    int sa_chains;        /* simulated-annealing walkers; 0 = 128 */
+    int sa_iterations;    /* at most; 0 = 500 (stops after 50 without a new top plan) */
 } rlt_tuner_opts;
 
 /* Names of the tuners rlt_tuner_create knows, NULL-terminated. */
@@ -63,6 +67,10 @@ typedef struct rlt_tuner_ops {
     rlt_status (*update)(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag);
     void (*fini)(rlt_tuner *t);
 } rlt_tuner_ops;
+
+/* The model-based tuners (xgb_tuner.c). */
+extern const rlt_tuner_ops rlt_tuner_xgb_ops;
+extern const rlt_tuner_ops rlt_tuner_xgb_rank_ops;
 
 struct rlt_tuner {
     const rlt_tuner_ops *ops;

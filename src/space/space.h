@@ -127,4 +127,21 @@ void rlt_knob_value_text(const rlt_space *s, const rlt_knob *k, int choice, rlt_
 /* Prints the knobs and their choices. */
 void rlt_space_print(const rlt_space *s, rlt_str *out);
 
+/* ---- features for learning (features.c, docs/features.md) -------------- */
+
+#define RLT_FEATURE_LOOPS 16    /* loops described, outer first (padded with zeros) */
+#define RLT_FEATURE_TENSORS 4   /* tensors described per loop: inputs in order, then the output */
+#define RLT_FEATURE_PER_LOOP 6  /* log2 extent, depth, unroll, vectorize, parallel, reduce */
+#define RLT_FEATURE_PER_ACCESS 4 /* log2 stride, log2 touched bytes, log2 reuse, staged */
+
+/* Length of a configuration's feature vector in this space: 2 per knob, then
+ * RLT_FEATURE_LOOPS x (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS x
+ * RLT_FEATURE_PER_ACCESS). The same for every configuration of the space. */
+int rlt_space_n_features(const rlt_space *s);
+
+/* Fills `out` (rlt_space_n_features floats) for a valid configuration:
+ * knob features (the choice's position in [0, 1] and log2 of its value) and
+ * loop features of the nest it stands for. Fails for an invalid one. */
+rlt_status rlt_space_features(const rlt_space *s, const rlt_config *c, float *out, rlt_diag *diag);
+
 #endif /* RLT_SPACE_H */

@@ -26,7 +26,8 @@ static rlt_tuner *make_tuner(const char *name, const rlt_space *s, uint64_t seed
 {
     rlt_diag d = {0};
     rlt_tuner *t = NULL;
-    rlt_tuner_opts o = {.seed = seed};
+    /* fewer annealing steps than AutoTVM's 500 keep the test short */
+    rlt_tuner_opts o = {.seed = seed, .sa_iterations = 100};
     cr_assert_eq(rlt_tuner_create(name, s, &o, &t, &d), RLT_STATUS_OK, "%s", d.message);
     return t;
 }
@@ -158,6 +159,55 @@ Test(tuner, ga_beats_random_on_a_known_optimum)
     cr_log_info("mean best after 640 trials: ga %.1f, random %.1f (optimum 100)", ga, random);
     cr_assert_gt(ga, random + 5.0, "ga %.1f vs random %.1f", ga, random);
     cr_assert_gt(ga, 80.0, "ga %.1f", ga);
+    rlt_op_destroy(op);
+}
+
+Test(tuner, xgb_beats_random_on_a_known_optimum)
+{
+    rlt_op *op = parse("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_config best;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_space_config_parse(&s,
+                                        "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;"
+                                        "unroll=1;pack.A=off;pack.B=j",
+                                        &best, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    static const char *const names[] = {"xgb", "xgb-rank"};
+    for (int k = 0; k < 2; k++) {
+        double model = 0, random = 0;
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            model += best_after(names[k], &s, &best, seed, 320) / 3;
+            random += best_after("random", &s, &best, seed, 320) / 3;
+        }
+        cr_log_info("mean best after 320 trials: %s %.1f, random %.1f (optimum 100)", names[k], model, random);
+        cr_assert_gt(model, random + 10.0, "%s %.1f vs random %.1f", names[k], model, random);
+    }
+    rlt_op_destroy(op);
+}
+
+Test(tuner, features_have_the_space_length_and_differ_between_configs)
+{
+    rlt_op *op = parse("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
+    rlt_space s;
+    make_space(op, &s);
+    int n = rlt_space_n_features(&s);
+    cr_assert_gt(n, 2 * s.n_knobs);
+    float *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b);
+    rlt_rng rng;
+    rlt_rng_seed(&rng, 9);
+    rlt_config ca, cb;
+    do rlt_space_random(&s, &rng, &ca);
+    while (!rlt_space_is_valid(&s, &ca));
+    do rlt_space_random(&s, &rng, &cb);
+    while (!rlt_space_is_valid(&s, &cb) || memcmp(&ca, &cb, sizeof ca) == 0);
+    cr_assert_eq(rlt_space_features(&s, &ca, a, NULL), RLT_STATUS_OK);
+    cr_assert_eq(rlt_space_features(&s, &cb, b, NULL), RLT_STATUS_OK);
+    cr_assert_neq(memcmp(a, b, sizeof(float) * (size_t)n), 0);
+    for (int i = 0; i < n; i++) cr_assert(isfinite(a[i]) && a[i] >= 0, "feature %d = %f", i, a[i]);
+    free(a);
+    free(b);
     rlt_op_destroy(op);
 }
 

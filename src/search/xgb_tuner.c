@@ -1,0 +1,219 @@
+/*
+ * xgb_tuner.c - AutoTVM's XGBTuner: a cost model (XGBoost, rank:pairwise
+ * for "xgb-rank", regression for "xgb") trained on every measured
+ * configuration's features, explored by parallel simulated annealing over
+ * the model; the best `plan_size` predictions become the plan the tuner
+ * proposes, with the last 5% of each plan drawn at random (epsilon-greedy).
+ *
+ * As in AutoTVM's ModelBasedTuner: until plan_size configurations are
+ * measured, proposals are random; the model is refit each time another
+ * plan_size measurements have come in (and something has scored above 0),
+ * and scores are normalised by the best seen. The annealing keeps its
+ * walkers across plans ("persistent"), moves one knob to a random value per
+ * step, accepts with probability exp((new - old) / temperature), cools
+ * linearly from 1 to 0, and stops after 50 steps that leave the top plan
+ * unchanged.
+ */
+#include "search/cost_model.h"
+#include "search/tuner.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct xgb_state {
+    rlt_cost_model *model;
+    int n_features;
+    float *xs;      /* training features, n x n_features */
+    double *ys;     /* raw scores (GFLOP/s) */
+    int n, cap;
+    double best_y;
+    int plan_size, chains, iterations;
+    rlt_config *plan; /* proposals from the last annealing, best first */
+    int n_plan, plan_pt;
+    int n_fits;
+    rlt_config *walkers;
+    double *walker_score;
+    bool has_walkers;
+} xgb_state;
+
+static rlt_status xgb_init_loss(rlt_tuner *t, rlt_cost_loss loss, rlt_diag *diag)
+{
+    xgb_state *x = rlt_calloc(1, sizeof *x);
+    if (!x) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
+    t->state = x;
+    x->n_features = rlt_space_n_features(t->space);
+    x->plan_size = t->opts.plan_size > 0 ? t->opts.plan_size : 64;
+    x->chains = t->opts.sa_chains > 0 ? t->opts.sa_chains : 128;
+    x->iterations = t->opts.sa_iterations > 0 ? t->opts.sa_iterations : 500;
+    rlt_cost_model_opts mo = {.loss = loss, .seed = t->opts.seed};
+    rlt_status st = rlt_cost_model_create(&mo, x->n_features, &x->model, diag);
+    if (st != RLT_STATUS_OK) return st;
+    x->plan = rlt_calloc((size_t)x->plan_size, sizeof *x->plan);
+    x->walkers = rlt_calloc((size_t)x->chains, sizeof *x->walkers);
+    x->walker_score = rlt_calloc((size_t)x->chains, sizeof *x->walker_score);
+    if (!x->plan || !x->walkers || !x->walker_score)
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
+    return RLT_STATUS_OK;
+}
+
+static rlt_status xgb_init(rlt_tuner *t, rlt_diag *diag) { return xgb_init_loss(t, RLT_COST_REG, diag); }
+static rlt_status xgb_rank_init(rlt_tuner *t, rlt_diag *diag) { return xgb_init_loss(t, RLT_COST_RANK, diag); }
+
+static void xgb_fini(rlt_tuner *t)
+{
+    xgb_state *x = t->state;
+    if (!x) return;
+    rlt_cost_model_destroy(x->model);
+    rlt_free(x->xs);
+    rlt_free(x->ys);
+    rlt_free(x->plan);
+    rlt_free(x->walkers);
+    rlt_free(x->walker_score);
+    rlt_free(x);
+}
+
+/* Predicted scores of n configurations; invalid ones get -inf. */
+static void predict(rlt_tuner *t, int n, const rlt_config *c, double *out, float *scratch)
+{
+    xgb_state *x = t->state;
+    bool is_valid[512];
+    for (int i = 0; i < n; i++) {
+        is_valid[i] = rlt_space_features(t->space, &c[i], scratch + (size_t)i * (size_t)x->n_features, NULL) ==
+                      RLT_STATUS_OK;
+        if (!is_valid[i]) memset(scratch + (size_t)i * (size_t)x->n_features, 0, sizeof(float) * (size_t)x->n_features);
+    }
+    if (rlt_cost_model_predict(x->model, n, scratch, out, NULL) != RLT_STATUS_OK)
+        for (int i = 0; i < n; i++) out[i] = 0;
+    for (int i = 0; i < n; i++)
+        if (!is_valid[i]) out[i] = -INFINITY;
+}
+
+/* Keeps the plan (best first, no repeats, nothing visited) as the annealing
+ * finds points; true if the plan changed. */
+static bool plan_offer(rlt_tuner *t, double *plan_score, const rlt_config *c, double score)
+{
+    xgb_state *x = t->state;
+    if (!isfinite(score)) return false;
+    if (x->n_plan == x->plan_size && score <= plan_score[x->n_plan - 1]) return false;
+    if (rlt_visited_has(&t->visited, rlt_space_index_of(t->space, c))) return false;
+    for (int i = 0; i < x->n_plan; i++)
+        if (memcmp(&x->plan[i], c, sizeof *c) == 0) return false;
+    int pos = x->n_plan < x->plan_size ? x->n_plan++ : x->n_plan - 1;
+    while (pos > 0 && plan_score[pos - 1] < score) {
+        x->plan[pos] = x->plan[pos - 1];
+        plan_score[pos] = plan_score[pos - 1];
+        pos--;
+    }
+    x->plan[pos] = *c;
+    plan_score[pos] = score;
+    return true;
+}
+
+static rlt_status anneal(rlt_tuner *t, rlt_diag *diag)
+{
+    xgb_state *x = t->state;
+    int n = x->chains > 512 ? 512 : x->chains;
+    rlt_config *next = rlt_calloc((size_t)n, sizeof *next);
+    double *next_score = rlt_calloc((size_t)n, sizeof *next_score);
+    double *plan_score = rlt_calloc((size_t)x->plan_size, sizeof *plan_score);
+    float *scratch = rlt_calloc((size_t)n * (size_t)x->n_features, sizeof *scratch);
+    rlt_status st = RLT_STATUS_OK;
+    if (!next || !next_score || !plan_score || !scratch) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning with the cost model");
+        goto done;
+    }
+    if (!x->has_walkers) {
+        for (int i = 0; i < n; i++) rlt_space_random(t->space, &t->rng, &x->walkers[i]);
+        x->has_walkers = true;
+    }
+    predict(t, n, x->walkers, x->walker_score, scratch);
+    x->n_plan = 0;
+    x->plan_pt = 0;
+    for (int i = 0; i < n; i++) plan_offer(t, plan_score, &x->walkers[i], x->walker_score[i]);
+    const rlt_space *s = t->space;
+    int unchanged = 0;
+    for (int it = 0; it < x->iterations && unchanged < 50; it++) {
+        double temp = 1.0 - (double)it / (double)x->iterations;
+        for (int i = 0; i < n; i++) {
+            next[i] = x->walkers[i];
+            int k = (int)rlt_rng_below(&t->rng, (uint64_t)s->n_knobs);
+            next[i].choice[k] = (int16_t)rlt_rng_below(&t->rng, (uint64_t)s->knobs[k].n_choices);
+        }
+        predict(t, n, next, next_score, scratch);
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            changed |= plan_offer(t, plan_score, &next[i], next_score[i]);
+            double delta = next_score[i] - x->walker_score[i];
+            double accept = isfinite(next_score[i]) ? exp(fmin(delta / (temp + 1e-5), 1.0)) : 0.0;
+            if (rlt_rng_uniform(&t->rng) < accept) {
+                x->walkers[i] = next[i];
+                x->walker_score[i] = next_score[i];
+            }
+        }
+        unchanged = changed ? 0 : unchanged + 1;
+    }
+done:
+    rlt_free(next);
+    rlt_free(next_score);
+    rlt_free(plan_score);
+    rlt_free(scratch);
+    return st;
+}
+
+static int xgb_next(rlt_tuner *t, int max, rlt_config *out)
+{
+    xgb_state *x = t->state;
+    int n = 0;
+    int greedy_end = x->n_plan - (int)(0.05 * x->plan_size);
+    while (n < max) {
+        while (x->plan_pt < x->n_plan &&
+               rlt_visited_has(&t->visited, rlt_space_index_of(t->space, &x->plan[x->plan_pt])))
+            x->plan_pt++;
+        if (x->plan_pt < greedy_end) {
+            out[n] = x->plan[x->plan_pt++];
+            rlt_visited_add(&t->visited, rlt_space_index_of(t->space, &out[n]));
+            n++;
+        } else if (rlt_tuner_draw_new(t, 1024, &out[n])) {
+            n++; /* no plan yet, or its last 5%: explore at random */
+        } else {
+            break;
+        }
+    }
+    return n;
+}
+
+static rlt_status xgb_update(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag)
+{
+    xgb_state *x = t->state;
+    if (x->n + n > x->cap) {
+        int cap = x->cap ? x->cap : 256;
+        while (cap < x->n + n) cap *= 2;
+        float *xs = rlt_realloc(x->xs, sizeof *xs * (size_t)cap * (size_t)x->n_features);
+        if (xs) x->xs = xs;
+        double *ys = rlt_realloc(x->ys, sizeof *ys * (size_t)cap);
+        if (ys) x->ys = ys;
+        if (!xs || !ys) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping training data");
+        x->cap = cap;
+    }
+    for (int i = 0; i < n; i++) {
+        /* a configuration read back from old records may not be valid in
+         * this space any more: it is only marked visited */
+        if (rlt_space_features(t->space, &configs[i], x->xs + (size_t)x->n * (size_t)x->n_features, NULL) !=
+            RLT_STATUS_OK)
+            continue;
+        x->ys[x->n++] = scores[i];
+        x->best_y = fmax(x->best_y, scores[i]);
+    }
+    if (x->n < x->plan_size * (x->n_fits + 1) || x->best_y <= 1e-9) return RLT_STATUS_OK;
+    double *norm = rlt_malloc(sizeof *norm * (size_t)x->n);
+    if (!norm) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory fitting the cost model");
+    for (int i = 0; i < x->n; i++) norm[i] = x->ys[i] / x->best_y;
+    rlt_status st = rlt_cost_model_fit(x->model, x->n, x->xs, norm, diag);
+    rlt_free(norm);
+    if (st != RLT_STATUS_OK) return st;
+    x->n_fits++;
+    return anneal(t, diag);
+}
+
+const rlt_tuner_ops rlt_tuner_xgb_ops = {"xgb", xgb_init, xgb_next, xgb_update, xgb_fini};
+const rlt_tuner_ops rlt_tuner_xgb_rank_ops = {"xgb-rank", xgb_rank_init, xgb_next, xgb_update, xgb_fini};
