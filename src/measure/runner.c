@@ -522,6 +522,12 @@ static void child_pin(const run_ctx *c)
     char n[16];
     snprintf(n, sizeof n, "%d", c->n_threads);
     setenv("OMP_NUM_THREADS", n, 1);
+    /* If the parent had libgomp loaded already (a process that trains the
+     * XGBoost cost model does), it read its settings at load time and the
+     * variables set here come too late: set the thread count through the
+     * API instead. Binding cannot be changed after libgomp starts. */
+    void (*set_threads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    if (set_threads) set_threads(c->n_threads);
     if (c->n_threads > 1) {
         setenv("OMP_WAIT_POLICY", "active", 1);
         if (!c->no_pin) {
