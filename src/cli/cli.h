@@ -12,6 +12,8 @@
 #define RLT_CLI_H
 
 #include "cli/args.h"
+#include "db/db.h"
+#include "measure/measure.h"
 #include "sched/sched.h"
 
 /* Exit codes, documented in docs/cli.md and `rltune --help`. */
@@ -33,12 +35,20 @@ typedef struct rlt_cli_cmd {
     int n_opts;
     const rlt_cli_opt *opts;
     int (*run)(const rlt_cli_args *args);
+    /* Commands with sub-commands (`records`) set this instead of `run`: it
+     * gets the words after the command's name unparsed, answers --help
+     * itself, and parses each sub-command's options with the shared parser. */
+    int (*run_words)(int argc, char **argv);
 } rlt_cli_cmd;
 
 extern const rlt_cli_cmd rlt_cli_cmd_ops;
 extern const rlt_cli_cmd rlt_cli_cmd_show;
 extern const rlt_cli_cmd rlt_cli_cmd_measure;
 extern const rlt_cli_cmd rlt_cli_cmd_tune;
+extern const rlt_cli_cmd rlt_cli_cmd_best;
+extern const rlt_cli_cmd rlt_cli_cmd_history;
+extern const rlt_cli_cmd rlt_cli_cmd_records;
+extern const rlt_cli_cmd rlt_cli_cmd_export;
 
 /* Prints "rltune: error: MESSAGE" and a newline to stderr. */
 void rlt_cli_error(const char *fmt, ...) RLT_PRINTF(1, 2);
@@ -74,5 +84,32 @@ rlt_status rlt_cli_op_load(const rlt_cli_args *args, rlt_op **out, rlt_diag *dia
  * the option, the file and line, and what was wrong. */
 rlt_status rlt_cli_input_load(const rlt_cli_args *args, rlt_cli_input *out, rlt_diag *diag);
 void rlt_cli_input_free(rlt_cli_input *in); /* frees what load made; the struct stays */
+
+/* ---- what best, history and export read (cmd_records.c) ----------------- */
+
+/* The options that choose a records database and a target, as `tune` takes
+ * them; commands that read records declare them. */
+#define RLT_CLI_TARGET_OPTS                                                                            \
+    {"db", "FILE", "records database (default rltune.db in the working directory)"},                   \
+    {"threads", "N", "the --threads of the tune run (default 1): part of the target key"},              \
+    {"cc", "CMD", "the --cc of the tune run (default $RLTUNE_CC, else gcc): part of the target key"},   \
+    {"cflags", "FLAGS", "the --cflags of the tune run (default \"" RLT_DEFAULT_CFLAGS "\")"},            \
+    {"all-targets", NULL, "search the records of every target, not only this machine's"}
+
+/* Opens --db (default "rltune.db") read-only; *out_path is the path used.
+ * Prints the error and returns the exit code when it cannot be opened (a
+ * missing or foreign file is bad input: 2), else RLT_CLI_EXIT_OK. */
+int rlt_cli_db_open_read(const rlt_cli_args *args, rlt_db **out, const char **out_path);
+
+/* The target key the tune run with the same --threads / --cc / --cflags
+ * used (rlt_tune_target_key), into `out`; NULL in *out_target when
+ * --all-targets was given. Prints the error and returns the exit code on
+ * bad input, else RLT_CLI_EXIT_OK. */
+int rlt_cli_target_get(const rlt_cli_args *args, rlt_str *out, const char **out_target);
+
+/* The fastest OK record of `op` on the target of RLT_CLI_TARGET_OPTS.
+ * Returns RLT_CLI_EXIT_OK with *out filled, or prints why not and returns
+ * 1 (no such record: the message says how to make one), 2 or 3. */
+int rlt_cli_best_find(const rlt_cli_args *args, const rlt_op *op, rlt_record *out, const char **out_db_path);
 
 #endif /* RLT_CLI_H */

@@ -13,7 +13,8 @@
 #include <string.h>
 
 static const rlt_cli_cmd *const commands[] = {&rlt_cli_cmd_ops, &rlt_cli_cmd_show, &rlt_cli_cmd_measure,
-                                              &rlt_cli_cmd_tune};
+                                              &rlt_cli_cmd_tune, &rlt_cli_cmd_best, &rlt_cli_cmd_history,
+                                              &rlt_cli_cmd_records, &rlt_cli_cmd_export};
 
 static const char exit_status_text[] =
     "exit status:\n"
@@ -137,6 +138,7 @@ int main(int argc, char **argv)
         rlt_cli_error("unknown command '%.100s'; commands: %s (see 'rltune --help')", word, names);
         return RLT_CLI_EXIT_USAGE;
     }
+    if (cmd->run_words) return cmd->run_words(argc - 2, argv + 2);
     /* --help anywhere wins over mistakes elsewhere on the line: someone
      * asking for help is usually fixing one. */
     for (int a = 2; a < argc; a++) {

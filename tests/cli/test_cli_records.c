@@ -1,0 +1,319 @@
+/* End-to-end tests of the commands that read the tuning records (cmd_records.c,
+ * cmd_export.c): each test that needs records makes them with a short real
+ * `rltune tune` run (random tuner, 4 trials of a 16x24x8 matmul at -O1,
+ * or 2 of a padded conv2d) into its own database, then checks `best` (text
+ * and JSON; its GFLOP/s is the largest OK one of `history`), `history`
+ * (every record, oldest first), `records export` / `import` (a round trip
+ * gives the same history; a malformed line fails naming the line and adds
+ * nothing), `export` (the directory's Makefile builds the example without
+ * rltune and it prints OK, for the best record of a matmul and of a padded
+ * conv2d, and for a --schedule file), and bad input (exit 2, one error line).
+ * The compile cache is $RLTUNE_CACHE_DIR, set by CTest. */
+#include <cjson/cJSON.h>
+#include <ftw.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#include "cli_runner.h"
+
+#define MATMUL "matmul:M=16,N=24,K=8"
+#define CONV "conv2d:N=1,C=3,H=7,W=7,K=4,R=3,S=3,pad=1"
+#define TUNE_CFLAGS "-O1 -march=native"
+
+static char tmp_dir[] = "/tmp/rlt_cli_rec_XXXXXX";
+static char db_path[300];
+
+static void setup(void)
+{
+    cr_assert_not_null(mkdtemp(tmp_dir));
+    snprintf(db_path, sizeof db_path, "%s/t.db", tmp_dir);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void teardown(void) { nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+TestSuite(cli_records, .init = setup, .fini = teardown, .timeout = 120);
+
+static const char *tmp_path(const char *name)
+{
+    static char paths[8][320];
+    static int n_paths;
+    char *path = paths[n_paths++ % 8];
+    snprintf(path, 320, "%s/%s", tmp_dir, name);
+    return path;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Tunes `spec` for `trials` trials into the test's database. */
+static void tune(const char *spec, const char *trials)
+{
+    cli_run r = CLI("tune", "--op", spec, "--tuner", "random", "--trials", trials, "--batch", trials, "--cflags",
+                    TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path);
+    assert_ok(&r);
+    cli_run_free(&r);
+}
+
+static cJSON *parse_json(const cli_run *r)
+{
+    cJSON *j = cJSON_Parse(r->out);
+    cr_assert_not_null(j, "stdout is not one JSON value:\n%s", r->out);
+    return j;
+}
+
+/* Runs a shell command (make, the example) and returns its exit status,
+ * with its output in `out`. */
+static int shell(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Builds and runs an exported directory's example: exit 0 and "OK". */
+static void assert_export_runs(const char *dir, const char *name)
+{
+    char cmd[512], out[8192];
+    snprintf(cmd, sizeof cmd, "make -s -C %s 2>&1", dir);
+    cr_assert_eq(shell(cmd, out, sizeof out), 0, "make failed:\n%s", out);
+    snprintf(cmd, sizeof cmd, "%s/example 2>&1", dir);
+    cr_assert_eq(shell(cmd, out, sizeof out), 0, "example failed:\n%s", out);
+    assert_has(out, "max relative error", "example");
+    assert_has(out, ": OK", "example");
+    assert_has(out, name, "example");
+}
+
+/* ---- best and history --------------------------------------------------- */
+
+Test(cli_records, best_is_the_fastest_of_history)
+{
+    tune(MATMUL, "4");
+    cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&b);
+    cJSON *best = parse_json(&b);
+    const char *keys[] = {"op", "target", "gflops", "time_ms", "config", "schedule", "tuner", "created_s", "status"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        cr_assert_not_null(cJSON_GetObjectItem(best, keys[i]), "best --json lacks %s", keys[i]);
+    cr_assert_str_eq(cJSON_GetObjectItem(best, "status")->valuestring, "OK");
+    cr_assert_str_eq(cJSON_GetObjectItem(best, "op")->valuestring, MATMUL);
+    cr_assert_not_null(cJSON_GetObjectItem(cJSON_GetObjectItem(best, "time_ms"), "median"));
+    double best_gflops = cJSON_GetObjectItem(best, "gflops")->valuedouble;
+
+    cli_run h = CLI("history", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&h);
+    cJSON *hist = parse_json(&h);
+    cJSON *recs = cJSON_GetObjectItem(hist, "records");
+    cr_assert_eq(cJSON_GetArraySize(recs), 4);
+    cr_assert_eq(cJSON_GetObjectItem(hist, "n_records")->valueint, 4);
+    double max_ok = 0, last_created = 0;
+    int n = 0;
+    cJSON *rec;
+    cJSON_ArrayForEach(rec, recs) {
+        cr_assert_eq(cJSON_GetObjectItem(rec, "n")->valueint, ++n);
+        double created = cJSON_GetObjectItem(rec, "created_s")->valuedouble;
+        cr_assert_geq(created, last_created, "history is not oldest first");
+        last_created = created;
+        double g = cJSON_GetObjectItem(rec, "gflops")->valuedouble;
+        if (strcmp(cJSON_GetObjectItem(rec, "status")->valuestring, "OK") == 0 && g > max_ok) max_ok = g;
+        cr_assert_eq(cJSON_GetObjectItem(rec, "best_gflops")->valuedouble, max_ok);
+    }
+    cr_assert_gt(max_ok, 0);
+    cr_assert_eq(best_gflops, max_ok, "best %g, history's best %g", best_gflops, max_ok);
+
+    cli_run t = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS);
+    assert_ok(&t);
+    const char *needles[] = {"op:", MATMUL, "target:", "GFLOP/s", "config:", "tuner:", "random", "measured:",
+                             "schedule:\n# rltune schedule v1\n"};
+    for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++) assert_has(t.out, needles[i], "best");
+
+    cli_run ht = CLI("history", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--limit", "2");
+    assert_ok(&ht);
+    assert_has(ht.out, "records: 4", "history");
+    assert_has(ht.out, "    3  OK", "history --limit 2");
+    cr_assert_null(strstr(ht.out, "    2  "), "--limit 2 printed record 2:\n%s", ht.out);
+
+    /* the tune run's target is not the default one: best says where to look */
+    cli_run other = CLI("best", "--op", MATMUL, "--db", db_path);
+    cr_assert_eq(other.exit_code, 1, "exit %d: %s", other.exit_code, other.err);
+    cr_assert_str_empty(other.out);
+    assert_has(other.err, "other targets", "best on another target");
+    cli_run all = CLI("best", "--op", MATMUL, "--db", db_path, "--all-targets", "--json");
+    assert_ok(&all);
+    cJSON *any = parse_json(&all);
+    cr_assert_eq(cJSON_GetObjectItem(any, "gflops")->valuedouble, best_gflops);
+
+    cJSON_Delete(any);
+    cJSON_Delete(hist);
+    cJSON_Delete(best);
+    cli_run *runs[] = {&b, &h, &t, &ht, &other, &all};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) cli_run_free(runs[i]);
+}
+
+Test(cli_records, best_of_an_op_never_tuned_says_what_to_run)
+{
+    tune(MATMUL, "1");
+    cli_run r = CLI("best", "--op", "matmul:M=16,N=24,K=9", "--db", db_path, "--cflags", TUNE_CFLAGS);
+    cr_assert_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+    cr_assert_str_empty(r.out);
+    assert_has(r.err, "rltune: error: no OK record for matmul:M=16,N=24,K=9", "stderr");
+    assert_has(r.err, "run 'rltune tune --op matmul:M=16,N=24,K=9", "stderr");
+    cli_run h = CLI("history", "--op", "matmul:M=16,N=24,K=9", "--db", db_path, "--all-targets");
+    cr_assert_eq(h.exit_code, 1);
+    assert_has(h.err, "no records for matmul:M=16,N=24,K=9", "stderr");
+    cli_run_free(&h);
+    cli_run_free(&r);
+}
+
+/* ---- records export / import -------------------------------------------- */
+
+/* history --json --all-targets of a database, without the row ids (an
+ * import gives rows new ids). */
+static char *history_without_ids(const char *db)
+{
+    cli_run h = CLI("history", "--op", MATMUL, "--db", db, "--all-targets", "--json");
+    assert_ok(&h);
+    cJSON *j = parse_json(&h);
+    cJSON *rec;
+    cJSON_ArrayForEach(rec, cJSON_GetObjectItem(j, "records")) cJSON_DeleteItemFromObject(rec, "id");
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    cli_run_free(&h);
+    return text;
+}
+
+Test(cli_records, export_then_import_gives_the_same_history)
+{
+    tune(MATMUL, "4");
+    const char *jsonl = tmp_path("records.jsonl");
+    const char *fresh = tmp_path("fresh.db");
+    cli_run e = CLI("records", "export", "--db", db_path, "--op", MATMUL, "--out", jsonl);
+    assert_ok(&e);
+    cli_run s = CLI("records", "export", "--db", db_path);
+    assert_ok(&s);
+    cr_assert_eq(s.out[0], '{');
+    cli_run i1 = CLI("records", "import", jsonl, "--db", fresh);
+    assert_ok(&i1);
+    assert_has(i1.out, "added 4, skipped 0", "first import");
+    cli_run i2 = CLI("records", "import", jsonl, "--db", fresh);
+    assert_ok(&i2);
+    assert_has(i2.out, "added 0, skipped 4", "second import");
+    char *a = history_without_ids(db_path), *b = history_without_ids(fresh);
+    cr_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    cli_run *runs[] = {&e, &s, &i1, &i2};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) cli_run_free(runs[k]);
+}
+
+Test(cli_records, import_of_a_malformed_line_names_it_and_adds_nothing)
+{
+    tune(MATMUL, "1");
+    cli_run e = CLI("records", "export", "--db", db_path);
+    assert_ok(&e);
+    char text[16384];
+    snprintf(text, sizeof text, "%s{\"v\":1, \"spec\": oops}\n", e.out);
+    const char *bad = tmp_path("bad.jsonl");
+    write_file(bad, text);
+    const char *fresh = tmp_path("fresh.db");
+    cli_run r = CLI("records", "import", bad, "--db", fresh);
+    assert_usage_error(&r, "bad.jsonl:2");
+    assert_has(r.err, "nothing was imported", "stderr");
+    cli_run h = CLI("history", "--op", MATMUL, "--db", fresh, "--all-targets");
+    cr_assert_eq(h.exit_code, 1, "the import stored records:\n%s", h.out);
+    cli_run_free(&h);
+    cli_run_free(&r);
+    cli_run_free(&e);
+}
+
+/* ---- export ------------------------------------------------------------- */
+
+Test(cli_records, export_of_the_best_matmul_builds_and_checks_without_rltune)
+{
+    tune(MATMUL, "4");
+    const char *dir = tmp_path("lib");
+    cli_run r = CLI("export", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--out", dir);
+    assert_ok(&r);
+    assert_has(r.out, "rltune_matmul_16x24x8", "export");
+    char h[400];
+    snprintf(h, sizeof h, "%s/rltune_matmul_16x24x8.h", dir);
+    cli_run_free(&r);
+    FILE *f = fopen(h, "r");
+    cr_assert_not_null(f);
+    char header[16384];
+    size_t n = fread(header, 1, sizeof header - 1, f);
+    header[n] = '\0';
+    fclose(f);
+    assert_has(header, "int rltune_matmul_16x24x8(const float *A, const float *B, float *C);", "header");
+    assert_has(header, "size_t rltune_matmul_16x24x8_workspace_bytes(void);", "header");
+    assert_has(header, "rltune_matmul_16x24x8_ws(const float *A, const float *B, float *C, void *workspace",
+               "header");
+    assert_export_runs(dir, "rltune_matmul_16x24x8");
+}
+
+Test(cli_records, export_of_a_padded_conv2d_builds_and_checks)
+{
+    tune(CONV, "2");
+    const char *dir = tmp_path("conv");
+    cli_run r = CLI("export", "--op", CONV, "--db", db_path, "--cflags", TUNE_CFLAGS, "--out", dir);
+    assert_ok(&r);
+    cli_run_free(&r);
+    assert_export_runs(dir, "rltune_conv2d_1x3x7x7x4x3x3x1x1x1");
+}
+
+Test(cli_records, export_of_a_schedule_file_needs_no_records)
+{
+    const char *sched = tmp_path("tiled.sched");
+    write_file(sched, "# rltune schedule v1\nsplit i 4\nsplit j 8\nreorder i.o j.o k i.i j.i\n"
+                      "cache_write j.o\nunroll i.i\nvectorize j.i\n");
+    const char *dir = tmp_path("sched_lib");
+    cli_run r = CLI("export", "--op", MATMUL, "--schedule", sched, "--out", dir, "--name", "my_matmul");
+    assert_ok(&r);
+    cli_run_free(&r);
+    assert_export_runs(dir, "my_matmul");
+}
+
+/* ---- bad input ---------------------------------------------------------- */
+
+Test(cli_records, bad_input_is_a_usage_error)
+{
+    const char *junk = tmp_path("junk.db");
+    write_file(junk, "not a database\n");
+    const char *missing = tmp_path("missing.db");
+    const char *sched = tmp_path("s.sched");
+    write_file(sched, "split i 4\n");
+    EXPECT_USAGE_ERROR("--out DIR is required", "export", "--op", MATMUL, "--db", db_path);
+    EXPECT_USAGE_ERROR("cannot be combined with --db", "export", "--op", MATMUL, "--schedule", sched, "--db",
+                       db_path, "--out", tmp_path("x"));
+    EXPECT_USAGE_ERROR("bad library name 'Bad-Name'", "export", "--op", MATMUL, "--schedule", sched, "--out",
+                       tmp_path("y"), "--name", "Bad-Name");
+    EXPECT_USAGE_ERROR("needs a sub-command: export or import", "records");
+    EXPECT_USAGE_ERROR("unknown sub-command 'frob'", "records", "frob");
+    EXPECT_USAGE_ERROR("needs the file to import", "records", "import", "--db", db_path);
+    EXPECT_USAGE_ERROR("unknown option '--out' for 'rltune records import'", "records", "import", sched, "--out",
+                       "x");
+    EXPECT_USAGE_ERROR("cannot open", "records", "import", missing, "--db", db_path);
+    EXPECT_USAGE_ERROR("not an SQLite database", "best", "--op", MATMUL, "--db", junk);
+    EXPECT_USAGE_ERROR("--db", "history", "--op", MATMUL, "--db", missing);
+    EXPECT_USAGE_ERROR("not an SQLite database", "records", "export", "--db", junk);
+    EXPECT_USAGE_ERROR("--limit", "history", "--op", MATMUL, "--db", db_path, "--limit", "0");
+    EXPECT_USAGE_ERROR("cannot be combined with --threads", "best", "--op", MATMUL, "--all-targets", "--threads",
+                       "2");
+    EXPECT_USAGE_ERROR("no op given", "best", "--db", db_path);
+    cr_assert_eq(access(missing, F_OK), -1, "a read-only command created %s", missing);
+}
