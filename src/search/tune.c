@@ -21,8 +21,13 @@ void rlt_tune_target_key(const rlt_build_opts *build, int n_threads, rlt_str *ou
 {
     rlt_target t;
     rlt_target_detect(&t);
-    rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d;cc=", t.cpu_model, t.vector_floats, n_threads > 0 ? n_threads : 1);
-    rlt_build_describe(build, false, out);
+    rlt_str cc;
+    rlt_str_init(&cc);
+    rlt_build_describe(build, false, &cc);
+    rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d;cc=%s", t.cpu_model, t.vector_floats, n_threads > 0 ? n_threads : 1,
+                   cc.data ? cc.data : "");
+    if (cc.has_failed) out->has_failed = true;
+    rlt_str_free(&cc);
 }
 
 static double wall_now_s(void)
