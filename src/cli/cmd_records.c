@@ -269,10 +269,13 @@ static bool history_visit(const rlt_record *r, void *ctx)
     }
     char config[CONFIG_COLUMN_MAX + 1];
     const char *c = r->config[0] ? r->config : "(schedule)";
-    if (strlen(c) > CONFIG_COLUMN_MAX)
-        snprintf(config, sizeof config, "%.*s...", CONFIG_COLUMN_MAX - 3, c);
-    else
-        snprintf(config, sizeof config, "%s", c);
+    size_t len = strlen(c);
+    if (len > CONFIG_COLUMN_MAX) {
+        memcpy(config, c, CONFIG_COLUMN_MAX - 3);
+        memcpy(config + CONFIG_COLUMN_MAX - 3, "...", 4);
+    } else {
+        memcpy(config, c, len + 1);
+    }
     printf("%5" PRId64 "  %-13s %9.2f %9.2f  %-8s %s\n", n, r->status, r->gflops, w->best_gflops, r->tuner,
            config);
     return true;
