@@ -144,6 +144,26 @@ Test(run, correct_matmul_is_timed)
     cr_assert(r.gflops > 0.99 * expect_gflops && r.gflops < 1.01 * expect_gflops);
 }
 
+/* A candidate slower than the cutoff is checked, then timed by that one
+ * call; a wrong one is still caught first. */
+Test(run, slow_cutoff_times_by_the_checked_call_only)
+{
+    static const char *const tmpls[] = {good_matmul, MATMUL("", "15", "")};
+    rlt_build_result b[2];
+    build_all(2, tmpls, b);
+    rlt_run_opts cut = {.repeat = 5, .min_repeat_ms = 5.0, .slow_cutoff_ms = 1e-6};
+    rlt_run_result r = run_one(&b[0], &cut);
+    cr_assert_eq(r.status, RLT_STATUS_OK, "%s", r.message);
+    cr_assert(r.is_correct);
+    cr_assert_eq(r.n_samples, 1);
+    cr_assert(r.gflops > 0 && r.time_min_ms == r.time_median_ms);
+    assert_message_has(&r, "first call only");
+    r = run_one(&b[1], &cut);
+    cr_assert_eq(r.status, RLT_STATUS_WRONG_ANSWER, "the check comes before the cutoff: %s", r.message);
+    r = run_one(&b[0], &(rlt_run_opts){.repeat = 3, .min_repeat_ms = 1.0, .slow_cutoff_ms = 1e6});
+    cr_assert_eq(r.n_samples, 3, "under the cutoff: timed as usual");
+}
+
 Test(run, crashes_are_named_and_the_caller_carries_on)
 {
     const char *tmpls[] = {
