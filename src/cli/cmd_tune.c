@@ -21,7 +21,7 @@ static const rlt_cli_opt tune_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
-    {"tuner", "NAME", "random, grid or ga (default ga)"},
+    {"tuner", "NAME", "random, grid, ga, xgb or xgb-rank (default xgb-rank)"},
     {"trials", "N", "configurations to evaluate, at least 1 (default 200)"},
     {"seed", "S", "seed of the tuner, a whole number >= 0 (default 0)"},
     {"early-stopping", "N", "stop after N trials without a better configuration (default: never)"},
@@ -124,7 +124,7 @@ static int run_tune(const rlt_cli_args *args)
     }
     if (!rlt_cli_args_has(args, "early-stopping")) early = 0;
     const char *tuner = rlt_cli_args_get(args, "tuner");
-    if (!tuner) tuner = "ga";
+    if (!tuner) tuner = "xgb-rank";
     bool is_known = false;
     for (const char *const *n = rlt_tuner_names(); *n; n++) is_known |= strcmp(*n, tuner) == 0;
     if (!is_known) {

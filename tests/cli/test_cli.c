@@ -88,7 +88,7 @@ Test(cli, main_help_lists_commands_and_exit_codes)
 {
     cli_run r = CLI("--help");
     assert_ok(&r);
-    const char *needles[] = {"ops", "show", "measure", "help", "exit status", "  0 ", "  1 ", "  2 ", "  3 ",
+    const char *needles[] = {"ops", "show", "measure", "tune", "best", "history", "records", "export", "help", "exit status", "  0 ", "  1 ", "  2 ", "  3 ",
                              "RLTUNE_CACHE_DIR"};
     for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++) assert_has(r.out, needles[i], "--help");
     cli_run_free(&r);
