@@ -165,6 +165,14 @@ void rlt_affine_range(const rlt_op *op, const rlt_affine *a, int64_t *lo, int64_
  * reads zero), judged over the axes' full ranges. */
 bool rlt_load_may_be_out_of_bounds(const rlt_op *op, const rlt_expr *load);
 
+/* The op's load nodes, the body's first then the epilogue's, in the order
+ * they are written; returns how many (at most `max`). */
+int rlt_op_loads(const rlt_op *op, const rlt_expr **out, int max);
+
+/* The dim of `load`'s tensor that axis `axis` alone indexes (coefficient 1,
+ * no offset, no other axis), or -1. */
+int rlt_load_dim_of_axis(const rlt_op *op, const rlt_expr *load, int axis);
+
 /* Fills n floats uniformly in [-1, 1) from `seed` (one stream a tensor). */
 void rlt_tensor_fill(float *data, int64_t n, uint64_t seed);
 

@@ -866,3 +866,32 @@ cleanup:
     rlt_op_destroy(op);
     return st;
 }
+
+/* ---- walking the loads -------------------------------------------------- */
+
+static void collect_loads(const rlt_expr *e, const rlt_expr **out, int max, int *n)
+{
+    if (!e) return;
+    if (e->kind == RLT_EXPR_LOAD && *n < max) out[(*n)++] = e;
+    collect_loads(e->a, out, max, n);
+    collect_loads(e->b, out, max, n);
+}
+
+int rlt_op_loads(const rlt_op *op, const rlt_expr **out, int max)
+{
+    int n = 0;
+    collect_loads(op->body, out, max, &n);
+    collect_loads(op->epilogue, out, max, &n);
+    return n;
+}
+
+int rlt_load_dim_of_axis(const rlt_op *op, const rlt_expr *load, int axis)
+{
+    for (int d = 0; d < op->tensors[load->tensor].n_dims; d++) {
+        const rlt_affine *a = &load->index[d];
+        bool is_only = a->coef[axis] == 1 && a->offset == 0;
+        for (int x = 0; x < op->n_axes && is_only; x++) is_only = x == axis || a->coef[x] == 0;
+        if (is_only) return d;
+    }
+    return -1;
+}

@@ -372,25 +372,14 @@ static rlt_status resolve_pack_dim(const rlt_op *op, const char *tensor, const c
     int t = rlt_op_find_tensor(op, tensor);
     int axis = rlt_op_find_axis(op, arg);
     if (t >= 0 && axis >= 0) {
-        const rlt_expr *stack[64];
-        int top = 0;
-        stack[top++] = op->body;
-        if (op->epilogue) stack[top++] = op->epilogue;
-        while (top > 0) {
-            const rlt_expr *e = stack[--top];
-            if (e->kind == RLT_EXPR_LOAD && e->tensor == t) {
-                for (int d = 0; d < op->tensors[t].n_dims; d++) {
-                    const rlt_affine *a = &e->index[d];
-                    bool only_axis = a->coef[axis] == 1 && a->offset == 0;
-                    for (int x = 0; x < op->n_axes && only_axis; x++) only_axis = x == axis || a->coef[x] == 0;
-                    if (only_axis) {
-                        *out = d;
-                        return RLT_STATUS_OK;
-                    }
-                }
+        const rlt_expr *loads[64];
+        int n = rlt_op_loads(op, loads, 64);
+        for (int i = 0; i < n; i++) {
+            int d = loads[i]->tensor == t ? rlt_load_dim_of_axis(op, loads[i], axis) : -1;
+            if (d >= 0) {
+                *out = d;
+                return RLT_STATUS_OK;
             }
-            if (e->a && top < 63) stack[top++] = e->a;
-            if (e->b && top < 63) stack[top++] = e->b;
         }
     }
     return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,

@@ -72,16 +72,9 @@ rlt_status rlt_space_features(const rlt_space *s, const rlt_config *c, float *ou
     tensors[n_t++] = op->n_tensors - 1;
     /* the first load of each tensor stands for its accesses */
     const rlt_expr *loads[RLT_MAX_TENSORS] = {NULL};
-    const rlt_expr *stack[128];
-    int top = 0;
-    stack[top++] = op->body;
-    if (op->epilogue) stack[top++] = op->epilogue;
-    while (top > 0) {
-        const rlt_expr *e = stack[--top];
-        if (e->kind == RLT_EXPR_LOAD && !loads[e->tensor]) loads[e->tensor] = e;
-        if (e->a && top < 127) stack[top++] = e->a;
-        if (e->b && top < 127) stack[top++] = e->b;
-    }
+    const rlt_expr *all[128];
+    int n_all = rlt_op_loads(op, all, 128);
+    for (int i = n_all - 1; i >= 0; i--) loads[all[i]->tensor] = all[i];
     for (int l = 0; l < RLT_FEATURE_LOOPS; l++) {
         float *row = out + f + l * (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS * RLT_FEATURE_PER_ACCESS);
         memset(row, 0, sizeof(float) * (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS * RLT_FEATURE_PER_ACCESS));

@@ -103,26 +103,13 @@ static int order_choices(int n, int64_t *values)
  * or -1. Packing follows such a dim. */
 static int dim_indexed_by(const rlt_op *op, int t, int axis)
 {
-    int found = -1;
-    const rlt_expr *stack[128];
-    int top = 0;
-    stack[top++] = op->body;
-    if (op->epilogue) stack[top++] = op->epilogue;
-    while (top > 0) {
-        const rlt_expr *e = stack[--top];
-        if (e->kind == RLT_EXPR_LOAD && e->tensor == t) {
-            int here = -1;
-            for (int d = 0; d < op->tensors[t].n_dims; d++) {
-                const rlt_affine *a = &e->index[d];
-                bool only = a->coef[axis] == 1 && a->offset == 0;
-                for (int x = 0; x < op->n_axes && only; x++) only = x == axis || a->coef[x] == 0;
-                if (only) here = d;
-            }
-            if (here < 0 || (found >= 0 && found != here)) return -1;
-            found = here;
-        }
-        if (e->a && top < 127) stack[top++] = e->a;
-        if (e->b && top < 127) stack[top++] = e->b;
+    const rlt_expr *loads[128];
+    int n = rlt_op_loads(op, loads, 128), found = -1;
+    for (int i = 0; i < n; i++) {
+        if (loads[i]->tensor != t) continue;
+        int here = rlt_load_dim_of_axis(op, loads[i], axis);
+        if (here < 0 || (found >= 0 && found != here)) return -1;
+        found = here;
     }
     return found;
 }
@@ -210,16 +197,10 @@ rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_sp
     }
     for (int t = 0; t + 1 < op->n_tensors; t++) {
         bool may_overrun = false;
-        const rlt_expr *stack[128];
-        int top = 0;
-        stack[top++] = op->body;
-        if (op->epilogue) stack[top++] = op->epilogue;
-        while (top > 0) {
-            const rlt_expr *e = stack[--top];
-            if (e->kind == RLT_EXPR_LOAD && e->tensor == t) may_overrun |= rlt_load_may_be_out_of_bounds(op, e);
-            if (e->a && top < 127) stack[top++] = e->a;
-            if (e->b && top < 127) stack[top++] = e->b;
-        }
+        const rlt_expr *loads[128];
+        int n_loads = rlt_op_loads(op, loads, 128);
+        for (int i = 0; i < n_loads; i++)
+            if (loads[i]->tensor == t) may_overrun |= rlt_load_may_be_out_of_bounds(op, loads[i]);
         if (!may_overrun) continue;
         snprintf(name, sizeof name, "pad.%s", op->tensors[t].name);
         if ((st = add_knob(s, RLT_KNOB_PAD, t, name, 2, on_off, diag))) return st;

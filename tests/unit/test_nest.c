@@ -10,33 +10,7 @@
 
 #include "sched/sched.h"
 
-static rlt_op *parse_op(const char *spec)
-{
-    rlt_op *op = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s: %s", spec, d.message);
-    return op;
-}
-
-static rlt_op *expr_op(const char *expr, const char *shape)
-{
-    rlt_op *op = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_op_from_expr(expr, shape, &op, &d), RLT_STATUS_OK, "%s: %s", expr, d.message);
-    return op;
-}
-
-/* The op's default nest with schedule `text` applied; it must be legal. */
-static rlt_nest scheduled(const rlt_op *op, const char *text)
-{
-    rlt_sched *s = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_sched_parse(text, "test", &s, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_nest n;
-    cr_assert_eq(rlt_sched_apply(s, op, &n, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_sched_destroy(s);
-    return n;
-}
+#include "../common/fixtures.h"
 
 /* The loops as "i:8 j:6 k:4r": name, extent, r for a reduction. */
 static void assert_loops(const rlt_nest *n, const char *want)
@@ -87,7 +61,7 @@ Test(nest, init_puts_spatial_loops_first_then_reductions_for_every_op)
     rlt_op_library(&n_ops);
     cr_assert_eq((int)RLT_ARRAY_LEN(cases), n_ops, "a new built-in op needs a case here");
     for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
-        rlt_op *op = parse_op(cases[i].spec);
+        rlt_op *op = fixture_op(cases[i].spec);
         rlt_nest n;
         rlt_nest_init(&n, op);
         assert_loops(&n, cases[i].loops);
@@ -106,12 +80,12 @@ Test(nest, init_puts_spatial_loops_first_then_reductions_for_every_op)
     }
     /* User expressions: reduction axes in order of first appearance, spatial
      * axes in the output's order whatever the inputs say. */
-    rlt_op *op = expr_op("O[i] += A[i,m] * B[m,k] * D[k]", "i=3,k=4,m=5");
+    rlt_op *op = fixture_expr_op("O[i] += A[i,m] * B[m,k] * D[k]", "i=3,k=4,m=5");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_loops(&n, "i:3 m:5r k:4r");
     rlt_op_destroy(op);
-    op = expr_op("Y[j,i] = X[i,j] * 2", "i=3,j=4");
+    op = fixture_expr_op("Y[j,i] = X[i,j] * 2", "i=3,j=4");
     rlt_nest_init(&n, op);
     assert_loops(&n, "j:4 i:3");
     rlt_op_destroy(op);
@@ -121,8 +95,8 @@ Test(nest, init_puts_spatial_loops_first_then_reductions_for_every_op)
 
 Test(nest, lookups_follow_splits_and_fuses)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
-    rlt_nest n = scheduled(op, "split i 3\nsplit j 3\nfuse i.i j.o\n");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
+    rlt_nest n = fixture_scheduled(op, "split i 3\nsplit j 3\nfuse i.i j.o\n");
     assert_loops(&n, "i.o:3 i.i_j.o:6 j.i:3 k:4r");
     /* vars: 0 i, 1 j, 2 k, 3 i.o, 4 i.i, 5 j.o, 6 j.i, 7 i.i_j.o */
     cr_assert_eq(n.n_vars, 8);
@@ -161,7 +135,7 @@ Test(nest, lookups_follow_splits_and_fuses)
 
 static rlt_op *check_op;
 
-static void check_setup(void) { check_op = parse_op("matmul:M=300,N=128,K=64"); }
+static void check_setup(void) { check_op = fixture_op("matmul:M=300,N=128,K=64"); }
 static void check_teardown(void) { rlt_op_destroy(check_op); }
 
 TestSuite(nest_check, .init = check_setup, .fini = check_teardown);
@@ -182,7 +156,7 @@ Test(nest_check, vectorize_rules)
     n = marked(1, RLT_LOOP_VECTORIZE);
     assert_check_fails(&n, RLT_STATUS_ILLEGAL_SCHEDULE, "must be innermost, but 'k' is inside it");
     /* Width: a power of two from 2 to 64. */
-    rlt_op *op = expr_op("Y[i,j] = X[i,j]", "i=2,j=6");
+    rlt_op *op = fixture_expr_op("Y[i,j] = X[i,j]", "i=2,j=6");
     int64_t widths[] = {1, 2, 3, 6, 64, 128, 96};
     bool is_ok[] = {false, true, false, false, true, false, false};
     for (size_t w = 0; w < RLT_ARRAY_LEN(widths); w++) {
@@ -240,7 +214,7 @@ Test(nest_check, accumulator_rules)
     assert_check_fails(&n, RLT_STATUS_ILLEGAL_SCHEDULE, "parallel loop 'j' is inside the cache_write accumulator at 'i'");
 
     /* The accumulator inside the innermost, vectorized, loop. */
-    rlt_op *op = expr_op("Y[i,j] = X[i,j]", "i=2,j=8");
+    rlt_op *op = fixture_expr_op("Y[i,j] = X[i,j]", "i=2,j=8");
     rlt_nest_init(&n, op);
     n.loops[1].kind = RLT_LOOP_VECTORIZE;
     n.acc_var = 1;
@@ -248,7 +222,7 @@ Test(nest_check, accumulator_rules)
     n.acc_var = 0;
     cr_assert_eq(rlt_nest_check(&n, NULL), RLT_STATUS_OK);
     /* An accumulator variable that is no loop is a bug, not bad input. */
-    n = scheduled(op, "split i 2\n");
+    n = fixture_scheduled(op, "split i 2\n");
     n.acc_var = 0;
     assert_check_fails(&n, RLT_STATUS_INTERNAL, "not a loop");
     rlt_op_destroy(op);
@@ -258,7 +232,7 @@ Test(nest_check, accumulator_rules)
 
 Test(nest, print_default_nests)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_print(&n,
@@ -268,7 +242,7 @@ Test(nest, print_default_nests)
                  "      C[i,j] += A[i,k] * B[k,j]\n");
     rlt_op_destroy(op);
 
-    op = parse_op("dense:M=2,N=3,K=4,bias=1,relu=1");
+    op = fixture_op("dense:M=2,N=3,K=4,bias=1,relu=1");
     rlt_nest_init(&n, op);
     assert_print(&n,
                  "for i in 0..2\n"
@@ -278,7 +252,7 @@ Test(nest, print_default_nests)
                  "then Y[...] = relu(Y[i,j] + bias[j])\n");
     rlt_op_destroy(op);
 
-    op = parse_op("conv2d:N=1,C=3,H=9,W=8,K=4,R=3,S=3,stride=2,pad=1");
+    op = fixture_op("conv2d:N=1,C=3,H=9,W=8,K=4,R=3,S=3,stride=2,pad=1");
     rlt_nest_init(&n, op);
     assert_print(&n,
                  "for n in 0..1\n"
@@ -292,7 +266,7 @@ Test(nest, print_default_nests)
     rlt_op_destroy(op);
 
     /* Without a reduction the statement assigns. */
-    op = expr_op("Y[i,j] = max(X[i,j] * 2.5, Z[j,i]) + 0.25", "i=2,j=3");
+    op = fixture_expr_op("Y[i,j] = max(X[i,j] * 2.5, Z[j,i]) + 0.25", "i=2,j=3");
     rlt_nest_init(&n, op);
     assert_print(&n,
                  "for i in 0..2\n"
@@ -303,8 +277,8 @@ Test(nest, print_default_nests)
 
 Test(nest, print_shows_annotations_tails_accumulator_and_staging)
 {
-    rlt_op *op = parse_op("dense:M=5,N=16,K=3,bias=1,relu=1");
-    rlt_nest n = scheduled(op,
+    rlt_op *op = fixture_op("dense:M=5,N=16,K=3,bias=1,relu=1");
+    rlt_nest n = fixture_scheduled(op,
                            "split j 8\nreorder k j.i\nvectorize j.i\nsplit i 2\nunroll i.i\n"
                            "reorder i.i j.o\ncache_write i.o\nparallel i.o\n");
     assert_print(&n,
@@ -320,8 +294,8 @@ Test(nest, print_shows_annotations_tails_accumulator_and_staging)
 
     /* Padding widths per dim (lo/hi), blocked dims in the order packed, the
      * accumulator tile listing only spatial loops, fixed thread counts. */
-    op = parse_op("conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1");
-    n = scheduled(op,
+    op = fixture_op("conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1");
+    n = fixture_scheduled(op,
                   "pad I\npack I 3 4 2 3\nsplit q 3\nreorder c q.i\nsplit k 2\nunroll k.i\n"
                   "parallel p 2\ncache_write p\n");
     assert_print(&n,
@@ -341,8 +315,8 @@ Test(nest, print_shows_annotations_tails_accumulator_and_staging)
 
     /* A tail stays marked when the half that overruns is split again or
      * fused: the loop carrying it names every variable it overruns. */
-    op = parse_op("matmul:M=5,N=3,K=2");
-    n = scheduled(op, "split i 2\nsplit i.o 2\n");
+    op = fixture_op("matmul:M=5,N=3,K=2");
+    n = fixture_scheduled(op, "split i 2\nsplit i.o 2\n");
     assert_print(&n,
                  "for i.o.o in 0..2  (tail: i < 5)  (tail: i.o < 3)\n"
                  "  for i.o.i in 0..2\n"
@@ -350,7 +324,7 @@ Test(nest, print_shows_annotations_tails_accumulator_and_staging)
                  "      for j in 0..3\n"
                  "        for k in 0..2  reduce\n"
                  "          C[i,j] += A[i,k] * B[k,j]\n");
-    n = scheduled(op, "split i 2\nfuse i.o i.i\n");
+    n = fixture_scheduled(op, "split i 2\nfuse i.o i.i\n");
     assert_print(&n,
                  "for i.o_i.i in 0..6  (tail: i < 5)\n"
                  "  for j in 0..3\n"
@@ -359,15 +333,15 @@ Test(nest, print_shows_annotations_tails_accumulator_and_staging)
     rlt_op_destroy(op);
 
     /* The accumulator at the root, and at the innermost loop. */
-    op = parse_op("matmul:M=2,N=3,K=4");
-    n = scheduled(op, "cache_write root\n");
+    op = fixture_op("matmul:M=2,N=3,K=4");
+    n = fixture_scheduled(op, "cache_write root\n");
     assert_print(&n,
                  "acc C[i=2, j=3]   (cache_write)\n"
                  "for i in 0..2\n"
                  "  for j in 0..3\n"
                  "    for k in 0..4  reduce\n"
                  "      C[i,j] += A[i,k] * B[k,j]\n");
-    n = scheduled(op, "cache_write k\n");
+    n = fixture_scheduled(op, "cache_write k\n");
     assert_print(&n,
                  "for i in 0..2\n"
                  "  for j in 0..3\n"
@@ -381,14 +355,14 @@ Test(nest, print_shows_annotations_tails_accumulator_and_staging)
 
 Test(nest, hash_is_equal_for_equal_nests_and_differs_otherwise)
 {
-    rlt_op *op = parse_op("matmul:M=16,N=16,K=16");
-    rlt_op *other_op = parse_op("matmul:M=16,N=16,K=8");
+    rlt_op *op = fixture_op("matmul:M=16,N=16,K=16");
+    rlt_op *other_op = fixture_op("matmul:M=16,N=16,K=8");
     const char *base = "split i 4\nsplit j 8\nreorder i.o j.o i.i k j.i\nvectorize j.i\n";
-    rlt_nest a = scheduled(op, base);
-    rlt_nest b = scheduled(op, base);
+    rlt_nest a = fixture_scheduled(op, base);
+    rlt_nest b = fixture_scheduled(op, base);
     cr_assert_eq(rlt_nest_hash(&a), rlt_nest_hash(&b), "same schedule, same hash");
     /* A no-op reorder leaves the nest equal. */
-    rlt_nest c = scheduled(op, "split i 4\nsplit j 8\nreorder i.o j.o i.i k j.i\nvectorize j.i\nreorder i.o j.o\n");
+    rlt_nest c = fixture_scheduled(op, "split i 4\nsplit j 8\nreorder i.o j.o i.i k j.i\nvectorize j.i\nreorder i.o j.o\n");
     cr_assert_eq(rlt_nest_hash(&a), rlt_nest_hash(&c));
 
     static const char *const different[] = {
@@ -409,22 +383,22 @@ Test(nest, hash_is_equal_for_equal_nests_and_differs_otherwise)
     uint64_t hashes[RLT_ARRAY_LEN(different) + 2];
     hashes[0] = rlt_nest_hash(&a);
     for (size_t i = 0; i < RLT_ARRAY_LEN(different); i++) {
-        rlt_nest x = scheduled(op, different[i]);
+        rlt_nest x = fixture_scheduled(op, different[i]);
         hashes[i + 1] = rlt_nest_hash(&x);
     }
-    rlt_nest x = scheduled(other_op, base); /* same schedule, other op */
+    rlt_nest x = fixture_scheduled(other_op, base); /* same schedule, other op */
     hashes[RLT_ARRAY_LEN(different) + 1] = rlt_nest_hash(&x);
     for (size_t i = 0; i < RLT_ARRAY_LEN(hashes); i++)
         for (size_t j = 0; j < i; j++)
             cr_expect_neq(hashes[i], hashes[j], "nests %zu and %zu hash alike", i, j);
 
     /* Padding widths count. */
-    rlt_op *conv = parse_op("conv2d:N=1,C=1,H=5,W=5,K=1,R=3,S=3,pad=1");
-    rlt_op *conv2 = parse_op("conv2d:N=1,C=1,H=5,W=5,K=1,R=3,S=3,pad=2");
-    rlt_nest p1 = scheduled(conv, "pad I\n"), p0;
+    rlt_op *conv = fixture_op("conv2d:N=1,C=1,H=5,W=5,K=1,R=3,S=3,pad=1");
+    rlt_op *conv2 = fixture_op("conv2d:N=1,C=1,H=5,W=5,K=1,R=3,S=3,pad=2");
+    rlt_nest p1 = fixture_scheduled(conv, "pad I\n"), p0;
     rlt_nest_init(&p0, conv);
     cr_assert_neq(rlt_nest_hash(&p0), rlt_nest_hash(&p1));
-    rlt_nest p2 = scheduled(conv2, "pad I\n");
+    rlt_nest p2 = fixture_scheduled(conv2, "pad I\n");
     cr_assert_neq(rlt_nest_hash(&p1), rlt_nest_hash(&p2));
     rlt_op_destroy(conv2);
     rlt_op_destroy(conv);
@@ -436,9 +410,9 @@ Test(nest, hash_is_equal_for_equal_nests_and_differs_otherwise)
 
 Test(nest, physical_dims_of_packed_and_padded_tensors)
 {
-    rlt_op *op = parse_op("matmul:M=4,N=20,K=5");
+    rlt_op *op = fixture_op("matmul:M=4,N=20,K=5");
     /* pack B j 16 on B[k,j]: B_s[ceil(20/16)][5][16]. */
-    rlt_nest n = scheduled(op, "pack B j 16\n");
+    rlt_nest n = fixture_scheduled(op, "pack B j 16\n");
     int64_t dims[2 * RLT_MAX_DIMS];
     int outer[RLT_MAX_DIMS], inner[RLT_MAX_DIMS];
     int nd = rlt_layout_physical_dims(&n, 1, dims, outer, inner);
@@ -454,7 +428,7 @@ Test(nest, physical_dims_of_packed_and_padded_tensors)
     cr_assert(inner[0] == -1 && inner[1] == -1);
     /* Two blocks: outer parts in packing order, then unblocked dims, then
      * the blocks in packing order. */
-    n = scheduled(op, "pack A 1 2 0 3\n");
+    n = fixture_scheduled(op, "pack A 1 2 0 3\n");
     nd = rlt_layout_physical_dims(&n, 0, dims, outer, inner);
     cr_assert_eq(nd, 4);
     cr_assert(dims[0] == 3 && dims[1] == 2 && dims[2] == 2 && dims[3] == 3, "%lld %lld %lld %lld",
@@ -463,8 +437,8 @@ Test(nest, physical_dims_of_packed_and_padded_tensors)
     rlt_op_destroy(op);
 
     /* Padding is added before blocking: 4 + 1 + 1 = 6 -> 2 blocks of 4. */
-    op = parse_op("conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1");
-    n = scheduled(op, "pad I\npack I 3 4\n");
+    op = fixture_op("conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1");
+    n = fixture_scheduled(op, "pad I\npack I 3 4\n");
     nd = rlt_layout_physical_dims(&n, 0, dims, NULL, NULL);
     cr_assert_eq(nd, 5);
     int64_t want[] = {2, 1, 2, 6, 4};

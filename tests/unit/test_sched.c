@@ -19,6 +19,8 @@
 #include "codegen/codegen.h"
 #include "sched/sched.h"
 
+#include "../common/fixtures.h"
+
 /* In the sanitizer build, leaks are checked where the test says so: a leak
  * found only at exit is printed by LeakSanitizer but does not fail a
  * Criterion test (the worker's exit status is not looked at). */
@@ -41,34 +43,6 @@ static void assert_no_leaks(void)
 }
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static rlt_op *parse_op(const char *spec)
-{
-    rlt_op *op = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s: %s", spec, d.message);
-    return op;
-}
-
-static rlt_op *expr_op(const char *expr, const char *shape)
-{
-    rlt_op *op = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_op_from_expr(expr, shape, &op, &d), RLT_STATUS_OK, "%s: %s", expr, d.message);
-    return op;
-}
-
-/* Applies schedule text to `op`'s default nest; it must be legal. */
-static rlt_nest scheduled(const rlt_op *op, const char *text)
-{
-    rlt_sched *s = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_sched_parse(text, "test", &s, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_nest n;
-    cr_assert_eq(rlt_sched_apply(s, op, &n, &d), RLT_STATUS_OK, "%s:\n%s", d.message, text);
-    rlt_sched_destroy(s);
-    return n;
-}
 
 /* The loops as "i.o:3 i.i:3 j:6 k:4r": name, extent, r for a reduction, and
  * the annotation: u unroll, v vectorize, pN parallel with N threads. */
@@ -134,27 +108,27 @@ static void assert_refused(const rlt_nest *in, const char *step_text, const char
 
 Test(split, dividing_and_tail_factors)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
-    rlt_nest n = scheduled(op, "split j 3\n");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
+    rlt_nest n = fixture_scheduled(op, "split j 3\n");
     assert_loops(&n, "i:8 j.o:2 j.i:3 k:4r");
     cr_assert_not(rlt_nest_var_has_tail(&n, 1));
-    n = scheduled(op, "split i 3\n");
+    n = fixture_scheduled(op, "split i 3\n");
     assert_loops(&n, "i.o:3 i.i:3 j:6 k:4r");
     cr_assert(rlt_nest_var_has_tail(&n, 0), "8 = 3 * 3 - 1: a tail");
     /* A reduction splits into two reduction loops; splits nest. */
-    n = scheduled(op, "split k 2\nsplit k.o 2\n");
+    n = fixture_scheduled(op, "split k 2\nsplit k.o 2\n");
     assert_loops(&n, "i:8 j:6 k.o.o:1r k.o.i:2r k.i:2r");
     rlt_op_destroy(op);
 }
 
 Test(split, factor_one_and_factor_larger_than_the_extent)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
-    rlt_nest n = scheduled(op, "split i 1\n");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
+    rlt_nest n = fixture_scheduled(op, "split i 1\n");
     assert_loops(&n, "i.o:8 i.i:1 j:6 k:4r");
     cr_assert_not(rlt_nest_var_has_tail(&n, 0));
     /* A factor past the extent is clamped to it: no loop runs past the end. */
-    n = scheduled(op, "split j 100\n");
+    n = fixture_scheduled(op, "split j 100\n");
     assert_loops(&n, "i:8 j.o:1 j.i:6 k:4r");
     cr_assert_eq(n.vars[n.loops[2].var].factor, 6);
     cr_assert_not(rlt_nest_var_has_tail(&n, 1));
@@ -163,24 +137,24 @@ Test(split, factor_one_and_factor_larger_than_the_extent)
 
 Test(split, annotations_follow_their_half)
 {
-    rlt_op *op = expr_op("Y[i,j] = X[i,j] * 2", "i=16,j=32");
+    rlt_op *op = fixture_expr_op("Y[i,j] = X[i,j] * 2", "i=16,j=32");
     /* Vectorize and unroll describe the inner half, parallel the outer. */
-    rlt_nest n = scheduled(op, "vectorize j\nsplit j 8\n");
+    rlt_nest n = fixture_scheduled(op, "vectorize j\nsplit j 8\n");
     assert_loops(&n, "i:16 j.o:4 j.i:8v");
-    n = scheduled(op, "unroll i\nsplit i 4\n");
+    n = fixture_scheduled(op, "unroll i\nsplit i 4\n");
     assert_loops(&n, "i.o:4 i.i:4u j:32");
-    n = scheduled(op, "parallel i 3\nsplit i 4\n");
+    n = fixture_scheduled(op, "parallel i 3\nsplit i 4\n");
     assert_loops(&n, "i.o:4p3 i.i:4 j:32");
     /* A split that would leave a bad vector width is refused. */
-    rlt_nest v = scheduled(op, "vectorize j\n");
+    rlt_nest v = fixture_scheduled(op, "vectorize j\n");
     assert_refused(&v, "split j 3\n", "power of two");
     rlt_op_destroy(op);
 }
 
 Test(split, of_the_cache_write_loop_keeps_the_tile)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
-    rlt_nest n = scheduled(op, "cache_write i\nsplit i 4\n");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
+    rlt_nest n = fixture_scheduled(op, "cache_write i\nsplit i 4\n");
     assert_loops(&n, "i.o:2 i.i:4 j:6 k:4r");
     /* The tile is what lay inside i: j (and the reduction), not i.i. */
     cr_assert_str_eq(acc_name(&n), "i.i");
@@ -189,7 +163,7 @@ Test(split, of_the_cache_write_loop_keeps_the_tile)
 
 Test(split, refusals)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "split i 0\n", "factor 0 must be at least 1");
@@ -203,7 +177,7 @@ Test(split, refusals)
         used += (size_t)snprintf(text + used, sizeof text - used, "split %s 1\n", name);
         strcat(name, ".i");
     }
-    rlt_nest full = scheduled(op, text);
+    rlt_nest full = fixture_scheduled(op, text);
     cr_assert_eq(full.n_loops, RLT_MAX_LOOPS);
     assert_refused(&full, "split i 2\n", "already has 24 loops");
     rlt_op_destroy(op);
@@ -213,20 +187,20 @@ Test(split, refusals)
 
 Test(reorder, named_loops_take_the_positions_they_jointly_occupy)
 {
-    rlt_op *op = parse_op("batch_matmul:B=2,M=3,N=4,K=5");
-    rlt_nest n = scheduled(op, "reorder k b\n");
+    rlt_op *op = fixture_op("batch_matmul:B=2,M=3,N=4,K=5");
+    rlt_nest n = fixture_scheduled(op, "reorder k b\n");
     assert_loops(&n, "k:5r i:3 j:4 b:2");
     /* Positions 1 and 3 (i, k) swap; b and j stay where they are. */
-    n = scheduled(op, "reorder k i\n");
+    n = fixture_scheduled(op, "reorder k i\n");
     assert_loops(&n, "b:2 k:5r j:4 i:3");
     /* Three loops at positions 0, 2, 3 in the order j, b, k. */
-    n = scheduled(op, "reorder j k b\n");
+    n = fixture_scheduled(op, "reorder j k b\n");
     assert_loops(&n, "j:4 i:3 k:5r b:2");
     /* Naming loops in their current order changes nothing. */
-    n = scheduled(op, "reorder i k\n");
+    n = fixture_scheduled(op, "reorder i k\n");
     assert_loops(&n, "b:2 i:3 j:4 k:5r");
     /* Annotations and the accumulator move with their loops. */
-    n = scheduled(op, "parallel b 2\ncache_write b\nunroll k\nreorder j i\n");
+    n = fixture_scheduled(op, "parallel b 2\ncache_write b\nunroll k\nreorder j i\n");
     assert_loops(&n, "b:2p2 j:4 i:3 k:5ru");
     cr_assert_str_eq(acc_name(&n), "b");
     rlt_op_destroy(op);
@@ -234,16 +208,16 @@ Test(reorder, named_loops_take_the_positions_they_jointly_occupy)
 
 Test(reorder, refusals)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=8,K=4");
+    rlt_op *op = fixture_op("matmul:M=8,N=8,K=4");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "reorder i x\n", "no loop named 'x'");
     assert_refused(&n, "reorder i i\n", "names loop 'i' twice");
     /* A reorder that breaks an invariant: the vector loop no longer innermost. */
-    rlt_nest v = scheduled(op, "split j 4\nreorder k j.i\nvectorize j.i\n");
+    rlt_nest v = fixture_scheduled(op, "split j 4\nreorder k j.i\nvectorize j.i\n");
     assert_refused(&v, "reorder j.i k\n", "must be innermost");
     /* The parallel loop moved inside the accumulator. */
-    rlt_nest p = scheduled(op, "parallel i\ncache_write j\n");
+    rlt_nest p = fixture_scheduled(op, "parallel i\ncache_write j\n");
     assert_refused(&p, "reorder j i\n", "parallel loop 'i' is inside the cache_write accumulator at 'j'");
     /* The primitive itself needs two loops or more. */
     const char *one[] = {"i"};
@@ -258,8 +232,8 @@ Test(reorder, refusals)
 
 Test(fuse, adjacent_loops_become_one)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
-    rlt_nest n = scheduled(op, "fuse i j\n");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
+    rlt_nest n = fixture_scheduled(op, "fuse i j\n");
     assert_loops(&n, "i_j:48 k:4r");
     int f = n.loops[0].var;
     cr_assert_eq(n.vars[f].origin, RLT_VAR_FUSED);
@@ -267,47 +241,47 @@ Test(fuse, adjacent_loops_become_one)
     cr_assert_eq(n.vars[f].fused_inner, 1);
     cr_assert_not(n.vars[f].is_reduce);
     /* Split parts fuse too, reductions with reductions; a tail stays a tail. */
-    n = scheduled(op, "split i 3\nsplit k 2\nfuse k.o k.i\nfuse i.o i.i\n");
+    n = fixture_scheduled(op, "split i 3\nsplit k 2\nfuse k.o k.i\nfuse i.o i.i\n");
     assert_loops(&n, "i.o_i.i:9 j:6 k.o_k.i:4r");
     cr_assert(rlt_nest_var_has_tail(&n, 0));
     /* A fused loop can be split and parallelised. */
-    n = scheduled(op, "fuse i j\nsplit i_j 5\nparallel i_j.o 2\n");
+    n = fixture_scheduled(op, "fuse i j\nsplit i_j 5\nparallel i_j.o 2\n");
     assert_loops(&n, "i_j.o:10p2 i_j.i:5 k:4r");
     rlt_op_destroy(op);
 }
 
 Test(fuse, of_the_cache_write_loop)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
     /* The accumulator sits inside j; fusing i and j keeps it inside the
      * fused loop, with the same tile. */
-    rlt_nest n = scheduled(op, "cache_write j\nfuse i j\n");
+    rlt_nest n = fixture_scheduled(op, "cache_write j\nfuse i j\n");
     assert_loops(&n, "i_j:48 k:4r");
     cr_assert_str_eq(acc_name(&n), "i_j");
-    rlt_nest before = scheduled(op, "cache_write i\n");
+    rlt_nest before = fixture_scheduled(op, "cache_write i\n");
     assert_refused(&before, "fuse i j\n", "the cache_write accumulator sits between these loops");
     rlt_op_destroy(op);
 }
 
 Test(fuse, refusals)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "fuse i k\n", "'k' must be the loop directly inside 'i'");
     assert_refused(&n, "fuse j i\n", "'i' must be the loop directly inside 'j'");
     assert_refused(&n, "fuse j k\n", "cannot fuse a spatial loop with a reduction loop");
     assert_refused(&n, "fuse i x\n", "no loop named 'x'");
-    rlt_nest u = scheduled(op, "unroll j\n");
+    rlt_nest u = fixture_scheduled(op, "unroll j\n");
     assert_refused(&u, "fuse i j\n", "both loops must be plain loops");
-    rlt_nest p = scheduled(op, "parallel i\n");
+    rlt_nest p = fixture_scheduled(op, "parallel i\n");
     assert_refused(&p, "fuse i j\n", "both loops must be plain loops");
     rlt_op_destroy(op);
 }
 
 Test(fuse, long_names_and_too_many_variables_are_refused)
 {
-    rlt_op *op = expr_op("Y[i] = X[i]", "i=4");
+    rlt_op *op = fixture_expr_op("Y[i] = X[i]", "i=4");
     /* split + fuse doubles the name: i -> i.o_i.i -> i.o_i.i.o_i.o_i.i.i ... */
     rlt_nest n;
     rlt_nest_init(&n, op);
@@ -331,7 +305,7 @@ Test(fuse, long_names_and_too_many_variables_are_refused)
     /* Variables: each split adds two, each fuse one; 64 at most. Three
      * rounds of split + fuse per axis keep names short (7, 19, 43 chars)
      * and the loop count fixed; 12 axes give 12 + 12 * 9 variables. */
-    rlt_op *mm = expr_op("Y[a,b,c,d,e,f] += X[a,b,c,d,e,f] * W[g,h,m,n,o,q]",
+    rlt_op *mm = fixture_expr_op("Y[a,b,c,d,e,f] += X[a,b,c,d,e,f] * W[g,h,m,n,o,q]",
                          "a=2,b=2,c=2,d=2,e=2,f=2,g=2,h=2,m=2,n=2,o=2,q=2");
     rlt_nest_init(&n, mm);
     d = (rlt_diag){0};
@@ -359,40 +333,40 @@ Test(fuse, long_names_and_too_many_variables_are_refused)
 
 Test(annotate, unroll_vectorize_parallel_mark_their_loop)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=16,K=4");
-    rlt_nest n = scheduled(op, "split j 8\nreorder k j.i\nvectorize j.i\nunroll k\nparallel i 4\n");
+    rlt_op *op = fixture_op("matmul:M=8,N=16,K=4");
+    rlt_nest n = fixture_scheduled(op, "split j 8\nreorder k j.i\nvectorize j.i\nunroll k\nparallel i 4\n");
     assert_loops(&n, "i:8p4 j.o:2 k:4ru j.i:8v");
     /* Marking a loop again the same way is allowed and changes nothing
      * (a new thread count replaces the old one). */
-    rlt_nest again = scheduled(op, "split j 8\nreorder k j.i\nvectorize j.i\nunroll k\nparallel i 4\nunroll k\n"
+    rlt_nest again = fixture_scheduled(op, "split j 8\nreorder k j.i\nvectorize j.i\nunroll k\nparallel i 4\nunroll k\n"
                                    "vectorize j.i\nparallel i 2\n");
     assert_loops(&again, "i:8p2 j.o:2 k:4ru j.i:8v");
     /* Thread counts: absent or 0 means the run-time count. */
-    n = scheduled(op, "parallel j\n");
+    n = fixture_scheduled(op, "parallel j\n");
     assert_loops(&n, "i:8 j:16p0 k:4r");
-    n = scheduled(op, "parallel j 256\n");
+    n = fixture_scheduled(op, "parallel j 256\n");
     assert_loops(&n, "i:8 j:16p256 k:4r");
     /* Unrolling a reduction loop is fine. */
-    n = scheduled(op, "unroll k\n");
+    n = fixture_scheduled(op, "unroll k\n");
     assert_loops(&n, "i:8 j:16 k:4ru");
     rlt_op_destroy(op);
 }
 
 Test(annotate, vectorize_refusals)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=96,K=4");
+    rlt_op *op = fixture_op("matmul:M=8,N=96,K=4");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "vectorize k\n", "vectorized loop 'k' is a reduction");
     assert_refused(&n, "vectorize j\n", "must be innermost, but 'k' is inside it");
-    rlt_nest r = scheduled(op, "reorder k j\n");
+    rlt_nest r = fixture_scheduled(op, "reorder k j\n");
     assert_refused(&r, "vectorize j\n", "has extent 96: the vector width must be a power of two from 2 to 64");
-    rlt_nest w = scheduled(op, "split j 3\nreorder k j.i\n");
+    rlt_nest w = fixture_scheduled(op, "split j 3\nreorder k j.i\n");
     assert_refused(&w, "vectorize j.i\n", "has extent 3");
-    rlt_op *wide = parse_op("matmul:M=8,N=128,K=4");
-    rlt_nest x = scheduled(wide, "reorder k j\n");
+    rlt_op *wide = fixture_op("matmul:M=8,N=128,K=4");
+    rlt_nest x = fixture_scheduled(wide, "reorder k j\n");
     assert_refused(&x, "vectorize j\n", "has extent 128");
-    rlt_nest ok = scheduled(wide, "split j 64\nreorder k j.i\nvectorize j.i\n");
+    rlt_nest ok = fixture_scheduled(wide, "split j 64\nreorder k j.i\nvectorize j.i\n");
     assert_loops(&ok, "i:8 j.o:2 k:4r j.i:64v");
     /* A loop carries one annotation. */
     assert_refused(&ok, "unroll j.i\n", "already marked vectorize");
@@ -402,17 +376,17 @@ Test(annotate, vectorize_refusals)
 
 Test(annotate, parallel_and_unroll_refusals)
 {
-    rlt_op *op = parse_op("matmul:M=300,N=128,K=64");
+    rlt_op *op = fixture_op("matmul:M=300,N=128,K=64");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "parallel k\n", "parallel loop 'k' is a reduction");
-    rlt_nest p = scheduled(op, "parallel i\n");
+    rlt_nest p = fixture_scheduled(op, "parallel i\n");
     assert_refused(&p, "parallel j\n", "loops 'i' and 'j' are both parallel");
     assert_refused(&p, "unroll i\n", "the loop is already marked parallel");
     assert_refused(&n, "parallel i 257\n", "thread count 257 must be 0 to 256");
     assert_refused(&n, "parallel i -1\n", "thread count -1 must be 0 to 256");
     assert_refused(&n, "unroll i\n", "unrolled loop 'i' has extent 300, more than 256: split it first");
-    rlt_nest u = scheduled(op, "unroll j\n");
+    rlt_nest u = fixture_scheduled(op, "unroll j\n");
     assert_refused(&u, "unroll k\n", "unrolling 'k' makes 8192 copies of the loop body, more than 4096");
     /* The primitive checks the count too (callers that skip the parser). */
     rlt_diag d = {0};
@@ -426,17 +400,17 @@ Test(annotate, parallel_and_unroll_refusals)
 
 Test(cache_write, at_a_loop_and_at_the_root)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
-    rlt_nest n = scheduled(op, "cache_write j\n");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
+    rlt_nest n = fixture_scheduled(op, "cache_write j\n");
     cr_assert_str_eq(acc_name(&n), "j");
     assert_loops(&n, "i:8 j:6 k:4r");
-    n = scheduled(op, "cache_write root\n");
+    n = fixture_scheduled(op, "cache_write root\n");
     cr_assert_eq(n.acc_var, RLT_ACC_ROOT);
     /* A second cache_write moves the accumulator. */
-    n = scheduled(op, "cache_write root\ncache_write i\n");
+    n = fixture_scheduled(op, "cache_write root\ncache_write i\n");
     cr_assert_str_eq(acc_name(&n), "i");
     /* At a reduction loop: the tile is one element, partial sums carried. */
-    n = scheduled(op, "reorder k j\ncache_write k\n");
+    n = fixture_scheduled(op, "reorder k j\ncache_write k\n");
     cr_assert_str_eq(acc_name(&n), "k");
     /* NULL means root for callers of the primitive. */
     rlt_nest base;
@@ -448,22 +422,22 @@ Test(cache_write, at_a_loop_and_at_the_root)
 
 Test(cache_write, refusals)
 {
-    rlt_op *op = parse_op("matmul:M=200,N=100,K=4");
+    rlt_op *op = fixture_op("matmul:M=200,N=100,K=4");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "cache_write root\n",
                    "accumulator at 'root' would hold 20000 floats, more than 16384: move it inward");
     assert_refused(&n, "cache_write x\n", "no loop named 'x'");
-    rlt_nest p = scheduled(op, "parallel j\n");
+    rlt_nest p = fixture_scheduled(op, "parallel j\n");
     assert_refused(&p, "cache_write i\n", "parallel loop 'j' is inside the cache_write accumulator at 'i'");
-    rlt_nest v = scheduled(op, "split j 4\nreorder k j.i\nvectorize j.i\n");
+    rlt_nest v = fixture_scheduled(op, "split j 4\nreorder k j.i\nvectorize j.i\n");
     assert_refused(&v, "cache_write j.i\n", "would sit inside the vectorized loop 'j.i'");
     /* Growing the tile past the limit later is refused too: reorder brings
      * a big spatial loop inside the accumulator. */
-    rlt_nest t = scheduled(op, "split i 100\ncache_write i.o\n");
+    rlt_nest t = fixture_scheduled(op, "split i 100\ncache_write i.o\n");
     cr_assert_eq(rlt_nest_check(&t, NULL), RLT_STATUS_OK, "100 * 100 floats fit");
-    rlt_op *big = parse_op("matmul:M=400,N=100,K=4");
-    rlt_nest t2 = scheduled(big, "split j 2\ncache_write j.i\n");
+    rlt_op *big = fixture_op("matmul:M=400,N=100,K=4");
+    rlt_nest t2 = fixture_scheduled(big, "split j 2\ncache_write j.i\n");
     assert_refused(&t2, "reorder j.i i\n", "would hold 20000 floats");
     rlt_op_destroy(big);
     rlt_op_destroy(op);
@@ -473,10 +447,10 @@ Test(cache_write, refusals)
 
 Test(pack, by_dim_index_and_by_axis_name)
 {
-    rlt_op *op = parse_op("matmul:M=4,N=20,K=5");
+    rlt_op *op = fixture_op("matmul:M=4,N=20,K=5");
     /* B[k,j]: dim 1 is indexed by j alone. */
-    rlt_nest by_index = scheduled(op, "pack B 1 16\n");
-    rlt_nest by_name = scheduled(op, "pack B j 16\n");
+    rlt_nest by_index = fixture_scheduled(op, "pack B 1 16\n");
+    rlt_nest by_name = fixture_scheduled(op, "pack B j 16\n");
     const rlt_layout *l = &by_name.layouts[1];
     cr_assert_eq(l->n_blocks, 1);
     cr_assert_eq(l->block_dim[0], 1);
@@ -485,7 +459,7 @@ Test(pack, by_dim_index_and_by_axis_name)
     cr_assert_eq(rlt_nest_hash(&by_index), rlt_nest_hash(&by_name));
     cr_assert_not(rlt_layout_is_staged(&by_name.layouts[0]));
     /* Several dims, names mixed with indices, in the order given. */
-    rlt_nest two = scheduled(op, "pack A k 4 0 2\n");
+    rlt_nest two = fixture_scheduled(op, "pack A k 4 0 2\n");
     l = &two.layouts[0];
     cr_assert(l->n_blocks == 2 && l->block_dim[0] == 1 && l->block[0] == 4 && l->block_dim[1] == 0 &&
               l->block[1] == 2);
@@ -496,7 +470,7 @@ Test(pack, by_dim_index_and_by_axis_name)
 
 Test(pack, refusals)
 {
-    rlt_op *op = parse_op("matmul:M=4,N=20,K=5");
+    rlt_op *op = fixture_op("matmul:M=4,N=20,K=5");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "pack C 0 4\n", "'C' is the output; only inputs can be staged (use cache_write");
@@ -511,15 +485,15 @@ Test(pack, refusals)
     assert_refused(&n, "pack B 1 2147483648\n", "the staged copy would exceed 268435456 floats");
     assert_refused(&n, "pack B i 4\n", "'i' is neither a dim index nor an axis that indexes a dim of B");
     assert_refused(&n, "pack B zz 4\n", "'zz' is neither a dim index nor an axis");
-    rlt_nest p = scheduled(op, "pack B 0 4\n");
+    rlt_nest p = fixture_scheduled(op, "pack B 0 4\n");
     assert_refused(&p, "pack B 1 4\n", "the tensor is already packed");
     assert_refused(&n, "pack B 1 1000000000\n", "the staged copy would exceed 268435456 floats");
     /* An axis that appears only with others in a dim does not name it. */
-    rlt_op *conv = parse_op("conv2d:N=1,C=2,H=6,W=6,K=3,R=3,S=3");
+    rlt_op *conv = fixture_op("conv2d:N=1,C=2,H=6,W=6,K=3,R=3,S=3");
     rlt_nest c;
     rlt_nest_init(&c, conv);
     assert_refused(&c, "pack I p 2\n", "'p' is neither a dim index nor an axis that indexes a dim of I");
-    rlt_nest by_c = scheduled(conv, "pack I c 2\n");
+    rlt_nest by_c = fixture_scheduled(conv, "pack I c 2\n");
     cr_assert_eq(by_c.layouts[0].block_dim[0], 1);
     rlt_op_destroy(conv);
     rlt_op_destroy(op);
@@ -527,10 +501,10 @@ Test(pack, refusals)
 
 Test(pad, conv_input_gets_the_borders_its_accesses_need)
 {
-    rlt_op *op = parse_op("conv2d:N=1,C=2,H=5,W=6,K=3,R=3,S=2,stride=1,pad=1");
+    rlt_op *op = fixture_op("conv2d:N=1,C=2,H=5,W=6,K=3,R=3,S=2,stride=1,pad=1");
     /* I[n, c, p+r-1, q+s-1]: p+r-1 in [-1, 5] over H=5 -> 1 below, 1 above;
      * q+s-1 in [-1, 6] over W=6 (Q = 7, S = 2) -> 1 below, 1 above. */
-    rlt_nest n = scheduled(op, "pad I\n");
+    rlt_nest n = fixture_scheduled(op, "pad I\n");
     const rlt_layout *l = &n.layouts[0];
     cr_assert(l->is_padded);
     int64_t want_lo[] = {0, 0, 1, 1}, want_hi[] = {0, 0, 1, 1};
@@ -539,14 +513,14 @@ Test(pad, conv_input_gets_the_borders_its_accesses_need)
                   (long long)l->pad_lo[d], (long long)l->pad_hi[d]);
     cr_assert_eq(l->n_blocks, 0);
     /* Pad and pack together: pad first or pack first, the same layout. */
-    rlt_nest a = scheduled(op, "pad I\npack I 3 4\n");
-    rlt_nest b = scheduled(op, "pack I 3 4\npad I\n");
+    rlt_nest a = fixture_scheduled(op, "pad I\npack I 3 4\n");
+    rlt_nest b = fixture_scheduled(op, "pack I 3 4\npad I\n");
     cr_assert_eq(rlt_nest_hash(&a), rlt_nest_hash(&b));
     rlt_op_destroy(op);
 
     /* Asymmetric: stride 2 without padding reads past the end on one side only. */
-    op = expr_op("Y[i] += X[i+k-2] * W[k]", "i=4,k=3");
-    n = scheduled(op, "pad X\n");
+    op = fixture_expr_op("Y[i] += X[i+k-2] * W[k]", "i=4,k=3");
+    n = fixture_scheduled(op, "pad X\n");
     cr_assert(n.layouts[0].pad_lo[0] == 2 && n.layouts[0].pad_hi[0] == 0, "%lld/%lld",
               (long long)n.layouts[0].pad_lo[0], (long long)n.layouts[0].pad_hi[0]);
     rlt_op_destroy(op);
@@ -554,16 +528,16 @@ Test(pad, conv_input_gets_the_borders_its_accesses_need)
 
 Test(pad, refusals)
 {
-    rlt_op *op = parse_op("conv2d:N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1");
+    rlt_op *op = fixture_op("conv2d:N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1");
     rlt_nest n;
     rlt_nest_init(&n, op);
     assert_refused(&n, "pad O\n", "'O' is the output");
     assert_refused(&n, "pad W\n", "every access of W is already in bounds; there is nothing to pad");
     assert_refused(&n, "pad Z\n", "no tensor named 'Z' (inputs: I, W)");
-    rlt_nest p = scheduled(op, "pad I\n");
+    rlt_nest p = fixture_scheduled(op, "pad I\n");
     assert_refused(&p, "pad I\n", "the tensor is already padded");
     rlt_op_destroy(op);
-    op = parse_op("matmul:M=4,N=4,K=4");
+    op = fixture_op("matmul:M=4,N=4,K=4");
     rlt_nest_init(&n, op);
     assert_refused(&n, "pad A\n", "nothing to pad");
     rlt_op_destroy(op);
@@ -800,7 +774,7 @@ Test(sched_text, add_load_and_kind_names)
 
 Test(sched_text, apply_errors_name_the_schedule_line_or_step)
 {
-    rlt_op *op = parse_op("matmul:M=8,N=6,K=4");
+    rlt_op *op = fixture_op("matmul:M=8,N=6,K=4");
     rlt_sched *s = parse_ok("# rltune schedule v1\nsplit i 4\n\n# then\nvectorize i.o\n");
     rlt_nest out;
     rlt_diag d = {0};
@@ -851,7 +825,7 @@ static const char *const random_specs[] = {
 Test(random, same_seed_same_schedule_and_every_one_replays)
 {
     for (size_t o = 0; o < RLT_ARRAY_LEN(random_specs); o++) {
-        rlt_op *op = parse_op(random_specs[o]);
+        rlt_op *op = fixture_op(random_specs[o]);
         int n_distinct = 0;
         char *prev = NULL;
         for (uint64_t seed = 0; seed < 60; seed++) {
@@ -898,7 +872,7 @@ Test(random, fully_fused_and_tiny_nests)
 {
     /* A nest that fuses down to one loop must not trip the generator (a
      * reorder draw needs two loops). */
-    rlt_op *op = expr_op("Y[i,j] = X[i,j] + 1", "i=3,j=2");
+    rlt_op *op = fixture_expr_op("Y[i,j] = X[i,j] + 1", "i=3,j=2");
     for (uint64_t seed = 0; seed < 300; seed++) {
         rlt_rng rng;
         rlt_rng_seed(&rng, seed);
@@ -912,7 +886,7 @@ Test(random, fully_fused_and_tiny_nests)
     }
     rlt_op_destroy(op);
     /* Extent-1 axes everywhere. */
-    op = parse_op("matmul:M=1,N=1,K=1");
+    op = fixture_op("matmul:M=1,N=1,K=1");
     for (uint64_t seed = 0; seed < 100; seed++) {
         rlt_rng rng;
         rlt_rng_seed(&rng, seed);
@@ -963,7 +937,7 @@ Test(oom, sched_parse_fails_cleanly_at_every_allocation)
  * (never code with pieces missing). */
 static void check_codegen_oom(const rlt_op *op, const char *sched_text, bool is_reference)
 {
-    rlt_nest n = scheduled(op, sched_text);
+    rlt_nest n = fixture_scheduled(op, sched_text);
     rlt_kernel_src want;
     rlt_diag d = {0};
     rlt_status st = is_reference ? rlt_codegen_reference(op, &want, &d) : rlt_codegen_kernel(&n, &want, &d);
@@ -992,7 +966,7 @@ static void check_codegen_oom(const rlt_op *op, const char *sched_text, bool is_
 
 Test(oom, codegen_fails_cleanly_at_every_allocation, .timeout = 120)
 {
-    rlt_op *op = parse_op("dense:M=5,N=16,K=3,bias=1,relu=1");
+    rlt_op *op = fixture_op("dense:M=5,N=16,K=3,bias=1,relu=1");
     check_codegen_oom(op,
                       "split j 8\nreorder k j.i\nvectorize j.i\nsplit i 2\nunroll i.i\nreorder i.i j.o\n"
                       "cache_write i.o\nparallel i.o\npack W 0 4\n",
@@ -1000,7 +974,7 @@ Test(oom, codegen_fails_cleanly_at_every_allocation, .timeout = 120)
     check_codegen_oom(op, "split i 2\nsplit j 3\nfuse i.o i.i\n", false);
     check_codegen_oom(op, "", true);
     rlt_op_destroy(op);
-    op = parse_op("conv2d:N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1");
+    op = fixture_op("conv2d:N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1");
     check_codegen_oom(op, "pad I\nsplit q 2\nreorder s q.i\nvectorize q.i\ncache_write p\n", false);
     check_codegen_oom(op, "split p 2\nunroll p.i\n", false);
     check_codegen_oom(op, "", true);

@@ -8,6 +8,8 @@
 #include "measure/measure.h"
 #include "space/space.h"
 
+#include "../common/fixtures.h"
+
 static const char *const SPECS[] = {
     "matmul:M=512,N=512,K=512",
     "batch_matmul:B=12,M=128,N=128,K=64",
@@ -15,14 +17,6 @@ static const char *const SPECS[] = {
     "conv2d:N=1,C=128,H=28,W=28,K=128,R=3,S=3,stride=1,pad=1",
     "depthwise_conv2d:N=1,C=32,H=112,W=112,R=3,S=3,stride=1,pad=1",
 };
-
-static rlt_op *parse(const char *spec)
-{
-    rlt_diag d = {0};
-    rlt_op *op = NULL;
-    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s", d.message);
-    return op;
-}
 
 static void make_space(const rlt_op *op, int threads, rlt_space *s)
 {
@@ -41,7 +35,7 @@ static int find_knob(const rlt_space *s, const char *name)
 Test(space, every_op_gets_tiling_knobs_by_the_same_rule)
 {
     for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
-        rlt_op *op = parse(SPECS[i]);
+        rlt_op *op = fixture_op(SPECS[i]);
         rlt_space s;
         make_space(op, 1, &s);
         cr_assert_gt(rlt_space_size(&s), 1000, "%s", SPECS[i]);
@@ -56,7 +50,7 @@ Test(space, every_op_gets_tiling_knobs_by_the_same_rule)
         }
         rlt_op_destroy(op);
     }
-    rlt_op *conv = parse(SPECS[3]);
+    rlt_op *conv = fixture_op(SPECS[3]);
     rlt_space s;
     make_space(conv, 2, &s);
     cr_assert_geq(find_knob(&s, "pad.I"), 0, "padded input gets a pad knob");
@@ -68,7 +62,7 @@ Test(space, every_op_gets_tiling_knobs_by_the_same_rule)
 
 Test(space, index_config_and_key_round_trip)
 {
-    rlt_op *op = parse(SPECS[3]);
+    rlt_op *op = fixture_op(SPECS[3]);
     rlt_space s;
     make_space(op, 2, &s);
     rlt_rng rng;
@@ -102,7 +96,7 @@ Test(space, index_config_and_key_round_trip)
 
 Test(space, neighbours_step_one_knob_within_range)
 {
-    rlt_op *op = parse(SPECS[0]);
+    rlt_op *op = fixture_op(SPECS[0]);
     rlt_space s;
     make_space(op, 1, &s);
     rlt_config c = {0}, n;
@@ -118,7 +112,7 @@ Test(space, neighbours_step_one_knob_within_range)
 
 Test(space, the_hand_written_matmul_schedule_is_in_the_space)
 {
-    rlt_op *op = parse(SPECS[0]);
+    rlt_op *op = fixture_op(SPECS[0]);
     rlt_space s;
     make_space(op, 1, &s);
     rlt_config c;
@@ -153,7 +147,7 @@ Test(space, the_hand_written_matmul_schedule_is_in_the_space)
 
 Test(space, redundant_and_illegal_configurations_are_invalid)
 {
-    rlt_op *op = parse("matmul:M=10,N=64,K=64");
+    rlt_op *op = fixture_op("matmul:M=10,N=64,K=64");
     rlt_space s;
     make_space(op, 2, &s);
     rlt_config c = {0};
@@ -190,7 +184,7 @@ Test(space, random_valid_configurations_measure_correct)
         "dense:M=3,N=40,K=24,bias=1,relu=1",
     };
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
-        rlt_op *op = parse(small[i]);
+        rlt_op *op = fixture_op(small[i]);
         rlt_space s;
         make_space(op, 2, &s);
         rlt_rng rng;

@@ -7,13 +7,7 @@
 
 #include "search/tune.h"
 
-static rlt_op *parse(const char *spec)
-{
-    rlt_diag d = {0};
-    rlt_op *op = NULL;
-    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s", d.message);
-    return op;
-}
+#include "../common/fixtures.h"
 
 static void make_space(const rlt_op *op, rlt_space *s)
 {
@@ -34,7 +28,7 @@ static rlt_tuner *make_tuner(const char *name, const rlt_space *s, uint64_t seed
 
 Test(tuner, unknown_tuner_is_refused_with_the_list)
 {
-    rlt_op *op = parse("matmul:M=8,N=8,K=8");
+    rlt_op *op = fixture_op("matmul:M=8,N=8,K=8");
     rlt_space s;
     make_space(op, &s);
     rlt_diag d = {0};
@@ -49,7 +43,7 @@ Test(tuner, unknown_tuner_is_refused_with_the_list)
 /* Every valid configuration of a small space exactly once, then nothing. */
 Test(tuner, random_grid_and_ga_enumerate_a_small_space_exactly)
 {
-    rlt_op *op = parse("matmul:M=3,N=2,K=2");
+    rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
     rlt_space s;
     make_space(op, &s);
     uint64_t size = rlt_space_size(&s);
@@ -89,7 +83,7 @@ Test(tuner, random_grid_and_ga_enumerate_a_small_space_exactly)
 
 Test(tuner, same_seed_same_proposals)
 {
-    rlt_op *op = parse("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
+    rlt_op *op = fixture_op("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
     rlt_space s;
     make_space(op, &s);
     static const char *const names[] = {"random", "ga"};
@@ -141,7 +135,7 @@ static double best_after(const char *name, const rlt_space *s, const rlt_config 
 
 Test(tuner, ga_beats_random_on_a_known_optimum)
 {
-    rlt_op *op = parse("matmul:M=512,N=512,K=512");
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
     make_space(op, &s);
     rlt_config best;
@@ -164,7 +158,7 @@ Test(tuner, ga_beats_random_on_a_known_optimum)
 
 Test(tuner, xgb_beats_random_on_a_known_optimum)
 {
-    rlt_op *op = parse("matmul:M=512,N=512,K=512");
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
     make_space(op, &s);
     rlt_config best;
@@ -189,7 +183,7 @@ Test(tuner, xgb_beats_random_on_a_known_optimum)
 
 Test(tuner, features_have_the_space_length_and_differ_between_configs)
 {
-    rlt_op *op = parse("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
+    rlt_op *op = fixture_op("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
     rlt_space s;
     make_space(op, &s);
     int n = rlt_space_n_features(&s);
@@ -213,7 +207,7 @@ Test(tuner, features_have_the_space_length_and_differ_between_configs)
 
 Test(tuner, tuning_a_tiny_op_end_to_end)
 {
-    rlt_op *op = parse("matmul:M=24,N=32,K=16");
+    rlt_op *op = fixture_op("matmul:M=24,N=32,K=16");
     rlt_tune_opts o = {
         .tuner = "random",
         .n_trials = 12,
