@@ -10,6 +10,7 @@ packages=(
     libcriterion-dev                      # unit tests
     libcjson-dev                          # JSON output and configs
     libopenblas-dev                       # baseline sgemm in benchmarks
+    libdnnl-dev                           # oneDNN baseline in benchmarks (bench_dnnl only)
     libsqlite3-dev                        # tuning records
     libxgboost-dev                        # cost model (XGBoost C API)
 )

@@ -15,6 +15,9 @@
 #include "db/db.h"
 #include "measure/measure.h"
 #include "sched/sched.h"
+#include "search/tune.h"
+
+#include <signal.h>
 
 /* Exit codes, documented in docs/cli.md and `rltune --help`. */
 enum {
@@ -49,6 +52,7 @@ extern const rlt_cli_cmd rlt_cli_cmd_best;
 extern const rlt_cli_cmd rlt_cli_cmd_history;
 extern const rlt_cli_cmd rlt_cli_cmd_records;
 extern const rlt_cli_cmd rlt_cli_cmd_export;
+extern const rlt_cli_cmd rlt_cli_cmd_dataset;
 
 /* Prints "rltune: error: MESSAGE" and a newline to stderr. */
 void rlt_cli_error(const char *fmt, ...) RLT_PRINTF(1, 2);
@@ -111,5 +115,46 @@ int rlt_cli_target_get(const rlt_cli_args *args, rlt_str *out, const char **out_
  * Returns RLT_CLI_EXIT_OK with *out filled, or prints why not and returns
  * 1 (no such record: the message says how to make one), 2 or 3. */
 int rlt_cli_best_find(const rlt_cli_args *args, const rlt_op *op, rlt_record *out, const char **out_db_path);
+
+/* The best record (rlt_cli_best_find) as an input: in->op must be loaded;
+ * the record's schedule is parsed into in->sched (owned by `in`) and applied
+ * to in->nest, in->sched_source stays NULL. *out_cc is the compiler its
+ * configuration chose ("clang"), or NULL for the base compiler (--cc).
+ * Prints why not and returns the exit code, like rlt_cli_best_find. */
+int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *out, const char **out_db_path,
+                       const char **out_cc);
+
+/* ---- what tune and dataset share (cmd_tune.c) ---------------------------- */
+
+/* The options about building and measuring, as `tune` takes them. */
+#define RLT_CLI_MEASURE_OPTS                                                                             \
+    {"batch", "N", "configurations built and measured together, 1..256 (default 16)"},                    \
+    {"threads", "N", "threads for parallel loops, 1..256 (default 1); above 1 the space gets a parallel knob"}, \
+    {"cc", "CMD", "base compiler (default $RLTUNE_CC, else gcc); the space may also try clang"},           \
+    {"cflags", "FLAGS", "compiler flags, one argument (default \"" RLT_DEFAULT_CFLAGS "\")"},               \
+    {"repeat", "N", "timed samples per candidate, at least 1 (default 3)"},                               \
+    {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10)"},                \
+    {"timeout", "S", "time limit in seconds for one candidate's run, above 0 (default 10)"}
+
+/* Reads RLT_CLI_MEASURE_OPTS into o->batch_size, n_threads, build and run.
+ * Prints the error and returns the exit code on bad input. */
+int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_tune_opts *o);
+
+/* The progress line redrawn after every batch on a terminal:
+ * "[what] n/N unit, best ... GFLOP/s, ... unit/s, ETA ... s". The context
+ * of rlt_cli_progress_show (an rlt_tune_progress_fn). */
+typedef struct rlt_cli_progress {
+    bool is_tty;      /* false: print nothing */
+    const char *what; /* "tune", "dataset" */
+    const char *unit; /* "trials", "configs" */
+} rlt_cli_progress;
+void rlt_cli_progress_show(const rlt_tune_progress *p, void *ctx);
+
+/* Ctrl-C: the first sets rlt_cli_stop_requested (the run stops after the
+ * batch in flight), a second ends the process. catch installs the handler
+ * for a run, release restores the default. */
+extern volatile sig_atomic_t rlt_cli_stop_requested;
+void rlt_cli_interrupt_catch(void);
+void rlt_cli_interrupt_release(void);
 
 #endif /* RLT_CLI_H */

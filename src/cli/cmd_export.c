@@ -25,18 +25,6 @@ static const rlt_cli_opt export_opts[] = {
     {"name", "NAME", "the library's name, [a-z_][a-z0-9_]* (default rltune_<op>_<sizes>)"},
 };
 
-/* The compiler a configuration key chose ("cc=clang" among its knobs), or
- * NULL when it keeps the base compiler. */
-static const char *config_cc(const char *config)
-{
-    for (const char *p = config; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
-        if (strncmp(p, "cc=", 3) != 0) continue;
-        if (strncmp(p + 3, "clang", 5) == 0 && (p[8] == ';' || p[8] == '\0')) return "clang";
-        return NULL;
-    }
-    return NULL;
-}
-
 static int run_export(const rlt_cli_args *args)
 {
     int rc = RLT_CLI_EXIT_USAGE;
@@ -90,17 +78,10 @@ static int run_export(const rlt_cli_args *args)
             rc = RLT_CLI_EXIT_INTERNAL;
             goto cleanup;
         }
-        if ((rc = rlt_cli_best_find(args, op, r, &db_path)) != RLT_CLI_EXIT_OK) goto cleanup;
+        const char *cc = NULL;
+        if ((rc = rlt_cli_best_input(args, &in, r, &db_path, &cc)) != RLT_CLI_EXIT_OK) goto cleanup;
         rc = RLT_CLI_EXIT_USAGE;
-        char source[128];
-        snprintf(source, sizeof source, "record %" PRId64 "'s schedule", r->id);
-        if ((st = rlt_sched_parse(r->schedule, source, &in.sched, &d)) != RLT_STATUS_OK) {
-            rlt_cli_error("--db: %s: %s", db_path, d.message);
-            rc = rlt_cli_exit_for(st);
-            goto cleanup;
-        }
         sched = in.sched;
-        const char *cc = config_cc(r->config);
         if (cc) o.build.cc = cc;
         if (r->n_threads > 0) o.n_threads = r->n_threads;
         rlt_str_printf(&origin, "record %" PRId64 " of %s: %.2f GFLOP/s, %.4f ms, tuner %s\ntarget %s\nconfig %s",

@@ -28,6 +28,9 @@ static const rlt_cli_opt measure_opts[] = {
     {"min-repeat-ms", "X", "shortest sample in milliseconds when --number is 0, above 0 (default 20)"},
     {"timeout", "S", "time limit in seconds for the whole kernel run, above 0 (default 10)"},
     {"no-pin", NULL, "do not pin the measuring process to one CPU"},
+    {"best", NULL, "measure the op's best recorded kernel ('rltune best') with its compiler, not a --schedule"},
+    {"db", "FILE", "with --best: the records database (default rltune.db in the working directory)"},
+    {"all-targets", NULL, "with --best: search the records of every target, not only this machine's"},
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 
@@ -38,6 +41,8 @@ typedef struct report {
     const rlt_target *target;
     const char *compiler;
     char *sched_text; /* owned; NULL with the default schedule */
+    const rlt_record *record; /* with --best: the record measured (borrowed), else NULL */
+    const char *db_path;      /* with --best: its database */
     int n_threads;
     uint64_t seed;
 } report;
@@ -81,6 +86,16 @@ static char *format_json(const report *rep)
         is_ok &= cJSON_AddStringToObject(o, "schedule_file", rep->in->sched_source) != NULL;
     else
         is_ok &= cJSON_AddNullToObject(o, "schedule_file") != NULL;
+    if (rep->record) {
+        cJSON *rec = cJSON_AddObjectToObject(o, "record");
+        if (!rec) goto cleanup;
+        is_ok &= cJSON_AddNumberToObject(rec, "id", (double)rep->record->id) != NULL;
+        is_ok &= cJSON_AddStringToObject(rec, "db", rep->db_path) != NULL;
+        is_ok &= cJSON_AddStringToObject(rec, "config", rep->record->config) != NULL;
+        is_ok &= cJSON_AddNumberToObject(rec, "gflops", rep->record->gflops) != NULL;
+    } else {
+        is_ok &= cJSON_AddNullToObject(o, "record") != NULL;
+    }
     is_ok &= cJSON_AddNumberToObject(o, "threads", rep->n_threads) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "seed", (double)rep->seed) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "number", r->number) != NULL;
@@ -107,7 +122,11 @@ static void print_text(const report *rep)
 {
     const rlt_run_result *r = rep->r;
     printf("op:        %s\n", rep->in->op->spec);
-    printf("schedule:  %s\n", rep->in->sched_source ? rep->in->sched_source : "(default schedule)");
+    if (rep->record)
+        printf("schedule:  record %" PRId64 " of %s (%.2f GFLOP/s when tuned)\n", rep->record->id, rep->db_path,
+               rep->record->gflops);
+    else
+        printf("schedule:  %s\n", rep->in->sched_source ? rep->in->sched_source : "(default schedule)");
     printf("status:    %s\n", rlt_status_str(r->status));
     printf("correct:   %s", r->is_correct ? "yes" : "no");
     if (r->status == RLT_STATUS_OK || r->status == RLT_STATUS_WRONG_ANSWER)
@@ -166,18 +185,36 @@ static int run_measure(const rlt_cli_args *args)
     char *json = NULL;
     rlt_run_opts ropts;
     uint64_t seed = 0;
+    rlt_record *record = NULL;
+    const char *db_path = NULL, *record_cc = NULL;
+    bool is_best = rlt_cli_args_has(args, "best");
 
     rlt_status st = read_numbers(args, &ropts, &seed, &d);
     const char *cc = rlt_cli_args_get(args, "cc");
     if (st == RLT_STATUS_OK && cc && cc[strspn(cc, " \t")] == '\0')
         st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "--cc must name a compiler, got an empty value");
-    if (st == RLT_STATUS_OK) st = rlt_cli_input_load(args, &in, &d);
+    if (st == RLT_STATUS_OK && is_best && rlt_cli_args_has(args, "schedule"))
+        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT,
+                      "--best measures the best record's schedule: it cannot be combined with --schedule");
+    if (st == RLT_STATUS_OK && !is_best && (rlt_cli_args_has(args, "db") || rlt_cli_args_has(args, "all-targets")))
+        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "--db and --all-targets choose a record: they need --best");
+    if (st == RLT_STATUS_OK) st = is_best ? rlt_cli_op_load(args, &in.op, &d) : rlt_cli_input_load(args, &in, &d);
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    rlt_build_opts bopts = {.cc = cc, .cflags = rlt_cli_args_get(args, "cflags")};
+    if (is_best) {
+        if (!(record = rlt_calloc(1, sizeof *record))) {
+            rlt_cli_error("out of memory");
+            rc = RLT_CLI_EXIT_INTERNAL;
+            goto cleanup;
+        }
+        if ((rc = rlt_cli_best_input(args, &in, record, &db_path, &record_cc)) != RLT_CLI_EXIT_OK) goto cleanup;
+        /* the record's threads, unless --threads says otherwise */
+        if (!rlt_cli_args_has(args, "threads") && record->n_threads > 0) ropts.n_threads = record->n_threads;
+    }
+    rlt_build_opts bopts = {.cc = record_cc ? record_cc : cc, .cflags = rlt_cli_args_get(args, "cflags")};
 
     st = rlt_workload_create(in.op, &bopts, seed, &w, &d);
     if (st != RLT_STATUS_OK) {
@@ -207,6 +244,8 @@ static int run_measure(const rlt_cli_args *args)
         .sched_text = in.sched ? sched_text.data : NULL,
         .n_threads = ropts.n_threads,
         .seed = seed,
+        .record = record,
+        .db_path = db_path,
     };
     if (compiler.has_failed || sched_text.has_failed) {
         rlt_cli_error("out of memory formatting the result");
@@ -227,6 +266,7 @@ static int run_measure(const rlt_cli_args *args)
     rc = r.status == RLT_STATUS_OK ? RLT_CLI_EXIT_OK : RLT_CLI_EXIT_KERNEL_FAILED;
 
 cleanup:
+    rlt_free(record);
     cJSON_free(json);
     rlt_str_free(&sched_text);
     rlt_str_free(&compiler);
@@ -238,16 +278,19 @@ cleanup:
 const rlt_cli_cmd rlt_cli_cmd_measure = {
     .name = "measure",
     .brief = "build, run, verify and time an op's kernel under a schedule",
-    .synopsis = "(--op SPEC | --expr EXPR --shape SHAPE) [--schedule FILE] [options]",
+    .synopsis = "(--op SPEC | --expr EXPR --shape SHAPE) [--schedule FILE | --best [--db FILE]] [options]",
     .summary = "Builds the kernel of an op under a schedule (the default schedule when none), runs it\n"
-               "in a child process, checks it against the op's reference and times it.",
+               "in a child process, checks it against the op's reference and times it. With --best,\n"
+               "the schedule and compiler of the op's best record on this target ('rltune best', with\n"
+               "the same --threads, --cc and --cflags): tuning times each candidate briefly, this\n"
+               "measures the winner again, as carefully as asked.",
     .details = "Exit status: 0 the kernel is correct and timed; 1 it was measured but failed\n"
                "(BUILD_ERROR, BUILD_TIMEOUT, RUN_ERROR, RUN_TIMEOUT or WRONG_ANSWER; the result is\n"
                "still printed); 2 bad input; 3 environment or internal error.\n"
                "With --json, stdout holds exactly one JSON object: op, status, correct,\n"
-               "time_ms {min, median}, gflops, schedule, schedule_file, threads, seed, number,\n"
-               "n_samples, max_error, message, flops, target {cpu, cores, vector_floats, fma},\n"
-               "compiler, build_s (docs/cli.md).",
+               "time_ms {min, median}, gflops, schedule, schedule_file, record {id, db, config,\n"
+               "gflops} (null without --best), threads, seed, number, n_samples, max_error, message,\n"
+               "flops, target {cpu, cores, vector_floats, fma}, compiler, build_s (docs/cli.md).",
     .n_opts = (int)RLT_ARRAY_LEN(measure_opts),
     .opts = measure_opts,
     .run = run_measure,

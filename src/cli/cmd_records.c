@@ -113,6 +113,37 @@ cleanup:
     return rc;
 }
 
+/* The compiler a configuration key chose ("cc=clang" among its knobs), or
+ * NULL when it keeps the base compiler. */
+static const char *config_cc(const char *config)
+{
+    for (const char *p = config; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
+        if (strncmp(p, "cc=", 3) != 0) continue;
+        if (strncmp(p + 3, "clang", 5) == 0 && (p[8] == ';' || p[8] == '\0')) return "clang";
+        return NULL;
+    }
+    return NULL;
+}
+
+int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *out, const char **out_db_path,
+                       const char **out_cc)
+{
+    RLT_ASSERT(in->op && !in->sched);
+    int rc = rlt_cli_best_find(args, in->op, out, out_db_path);
+    if (rc != RLT_CLI_EXIT_OK) return rc;
+    rlt_diag d = {0};
+    char source[128];
+    snprintf(source, sizeof source, "record %" PRId64 "'s schedule", out->id);
+    rlt_status st = rlt_sched_parse(out->schedule, source, &in->sched, &d);
+    if (st == RLT_STATUS_OK) st = rlt_sched_apply(in->sched, in->op, &in->nest, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_error("--db: %s: %s", *out_db_path, d.message);
+        return rlt_cli_exit_for(st);
+    }
+    *out_cc = config_cc(out->config);
+    return RLT_CLI_EXIT_OK;
+}
+
 /* "2025-11-21 14:13:50 +0100": a record's created_s in local time. */
 static void format_when(double created_s, char *buf, size_t cap)
 {

@@ -3,12 +3,20 @@
  * (rlt_tune), storing every measurement in the records database, and prints
  * the best configuration found (or one JSON object with --json).
  *
+ * With --measure replay:FILE the measurements are answered from a dataset
+ * (search/dataset.h) instead: nothing is compiled or run, no records are
+ * written, and the tuners search only the dataset's configurations.
+ *
  * On a terminal a progress line is redrawn after every batch; when stdout
  * is not a terminal nothing of it is printed. The first Ctrl-C asks the run
  * to stop after the batch in flight (everything measured is already stored
  * when it returns); a second one ends the process at once.
+ *
+ * Also what `rltune dataset` shares with it (cli.h): the measuring options
+ * (rlt_cli_measure_opts_get), the progress line and the Ctrl-C handling.
  */
 #include "cli/cli.h"
+#include "search/dataset.h"
 #include "search/tune.h"
 
 #include <cjson/cJSON.h>
@@ -25,40 +33,71 @@ static const rlt_cli_opt tune_opts[] = {
     {"trials", "N", "configurations to evaluate, at least 1 (default 200)"},
     {"seed", "S", "seed of the tuner, a whole number >= 0 (default 0)"},
     {"early-stopping", "N", "stop after N trials without a better configuration (default: never)"},
-    {"batch", "N", "configurations built and measured together, 1..256 (default 16)"},
-    {"threads", "N", "threads for parallel loops, 1..256 (default 1); above 1 the space gets a parallel knob"},
-    {"db", "FILE", "records database (default rltune.db in the working directory)"},
-    {"cc", "CMD", "base compiler (default $RLTUNE_CC, else gcc); the space may also try clang"},
-    {"cflags", "FLAGS", "compiler flags, one argument (default \"" RLT_DEFAULT_CFLAGS "\")"},
-    {"repeat", "N", "timed samples per candidate, at least 1 (default 3)"},
-    {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10)"},
-    {"timeout", "S", "time limit in seconds for one candidate's run, above 0 (default 10)"},
+    {"measure", "MODE", "live (default: build, run and time here) or replay:FILE (answer from a dataset)"},
+    {"db", "FILE", "records database (default rltune.db in the working directory; none with a replay)"},
+    {"transfer", "FILE", "warm-start xgb / xgb-rank from the records of other workloads of the op's kind "
+                         "in FILE (may be the --db)"},
+    RLT_CLI_MEASURE_OPTS,
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 
-static volatile sig_atomic_t stop_requested;
+/* ---- shared with `rltune dataset` (cli.h) -------------------------------- */
+
+volatile sig_atomic_t rlt_cli_stop_requested;
 
 static void on_interrupt(int sig)
 {
     (void)sig;
-    stop_requested = 1;
+    rlt_cli_stop_requested = 1;
 }
 
-typedef struct progress_ctx {
-    bool is_tty;
-} progress_ctx;
-
-static void show_progress(const rlt_tune_progress *p, void *ctx)
+void rlt_cli_interrupt_catch(void)
 {
-    const progress_ctx *pc = ctx;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+void rlt_cli_interrupt_release(void) { signal(SIGINT, SIG_DFL); }
+
+void rlt_cli_progress_show(const rlt_tune_progress *p, void *ctx)
+{
+    const rlt_cli_progress *pc = ctx;
     if (!pc->is_tty) return;
     double eta = p->measurements_per_s > 0 ? (p->n_total - p->n_done) / p->measurements_per_s : 0;
-    printf("\r\033[K[tune] %d/%d trials, best %.2f GFLOP/s, %.2f trials/s, ETA %.0f s%s", p->n_done, p->n_total,
-           p->best_gflops, p->measurements_per_s, eta, stop_requested ? " (stopping)" : "");
+    printf("\r\033[K[%s] %d/%d %s, best %.2f GFLOP/s, %.2f %s/s, ETA %.0f s%s", pc->what, p->n_done, p->n_total,
+           pc->unit, p->best_gflops, p->measurements_per_s, pc->unit, eta,
+           rlt_cli_stop_requested ? " (stopping)" : "");
     fflush(stdout);
 }
 
-static char *format_json(const rlt_op *op, const char *tuner, const char *db_path, const rlt_tune_result *r)
+int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_tune_opts *o)
+{
+    rlt_diag d = {0};
+    int64_t batch, threads, repeat;
+    double min_repeat_ms, timeout_s;
+    rlt_status st;
+    if ((st = rlt_cli_args_int(args, "batch", 16, 1, 256, &batch, &d)) ||
+        (st = rlt_cli_args_int(args, "threads", 1, 1, 256, &threads, &d)) ||
+        (st = rlt_cli_args_int(args, "repeat", 3, 1, 1000, &repeat, &d)) ||
+        (st = rlt_cli_args_double(args, "min-repeat-ms", 10, 0, true, 1e6, &min_repeat_ms, &d)) ||
+        (st = rlt_cli_args_double(args, "timeout", 10, 0, true, 1e6, &timeout_s, &d))) {
+        rlt_cli_error("%s", d.message);
+        return RLT_CLI_EXIT_USAGE;
+    }
+    o->batch_size = (int)batch;
+    o->n_threads = (int)threads;
+    o->build = (rlt_build_opts){.cc = rlt_cli_args_get(args, "cc"), .cflags = rlt_cli_args_get(args, "cflags")};
+    o->run = (rlt_run_opts){.repeat = (int)repeat, .min_repeat_ms = min_repeat_ms, .timeout_s = timeout_s};
+    return RLT_CLI_EXIT_OK;
+}
+
+/* ---- tune ------------------------------------------------------------------ */
+
+static char *format_json(const rlt_op *op, const char *tuner, const char *db_path, const char *replay_path,
+                         const rlt_tune_result *r)
 {
     char *text = NULL;
     bool is_ok = true;
@@ -70,6 +109,15 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
     is_ok &= cJSON_AddNumberToObject(o, "measured", r->n_measured) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "from_records", r->n_from_db) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "failed", r->n_failed) != NULL;
+    is_ok &= cJSON_AddStringToObject(o, "measure", replay_path ? "replay" : "live") != NULL;
+    if (replay_path)
+        is_ok &= cJSON_AddStringToObject(o, "dataset", replay_path) != NULL;
+    else
+        is_ok &= cJSON_AddNullToObject(o, "dataset") != NULL;
+    is_ok &= cJSON_AddNumberToObject(o, "replayed", r->n_replayed) != NULL;
+    is_ok &= cJSON_AddNumberToObject(o, "n_absent", r->n_absent) != NULL;
+    is_ok &= cJSON_AddNumberToObject(o, "transfer_rows", r->n_transfer_rows) != NULL;
+    is_ok &= cJSON_AddNumberToObject(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
     cJSON *best = cJSON_AddObjectToObject(o, "best");
     if (!best) goto cleanup;
     is_ok &= cJSON_AddNumberToObject(best, "gflops", r->best_gflops) != NULL;
@@ -90,7 +138,10 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
     }
     is_ok &= cJSON_AddNumberToObject(o, "wall_s", r->wall_s) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "measurements_per_s", r->measurements_per_s) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "db", db_path) != NULL;
+    if (db_path)
+        is_ok &= cJSON_AddStringToObject(o, "db", db_path) != NULL;
+    else
+        is_ok &= cJSON_AddNullToObject(o, "db") != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "interrupted", r->was_stopped) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "stopped_early", r->was_stopped_early) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "space_exhausted", r->was_exhausted) != NULL;
@@ -100,28 +151,82 @@ cleanup:
     return text;
 }
 
+/* The --measure argument: NULL for live, else the dataset of replay:FILE.
+ * Prints the error and returns the exit code on bad input. */
+static int measure_mode_get(const rlt_cli_args *args, const char **out_replay_path)
+{
+    const char *mode = rlt_cli_args_get(args, "measure");
+    *out_replay_path = NULL;
+    if (!mode || strcmp(mode, "live") == 0) return RLT_CLI_EXIT_OK;
+    if (strncmp(mode, "replay:", 7) != 0 || mode[7] == '\0') {
+        rlt_cli_error("--measure: unknown mode '%.200s': expected live or replay:FILE (a dataset made by "
+                      "'rltune dataset')",
+                      mode);
+        return RLT_CLI_EXIT_USAGE;
+    }
+    /* nothing is run in a replay: options about running would be ignored */
+    static const char *const live_only[] = {"db", "repeat", "min-repeat-ms", "timeout"};
+    for (size_t i = 0; i < RLT_ARRAY_LEN(live_only); i++)
+        if (rlt_cli_args_has(args, live_only[i])) {
+            rlt_cli_error("--%s cannot be combined with --measure replay: a replay %s", live_only[i],
+                          i == 0 ? "stores no records" : "runs nothing");
+            return RLT_CLI_EXIT_USAGE;
+        }
+    *out_replay_path = mode + 7;
+    return RLT_CLI_EXIT_OK;
+}
+
+/* Opens --db for a live run; a dataset is refused (it holds only its own
+ * measurements: replay it instead). */
+static int db_open_for_tune(const char *db_path, rlt_db **out)
+{
+    rlt_diag d = {0};
+    rlt_str value;
+    rlt_str_init(&value);
+    bool is_dataset = false;
+    int rc = RLT_CLI_EXIT_OK;
+    rlt_status st = rlt_db_open(db_path, &(rlt_db_opts){0}, out, &d);
+    if (st == RLT_STATUS_OK) st = rlt_db_meta_get(*out, RLT_DATASET_META_KEY, &value, &is_dataset, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_error("--db: %s", d.message);
+        rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
+    } else if (is_dataset) {
+        rlt_cli_error("--db: '%s' is a dataset (made by 'rltune dataset'), which holds only its own measurements: "
+                      "replay it with --measure replay:%s, or tune into another database",
+                      db_path, db_path);
+        rc = RLT_CLI_EXIT_USAGE;
+    }
+    if (rc != RLT_CLI_EXIT_OK) {
+        rlt_db_close(*out);
+        *out = NULL;
+    }
+    rlt_str_free(&value);
+    return rc;
+}
+
 static int run_tune(const rlt_cli_args *args)
 {
     int rc = RLT_CLI_EXIT_USAGE;
     rlt_diag d = {0};
     rlt_op *op = NULL;
-    rlt_db *db = NULL;
+    rlt_db *db = NULL, *transfer_db = NULL;
+    rlt_replay *replay = NULL;
     rlt_tune_result r = {0};
+    rlt_str target;
+    rlt_str_init(&target);
     char *json = NULL;
-    int64_t trials, seed, early, batch, threads, repeat;
-    double min_repeat_ms, timeout_s;
+    int64_t trials, seed, early;
+    const char *replay_path = NULL, *db_path = NULL;
+    rlt_tune_opts o = {0};
     rlt_status st;
     if ((st = rlt_cli_args_int(args, "trials", 200, 1, 1000000, &trials, &d)) ||
         (st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d)) ||
-        (st = rlt_cli_args_int(args, "early-stopping", 0, 1, 1000000, &early, &d)) ||
-        (st = rlt_cli_args_int(args, "batch", 16, 1, 256, &batch, &d)) ||
-        (st = rlt_cli_args_int(args, "threads", 1, 1, 256, &threads, &d)) ||
-        (st = rlt_cli_args_int(args, "repeat", 3, 1, 1000, &repeat, &d)) ||
-        (st = rlt_cli_args_double(args, "min-repeat-ms", 10, 0, true, 1e6, &min_repeat_ms, &d)) ||
-        (st = rlt_cli_args_double(args, "timeout", 10, 0, true, 1e6, &timeout_s, &d))) {
+        (st = rlt_cli_args_int(args, "early-stopping", 0, 1, 1000000, &early, &d))) {
         rlt_cli_error("%s", d.message);
         goto cleanup;
     }
+    if ((rc = rlt_cli_measure_opts_get(args, &o)) != RLT_CLI_EXIT_OK) goto cleanup;
+    rc = RLT_CLI_EXIT_USAGE;
     if (!rlt_cli_args_has(args, "early-stopping")) early = 0;
     const char *tuner = rlt_cli_args_get(args, "tuner");
     if (!tuner) tuner = "xgb-rank";
@@ -135,49 +240,73 @@ static int run_tune(const rlt_cli_args *args)
         rlt_str_free(&known);
         goto cleanup;
     }
+    if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;
+    rc = RLT_CLI_EXIT_USAGE;
     if ((st = rlt_cli_op_load(args, &op, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    const char *db_path = rlt_cli_args_get(args, "db");
-    if (!db_path) db_path = "rltune.db";
-    if ((st = rlt_db_open(db_path, &(rlt_db_opts){0}, &db, &d)) != RLT_STATUS_OK) {
-        rlt_cli_error("--db: %s", d.message);
-        rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
-        goto cleanup;
+    if (replay_path) {
+        rlt_tune_target_key(&o.build, o.n_threads, &target);
+        if (target.has_failed) {
+            rlt_cli_error("out of memory computing the target key");
+            rc = RLT_CLI_EXIT_INTERNAL;
+            goto cleanup;
+        }
+        if ((st = rlt_replay_open(replay_path, op, target.data, &replay, &d)) != RLT_STATUS_OK) {
+            /* the dataset is the user's argument, as a --db file is */
+            rlt_cli_error("--measure: %s", d.message);
+            rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
+            goto cleanup;
+        }
+    } else {
+        db_path = rlt_cli_args_get(args, "db");
+        if (!db_path) db_path = "rltune.db";
+        if ((rc = db_open_for_tune(db_path, &db)) != RLT_CLI_EXIT_OK) goto cleanup;
+        rc = RLT_CLI_EXIT_USAGE;
     }
-    progress_ctx pc = {.is_tty = isatty(STDOUT_FILENO) && !rlt_cli_args_has(args, "json")};
-    rlt_tune_opts o = {
-        .tuner = tuner,
-        .n_trials = (int)trials,
-        .batch_size = (int)batch,
-        .early_stopping = (int)early,
-        .seed = (uint64_t)seed,
-        .n_threads = (int)threads,
-        .build = {.cc = rlt_cli_args_get(args, "cc"), .cflags = rlt_cli_args_get(args, "cflags")},
-        .run = {.repeat = (int)repeat, .min_repeat_ms = min_repeat_ms, .timeout_s = timeout_s},
-        .db = db,
-        .stop = &stop_requested,
-        .progress = show_progress,
-        .progress_ctx = &pc,
-    };
-    struct sigaction sa = {0};
-    sa.sa_handler = on_interrupt;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    const char *transfer_path = rlt_cli_args_get(args, "transfer");
+    if (transfer_path) {
+        if (strncmp(tuner, "xgb", 3) != 0) {
+            rlt_cli_error("--transfer warm-starts a cost model: it needs --tuner xgb or xgb-rank, not %s", tuner);
+            goto cleanup;
+        }
+        rlt_status ts = rlt_db_open(transfer_path, &(rlt_db_opts){.is_read_only = true}, &transfer_db, &d);
+        if (ts != RLT_STATUS_OK) {
+            rlt_cli_error("--transfer: %s", d.message);
+            rc = ts == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
+            goto cleanup;
+        }
+    }
+    rlt_cli_progress pc = {.is_tty = isatty(STDOUT_FILENO) && !rlt_cli_args_has(args, "json"),
+                           .what = "tune",
+                           .unit = "trials"};
+    o.tuner = tuner;
+    o.n_trials = (int)trials;
+    o.early_stopping = (int)early;
+    o.seed = (uint64_t)seed;
+    o.db = db;
+    o.replay = replay;
+    o.transfer_db = transfer_db;
+    o.stop = &rlt_cli_stop_requested;
+    o.progress = rlt_cli_progress_show;
+    o.progress_ctx = &pc;
+    rlt_cli_interrupt_catch();
     st = rlt_tune(op, &o, &r, &d);
-    signal(SIGINT, SIG_DFL);
+    rlt_cli_interrupt_release();
     if (pc.is_tty) printf("\n");
     if (st != RLT_STATUS_OK) {
-        rlt_cli_error("tuning stopped (%s): %s (%d trials stored in %s)", rlt_status_str(st), d.message,
-                      r.n_measured, db_path);
+        if (replay)
+            rlt_cli_error("tuning stopped (%s): %s", rlt_status_str(st), d.message);
+        else
+            rlt_cli_error("tuning stopped (%s): %s (%d trials stored in %s)", rlt_status_str(st), d.message,
+                          r.n_measured, db_path);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "json")) {
-        json = format_json(op, tuner, db_path, &r);
+        json = format_json(op, tuner, db_path, replay_path, &r);
         if (!json) {
             rlt_cli_error("out of memory formatting the result");
             rc = RLT_CLI_EXIT_INTERNAL;
@@ -185,12 +314,23 @@ static int run_tune(const rlt_cli_args *args)
         }
         printf("%s\n", json);
     } else {
+        const char *ending = r.was_stopped ? ", interrupted" : r.was_stopped_early ? ", stopped early" :
+                             r.was_exhausted ? ", space exhausted" : "";
         printf("op:        %s\n", op->spec);
         printf("tuner:     %s, seed %llu\n", tuner, (unsigned long long)seed);
-        printf("trials:    %d (%d measured, %d read back from %s, %d failed)%s\n", r.n_trials, r.n_measured,
-               r.n_from_db, db_path, r.n_failed,
-               r.was_stopped ? ", interrupted" : r.was_stopped_early ? ", stopped early" :
-               r.was_exhausted ? ", space exhausted" : "");
+        if (replay) {
+            const rlt_dataset_info *info = rlt_replay_info(replay);
+            printf("measure:   replay of %s (%s: %d configurations)\n", replay_path,
+                   info->is_complete ? "complete" : "sampled", info->n_configs);
+            printf("trials:    %d (%d answered by the dataset, %d absent from it, %d failed)%s\n", r.n_trials,
+                   r.n_replayed, r.n_absent, r.n_failed, ending);
+        } else {
+            printf("trials:    %d (%d measured, %d read back from %s, %d failed)%s\n", r.n_trials, r.n_measured,
+                   r.n_from_db, db_path, r.n_failed, ending);
+        }
+        if (transfer_path)
+            printf("transfer:  %d rows from %d other workload%s in %s\n", r.n_transfer_rows, r.n_transfer_workloads,
+                   r.n_transfer_workloads == 1 ? "" : "s", transfer_path);
         printf("wall time: %.1f s (%.2f trials/s)\n", r.wall_s, r.measurements_per_s);
         if (r.best_gflops > 0) {
             printf("best:      %.2f GFLOP/s, %.4f ms (compiler %s)\n", r.best_gflops, r.best_time_ms, r.best_cc);
@@ -204,8 +344,11 @@ static int run_tune(const rlt_cli_args *args)
 cleanup:
     cJSON_free(json);
     rlt_tune_result_free(&r);
+    rlt_replay_close(replay);
+    rlt_db_close(transfer_db);
     rlt_db_close(db);
     rlt_op_destroy(op);
+    rlt_str_free(&target);
     return rc;
 }
 
@@ -216,13 +359,22 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
     .summary = "Searches the op's space (multi-level tiling, vectorisation, unrolling, packing, ...) with\n"
                "a tuner: each batch is built in parallel, then run, verified and timed one at a time,\n"
                "and stored in the records database before the tuner sees it. A configuration measured\n"
-               "before for the same op and target is read back, not measured again.",
+               "before for the same op and target is read back, not measured again.\n"
+               "With --measure replay:FILE the measurements come from a dataset ('rltune dataset'):\n"
+               "nothing is compiled or run, no records are written, and the tuner searches only the\n"
+               "dataset's configurations; its op and its --threads, --cc and --cflags must be this\n"
+               "run's (the CPU may differ: a replay answers for the machine that measured it).\n"
+               "With --transfer FILE, xgb and xgb-rank first learn from FILE's records of other\n"
+               "workloads of the same op kind on this target (AutoTVM's transfer learning), so even\n"
+               "the first batch comes from the model instead of at random.",
     .details = "Ctrl-C stops after the batch in flight, with everything measured stored; a second\n"
                "Ctrl-C ends at once (committed batches are kept).\n"
                "With --json, stdout holds exactly one JSON object: op, tuner, trials, measured,\n"
                "from_records, failed, best {gflops, time_ms, config, schedule, cc}, curve (best\n"
-               "GFLOP/s after each trial), wall_s, measurements_per_s, db, interrupted,\n"
-               "stopped_early, space_exhausted.",
+               "GFLOP/s after each trial), wall_s, measurements_per_s, db (null in a replay),\n"
+               "interrupted, stopped_early, space_exhausted, measure (live or replay), dataset (its\n"
+               "file, or null), replayed (trials answered by it), n_absent (trials it lacks),\n"
+               "transfer_rows and transfer_workloads (the --transfer warm start; 0 without).",
     .n_opts = (int)RLT_ARRAY_LEN(tune_opts),
     .opts = tune_opts,
     .run = run_tune,

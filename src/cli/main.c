@@ -1,7 +1,8 @@
 /*
  * main.c - the rltune command's entry point: finds the sub-command (ops,
- * show, measure, help), answers --help and --version, parses the command's
- * options with the shared parser (args.c) and runs it.
+ * show, measure, tune, dataset, best, history, records, export, help),
+ * answers --help and --version, parses the command's options with the
+ * shared parser (args.c) and runs it.
  *
  * Nothing here installs signal handlers or starts threads: the runner puts
  * its children in their own process groups and has them die with the parent,
@@ -12,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const rlt_cli_cmd *const commands[] = {&rlt_cli_cmd_ops, &rlt_cli_cmd_show, &rlt_cli_cmd_measure,
-                                              &rlt_cli_cmd_tune, &rlt_cli_cmd_best, &rlt_cli_cmd_history,
-                                              &rlt_cli_cmd_records, &rlt_cli_cmd_export};
+static const rlt_cli_cmd *const commands[] = {&rlt_cli_cmd_ops,     &rlt_cli_cmd_show,    &rlt_cli_cmd_measure,
+                                              &rlt_cli_cmd_tune,    &rlt_cli_cmd_dataset, &rlt_cli_cmd_best,
+                                              &rlt_cli_cmd_history, &rlt_cli_cmd_records, &rlt_cli_cmd_export};
 
 static const char exit_status_text[] =
     "exit status:\n"

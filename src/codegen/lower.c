@@ -975,11 +975,15 @@ static void emit_loop(gen *g, const plan *p, int idx, int indent)
         out(g, indent, "}\n");
         return;
     case RLT_LOOP_UNROLL:
-        /* The tail copy of a versioned tile runs rarely: a loop keeps the
-         * code (and compile time) small. Not inside an accumulator declared
-         * outside that copy, though: indexing it with a variable anywhere
-         * would keep the compiler from holding it in registers everywhere. */
-        if (g->slow_depth > 0 && (g->acc_depth < 0 || pos < g->acc_depth || g->is_acc_in_slow)) {
+        /* Zeroing the output and a separate epilogue are a small part of the
+         * work and use no accumulator: loops keep their code (and compile
+         * time) small, and the compiler unrolls what pays. So does the tail
+         * copy of a versioned tile, which runs rarely; not inside an
+         * accumulator declared outside that copy, though: indexing it with a
+         * variable anywhere would keep the compiler from holding it in
+         * registers everywhere. */
+        if (p->kind == BODY_OUT_ZERO || p->kind == BODY_EPILOGUE ||
+            (g->slow_depth > 0 && (g->acc_depth < 0 || pos < g->acc_depth || g->is_acc_in_slow))) {
             out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name, ext, name);
             emit_inside(g, p, idx, indent + 1);
             out(g, indent, "}\n");

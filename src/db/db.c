@@ -894,6 +894,74 @@ rlt_status rlt_db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *
     return status;
 }
 
+/* ---- rltune_meta values of other modules ---------------------------------- */
+
+static bool is_own_meta_key(const char *key)
+{
+    return strcmp(key, "app") == 0 || strcmp(key, "schema_version") == 0;
+}
+
+rlt_status rlt_db_meta_get(rlt_db *db, const char *key, rlt_str *out, bool *out_found, rlt_diag *diag)
+{
+    RLT_ASSERT(db && key && out && out_found);
+    const char *doing = "reading its rltune_meta table";
+    sqlite3_stmt *st = NULL;
+    rlt_status status = RLT_STATUS_OK;
+    *out_found = false;
+    int rc = sqlite3_prepare_v2(db->conn, "SELECT value FROM rltune_meta WHERE key = ?1", -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        status = db_fail(db, rc, doing, diag);
+        goto cleanup;
+    }
+    bind_text(st, 1, key);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(st, 0);
+        if (!v && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+            status = db_fail(db, SQLITE_NOMEM, doing, diag);
+            goto cleanup;
+        }
+        rlt_str_appendn(out, v ? (const char *)v : "", v ? (size_t)sqlite3_column_bytes(st, 0) : 0);
+        if (out->has_failed) {
+            status = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading '%s' of '%s'", key, db->path);
+            goto cleanup;
+        }
+        *out_found = true;
+    } else if (rc != SQLITE_DONE) {
+        status = db_fail(db, rc, doing, diag);
+    }
+cleanup:
+    sqlite3_finalize(st);
+    return status;
+}
+
+rlt_status rlt_db_meta_set(rlt_db *db, const char *key, const char *value, rlt_diag *diag)
+{
+    RLT_ASSERT(db && key && value);
+    const char *doing = "writing its rltune_meta table";
+    if (db->is_read_only) return refuse_read_only(db, "write a meta value", diag);
+    if (is_own_meta_key(key) || !key[0])
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "meta key '%s' of '%s' is not free for other modules (app and schema_version are the "
+                        "database's own)",
+                        key, db->path);
+    sqlite3_stmt *st = NULL;
+    rlt_status status = tx_begin(db, doing, diag);
+    if (status != RLT_STATUS_OK) return status;
+    int rc = sqlite3_prepare_v2(db->conn, "INSERT OR REPLACE INTO rltune_meta(key, value) VALUES (?1, ?2)", -1, &st,
+                                NULL);
+    if (rc == SQLITE_OK) {
+        bind_text(st, 1, key);
+        bind_text(st, 2, value);
+        rc = sqlite3_step(st);
+    }
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) status = db_fail(db, rc, doing, diag);
+    sqlite3_finalize(st);
+    if (status == RLT_STATUS_OK) status = tx_commit(db, doing, diag);
+    if (status != RLT_STATUS_OK) tx_rollback(db);
+    return status;
+}
+
 /* ---- JSON lines, format v1 ------------------------------------------------ */
 
 /* The shortest of %.15g, %.16g, %.17g that reads back as exactly `v`
@@ -1009,14 +1077,15 @@ static rlt_status read_line(FILE *in, rlt_str *line, const char *source, long li
         if (n == sizeof chunk) {
             rlt_str_appendn(line, chunk, n);
             n = 0;
-            if (line->len > JSONL_LINE_MAX_BYTES)
-                return rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
-                                "%s:%ld: line longer than %d bytes: not a record of format v1", source, line_no,
-                                JSONL_LINE_MAX_BYTES);
+            if (line->len > JSONL_LINE_MAX_BYTES) break;
         }
     }
     if (ferror(in)) return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot read '%s': %s", source, strerror(errno));
     rlt_str_appendn(line, chunk, n);
+    /* checked after the last piece too: a line just over the limit ends in a partial chunk */
+    if (line->len > JSONL_LINE_MAX_BYTES)
+        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: line longer than %d bytes: not a record of format v1",
+                        source, line_no, JSONL_LINE_MAX_BYTES);
     if (line->has_failed)
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "%s:%ld: out of memory reading the line", source, line_no);
     if (has_nul) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: the line holds a NUL byte", source, line_no);

@@ -116,4 +116,14 @@ rlt_status rlt_db_import_jsonl(rlt_db *db, FILE *in, const char *source, int *ou
  * `rltune history`. */
 rlt_status rlt_db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *diag);
 
+/* A value of the database's rltune_meta table, where other parts of rltune
+ * keep what describes a whole file (the key 'dataset': docs/datasets.md).
+ * Readers that do not know a key ignore it, so new keys need no new schema
+ * version. get: *out_found false when the key is absent (out unchanged),
+ * else the value is appended to `out`. set: inserts or replaces, in one
+ * transaction; the keys 'app' and 'schema_version' are rltune's own and
+ * are refused (INVALID_ARGUMENT), as is a read-only handle. */
+rlt_status rlt_db_meta_get(rlt_db *db, const char *key, rlt_str *out, bool *out_found, rlt_diag *diag);
+rlt_status rlt_db_meta_set(rlt_db *db, const char *key, const char *value, rlt_diag *diag);
+
 #endif /* RLT_DB_H */

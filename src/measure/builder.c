@@ -1,13 +1,14 @@
 /*
  * builder.c - compiles generated kernels into shared objects.
  *
- * Entry points: rlt_build_batch, rlt_build_describe.
+ * Entry points: rlt_build_batch, rlt_build_batch_cc, rlt_build_describe.
  *
  * rlt_build_batch looks every kernel up in the compile cache, groups the rest
  * into translation units (the preamble, then up to max_per_unit kernels;
- * OpenMP and plain kernels never share a unit, since they are compiled with
- * different flags) and runs the compiler on each unit: n_parallel processes at
- * once, each in its own process group so that a timeout kills the driver and
+ * kernels for different compilers, and OpenMP and plain kernels, never share
+ * a unit; units are balanced by source size, at least one per compiler
+ * process while there are kernels to spread) and runs the compiler on each
+ * unit, heaviest first: n_parallel processes at once, each in its own process group so that a timeout kills the driver and
  * everything it started (cc1, as, ld), each with stdout and stderr captured.
  * A unit that fails or times out is retried one kernel at a time, so only the
  * bad kernels get BUILD_ERROR / BUILD_TIMEOUT. Everything started is reaped
@@ -69,6 +70,7 @@ typedef struct build_cfg {
 
 /* One compiler run: a unit of kernels, or one kernel retried alone. */
 typedef struct build_job {
+    const struct build_cfg *cfg; /* the compiler command of every kernel in it */
     int first, n_kernels; /* order[first .. first + n_kernels - 1] */
     bool needs_openmp;
     pid_t pid;            /* > 0 while the compiler runs */
@@ -81,11 +83,11 @@ typedef struct build_job {
 } build_job;
 
 typedef struct build_ctx {
-    const build_cfg *cfg;
+    const build_cfg *cfgs; /* one per distinct compiler in the batch; cfgs[0] has the shared settings */
     const rlt_kernel_src *kernels;
     rlt_build_result *results;
     bool *is_done;  /* results[i] final */
-    int *order;     /* kernels to compile, plain ones first, then OpenMP ones */
+    int *order;     /* kernels to compile, each unit's kernels together */
     build_job *jobs;
     int n_jobs, cap_jobs;
 } build_ctx;
@@ -228,7 +230,8 @@ static rlt_status resolve_cache_dir(const rlt_build_opts *opts, char *out, rlt_d
     return RLT_STATUS_OK;
 }
 
-static rlt_status cfg_init(build_cfg *cfg, const rlt_build_opts *opts, rlt_diag *diag)
+/* Resolves `opts` with compiler command `cc` (NULL: the one opts names). */
+static rlt_status cfg_init(build_cfg *cfg, const rlt_build_opts *opts, const char *cc, rlt_diag *diag)
 {
     rlt_status st = RLT_STATUS_OK;
     rlt_str cmd;
@@ -247,7 +250,9 @@ static rlt_status cfg_init(build_cfg *cfg, const rlt_build_opts *opts, rlt_diag 
     cfg->max_per_unit = opts->max_per_unit > 0 ? opts->max_per_unit : 8;
 
     size_t used = 0;
-    const char *cc = resolve_cc(opts);
+    rlt_build_opts with_cc = *opts;
+    if (cc) with_cc.cc = cc;
+    cc = resolve_cc(&with_cc);
     st = split_into_argv(cfg, &used, cc, "compiler", diag);
     if (st != RLT_STATUS_OK) goto cleanup;
     if (cfg->n_argv == 0) {
@@ -272,7 +277,7 @@ static rlt_status cfg_init(build_cfg *cfg, const rlt_build_opts *opts, rlt_diag 
     rlt_target_detect(&target);
     for (int omp = 0; omp < 2; omp++) {
         rlt_str_clear(&cmd);
-        rlt_build_describe(opts, omp != 0, &cmd);
+        rlt_build_describe(&with_cc, omp != 0, &cmd);
         if (cmd.has_failed) {
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory describing the compiler command");
             goto cleanup;
@@ -367,16 +372,16 @@ static void job_succeed(build_ctx *ctx, const build_job *job, const char *so_pat
     for (int i = 0; i < job->n_kernels; i++) {
         int k = ctx->order[job->first + i];
         mark_built(ctx, k, so_path, build_s, was_cached);
-        index_record(ctx->cfg, ctx->kernels[k].symbol, job->needs_openmp, job->key);
+        index_record(job->cfg, ctx->kernels[k].symbol, job->needs_openmp, job->key);
     }
 }
 
-static void job_add(build_ctx *ctx, int first, int n_kernels, bool needs_openmp)
+static void job_add(build_ctx *ctx, const build_cfg *cfg, int first, int n_kernels, bool needs_openmp)
 {
     /* Capacity is units + kernels: each kernel is retried alone at most once. */
     RLT_ASSERT(ctx->n_jobs < ctx->cap_jobs);
     build_job *job = &ctx->jobs[ctx->n_jobs++];
-    *job = (build_job){.first = first, .n_kernels = n_kernels, .needs_openmp = needs_openmp, .fd = -1};
+    *job = (build_job){.cfg = cfg, .first = first, .n_kernels = n_kernels, .needs_openmp = needs_openmp, .fd = -1};
     rlt_str_init(&job->output);
 }
 
@@ -387,8 +392,8 @@ static void job_add(build_ctx *ctx, int first, int n_kernels, bool needs_openmp)
 static rlt_status job_start(build_ctx *ctx, int j, rlt_diag *diag)
 {
     rlt_status st = RLT_STATUS_OK;
-    const build_cfg *cfg = ctx->cfg;
     build_job *job = &ctx->jobs[j];
+    const build_cfg *cfg = job->cfg;
     rlt_str src;
     rlt_str_init(&src);
     int fds[2] = {-1, -1};
@@ -539,12 +544,12 @@ static void job_fail_kernel(build_ctx *ctx, const build_job *job, int wstatus, b
     int k = ctx->order[job->first];
     rlt_build_result *r = &ctx->results[k];
     char src_path[PATH_MAX];
-    unit_path(ctx->cfg, job->key, ".c", src_path);
+    unit_path(job->cfg, job->key, ".c", src_path);
 
     rlt_str s;
     rlt_str_init(&s);
     if (timed_out)
-        rlt_str_printf(&s, "the compiler ran past the %g s timeout and was killed\n", ctx->cfg->timeout_s);
+        rlt_str_printf(&s, "the compiler ran past the %g s timeout and was killed\n", job->cfg->timeout_s);
     else if (wstatus == -1)
         rlt_str_printf(&s, "the compiler's exit status was lost (is SIGCHLD ignored?)\n");
     else if (WIFSIGNALED(wstatus))
@@ -585,8 +590,8 @@ static void job_finish(build_ctx *ctx, int j, int wstatus, bool timed_out)
     build_job *job = &ctx->jobs[j];
     double build_s = (double)(rlt_time_ns() - job->start_ns) * 1e-9;
     char so_path[PATH_MAX], tmp_path[PATH_MAX];
-    unit_path(ctx->cfg, job->key, ".so", so_path);
-    tmp_so_path(ctx->cfg, job->key, j, tmp_path);
+    unit_path(job->cfg, job->key, ".so", so_path);
+    tmp_so_path(job->cfg, job->key, j, tmp_path);
 
     bool is_ok = !timed_out && wstatus != -1 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 &&
                  rename(tmp_path, so_path) == 0;
@@ -598,7 +603,7 @@ static void job_finish(build_ctx *ctx, int j, int wstatus, bool timed_out)
         if (job->n_kernels > 1) {
             rlt_log(RLT_LOG_DEBUG, "unit %s.c failed (%s): compiling its %d kernels one by one", job->key,
                     timed_out ? "timeout" : "error", job->n_kernels);
-            for (int i = 0; i < job->n_kernels; i++) job_add(ctx, job->first + i, 1, job->needs_openmp);
+            for (int i = 0; i < job->n_kernels; i++) job_add(ctx, job->cfg, job->first + i, 1, job->needs_openmp);
         } else {
             job_fail_kernel(ctx, job, wstatus, timed_out, build_s);
         }
@@ -611,7 +616,7 @@ static void job_finish(build_ctx *ctx, int j, int wstatus, bool timed_out)
 static rlt_status run_jobs(build_ctx *ctx, rlt_diag *diag)
 {
     rlt_status st = RLT_STATUS_OK;
-    const build_cfg *cfg = ctx->cfg;
+    const build_cfg *cfg = &ctx->cfgs[0];
     uint64_t timeout_ns = (uint64_t)(cfg->timeout_s * 1e9);
     int *running = rlt_calloc((size_t)cfg->n_parallel, sizeof *running);
     struct pollfd *pfds = rlt_calloc((size_t)cfg->n_parallel, sizeof *pfds);
@@ -674,83 +679,221 @@ cleanup:
     return st;
 }
 
+/* ---- planning the units ------------------------------------------------ */
+
+/* The expected cost of compiling a kernel, in bytes of source: the code, plus
+ * a share of what every unit pays anyway (a process, the preamble, a link). */
+static size_t kernel_weight(const rlt_kernel_src *k) { return strlen(k->code) + 4096; }
+
+typedef struct build_unit {
+    int group;      /* index into the batch's (compiler, OpenMP) groups */
+    int n_kernels;
+    size_t weight;
+    int first;      /* into ctx->order, once laid out */
+} build_unit;
+
+static int unit_by_weight_desc(const void *a, const void *b)
+{
+    const build_unit *x = a, *y = b;
+    if (x->weight != y->weight) return x->weight < y->weight ? 1 : -1;
+    return x->group - y->group;
+}
+
+typedef struct weighted_kernel {
+    int k;
+    size_t weight;
+} weighted_kernel;
+
+static int kernel_by_weight_desc(const void *a, const void *b)
+{
+    const weighted_kernel *x = a, *y = b;
+    if (x->weight != y->weight) return x->weight < y->weight ? 1 : -1;
+    return x->k - y->k;
+}
+
+/* Splits the kernels to compile (pending[0..n), kernel k in group group_of[k])
+ * into translation units and adds one job per unit, heaviest first. A group
+ * gets ceil(size / max_per_unit) units, more while there are fewer units than
+ * compiler processes, so that no process idles while another compiles
+ * several units' worth; kernels go to units largest first, each to the
+ * lightest unit with room (LPT). */
+static rlt_status plan_units(build_ctx *ctx, int n_groups, const int *group_of, const int *pending, int n,
+                             const build_cfg *const *cfg_of_group, const bool *openmp_of_group,
+                             rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    const build_cfg *cfg = &ctx->cfgs[0];
+    int *size = rlt_calloc((size_t)n_groups, sizeof *size);
+    int *n_units = rlt_calloc((size_t)n_groups, sizeof *n_units);
+    int *unit_base = rlt_calloc((size_t)n_groups + 1, sizeof *unit_base);
+    weighted_kernel *wk = rlt_calloc((size_t)n + 1, sizeof *wk);
+    build_unit *units = rlt_calloc((size_t)n + 1, sizeof *units);
+    int *unit_of = rlt_calloc((size_t)n + 1, sizeof *unit_of);
+    int *fill = rlt_calloc((size_t)n + 1, sizeof *fill);
+    if (!size || !n_units || !unit_base || !wk || !units || !unit_of || !fill) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning the compile of %d kernels", n);
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++) size[group_of[pending[i]]]++;
+    int total = 0;
+    for (int g = 0; g < n_groups; g++) {
+        n_units[g] = (size[g] + cfg->max_per_unit - 1) / cfg->max_per_unit;
+        total += n_units[g];
+    }
+    while (total < cfg->n_parallel) {
+        int best = -1;
+        for (int g = 0; g < n_groups; g++)
+            if (n_units[g] < size[g] && (best < 0 || size[g] * n_units[best] > size[best] * n_units[g])) best = g;
+        if (best < 0) break;
+        n_units[best]++;
+        total++;
+    }
+    for (int g = 0; g < n_groups; g++) unit_base[g + 1] = unit_base[g] + n_units[g];
+    for (int g = 0; g < n_groups; g++)
+        for (int u = unit_base[g]; u < unit_base[g + 1]; u++) units[u] = (build_unit){.group = g};
+
+    for (int i = 0; i < n; i++) wk[i] = (weighted_kernel){pending[i], kernel_weight(&ctx->kernels[pending[i]])};
+    qsort(wk, (size_t)n, sizeof *wk, kernel_by_weight_desc);
+    for (int i = 0; i < n; i++) {
+        int g = group_of[wk[i].k], pick = -1;
+        for (int u = unit_base[g]; u < unit_base[g + 1]; u++)
+            if (units[u].n_kernels < cfg->max_per_unit && (pick < 0 || units[u].weight < units[pick].weight))
+                pick = u;
+        RLT_ASSERT(pick >= 0);
+        units[pick].n_kernels++;
+        units[pick].weight += wk[i].weight;
+        unit_of[i] = pick;
+    }
+    /* Lay the units out in ctx->order, then start the heaviest first. */
+    int next = 0;
+    for (int u = 0; u < total; u++) {
+        units[u].first = next;
+        next += units[u].n_kernels;
+    }
+    for (int i = 0; i < n; i++) ctx->order[units[unit_of[i]].first + fill[unit_of[i]]++] = wk[i].k;
+    qsort(units, (size_t)total, sizeof *units, unit_by_weight_desc);
+    for (int u = 0; u < total; u++)
+        if (units[u].n_kernels > 0)
+            job_add(ctx, cfg_of_group[units[u].group], units[u].first, units[u].n_kernels,
+                    openmp_of_group[units[u].group]);
+
+cleanup:
+    rlt_free(fill);
+    rlt_free(unit_of);
+    rlt_free(units);
+    rlt_free(wk);
+    rlt_free(unit_base);
+    rlt_free(n_units);
+    rlt_free(size);
+    return st;
+}
+
 /* ---- the batch ---------------------------------------------------------- */
 
 rlt_status rlt_build_batch(const rlt_build_opts *opts, int n, const rlt_kernel_src *kernels,
                            rlt_build_result *results, rlt_diag *diag)
+{
+    return rlt_build_batch_cc(opts, n, kernels, NULL, results, diag);
+}
+
+rlt_status rlt_build_batch_cc(const rlt_build_opts *opts, int n, const rlt_kernel_src *kernels,
+                              const char *const *cc_of, rlt_build_result *results, rlt_diag *diag)
 {
     RLT_ASSERT(n >= 0 && (n == 0 || (kernels && results)));
     rlt_status st = RLT_STATUS_OK;
     rlt_diag local = {0};
     static const rlt_build_opts default_opts;
     if (!opts) opts = &default_opts;
-    build_cfg *cfg = NULL;
+    build_cfg *cfgs = NULL;
     build_ctx ctx = {0};
-    int *first_of = NULL;
+    int *first_of = NULL, *cfg_of = NULL, *group_of = NULL, *pending = NULL;
+    const char **cc_names = NULL;
+    const build_cfg **cfg_of_group = NULL;
+    bool *openmp_of_group = NULL;
+    int n_cfgs = 0;
 
     for (int i = 0; i < n; i++) {
         results[i] = (rlt_build_result){.status = RLT_STATUS_BUILD_ERROR};
         snprintf(results[i].symbol, sizeof results[i].symbol, "%s", kernels[i].symbol);
     }
-    cfg = rlt_calloc(1, sizeof *cfg);
-    first_of = rlt_calloc((size_t)n, sizeof *first_of);
-    ctx.is_done = rlt_calloc((size_t)n, sizeof *ctx.is_done);
-    ctx.order = rlt_calloc((size_t)n, sizeof *ctx.order);
-    if (!cfg || !first_of || !ctx.is_done || !ctx.order) {
+    /* One configuration per distinct compiler (at least one, for the shared
+     * settings even when the batch is empty). */
+    size_t un = (size_t)n + 1;
+    cfgs = rlt_calloc(un, sizeof *cfgs);
+    cc_names = rlt_calloc(un, sizeof *cc_names);
+    cfg_of = rlt_calloc(un, sizeof *cfg_of);
+    group_of = rlt_calloc(un, sizeof *group_of);
+    pending = rlt_calloc(un, sizeof *pending);
+    cfg_of_group = rlt_calloc(2 * un, sizeof *cfg_of_group);
+    openmp_of_group = rlt_calloc(2 * un, sizeof *openmp_of_group);
+    first_of = rlt_calloc(un, sizeof *first_of);
+    ctx.is_done = rlt_calloc(un, sizeof *ctx.is_done);
+    ctx.order = rlt_calloc(un, sizeof *ctx.order);
+    if (!cfgs || !cc_names || !cfg_of || !group_of || !pending || !cfg_of_group || !openmp_of_group ||
+        !first_of || !ctx.is_done || !ctx.order) {
         st = rlt_fail(&local, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a build of %d kernels", n);
         goto cleanup;
     }
-    for (int i = 0; i < n; i++) first_of[i] = i;
-    st = cfg_init(cfg, opts, &local);
-    if (st != RLT_STATUS_OK) goto cleanup;
-    ctx.cfg = cfg;
+    cc_names[n_cfgs++] = NULL; /* opts' own compiler */
+    for (int i = 0; i < n; i++) {
+        const char *cc = cc_of ? cc_of[i] : NULL;
+        int c = 0;
+        while (c < n_cfgs && !(cc == cc_names[c] || (cc && cc_names[c] && strcmp(cc, cc_names[c]) == 0))) c++;
+        if (c == n_cfgs) cc_names[n_cfgs++] = cc;
+        cfg_of[i] = c;
+    }
+    for (int c = 0; c < n_cfgs; c++) {
+        st = cfg_init(&cfgs[c], opts, cc_names[c], &local);
+        if (st != RLT_STATUS_OK) goto cleanup;
+    }
+    ctx.cfgs = cfgs;
     ctx.kernels = kernels;
     ctx.results = results;
+    for (int g = 0; g < 2 * n_cfgs; g++) {
+        cfg_of_group[g] = &cfgs[g / 2];
+        openmp_of_group[g] = g % 2 == 1;
+    }
 
     /* Refuse malformed kernels, fold duplicates onto their first copy (they
      * would clash in one unit), take what the cache already holds. */
-    int n_order = 0, n_plain = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < n; i++) {
-            const rlt_kernel_src *k = &kernels[i];
-            if (k->needs_openmp != (pass == 1)) continue;
-            if (!symbol_is_valid(k->symbol) || !k->code) {
-                snprintf(results[i].log, sizeof results[i].log,
-                         "invalid kernel: the symbol '%.*s' must be a C identifier of 1 to %d characters, "
-                         "and the code present", RLT_SYMBOL_MAX - 1, k->symbol, RLT_SYMBOL_MAX - 1);
-                ctx.is_done[i] = true;
-                continue;
-            }
-            for (int p = 0; p < i; p++) {
-                if (first_of[p] == p && kernels[p].needs_openmp == k->needs_openmp &&
-                    strcmp(kernels[p].symbol, k->symbol) == 0 && symbol_is_valid(kernels[p].symbol)) {
-                    first_of[i] = p;
-                    break;
-                }
-            }
-            if (first_of[i] != i) continue;
-            char so_path[PATH_MAX];
-            if (index_lookup(cfg, k->symbol, k->needs_openmp, so_path)) {
-                mark_built(&ctx, i, so_path, 0.0, true);
-                continue;
-            }
-            ctx.order[n_order++] = i;
+    int n_pending = 0;
+    for (int i = 0; i < n; i++) {
+        const rlt_kernel_src *k = &kernels[i];
+        first_of[i] = i;
+        group_of[i] = 2 * cfg_of[i] + (k->needs_openmp ? 1 : 0);
+        if (!symbol_is_valid(k->symbol) || !k->code) {
+            snprintf(results[i].log, sizeof results[i].log,
+                     "invalid kernel: the symbol '%.*s' must be a C identifier of 1 to %d characters, "
+                     "and the code present", RLT_SYMBOL_MAX - 1, k->symbol, RLT_SYMBOL_MAX - 1);
+            ctx.is_done[i] = true;
+            continue;
         }
-        if (pass == 0) n_plain = n_order;
+        for (int p = 0; p < i; p++) {
+            if (first_of[p] == p && group_of[p] == group_of[i] && symbol_is_valid(kernels[p].symbol) &&
+                strcmp(kernels[p].symbol, k->symbol) == 0) {
+                first_of[i] = p;
+                break;
+            }
+        }
+        if (first_of[i] != i) continue;
+        char so_path[PATH_MAX];
+        if (index_lookup(&cfgs[cfg_of[i]], k->symbol, k->needs_openmp, so_path)) {
+            mark_built(&ctx, i, so_path, 0.0, true);
+            continue;
+        }
+        pending[n_pending++] = i;
     }
 
-    int n_units = (n_plain + cfg->max_per_unit - 1) / cfg->max_per_unit +
-                  (n_order - n_plain + cfg->max_per_unit - 1) / cfg->max_per_unit;
-    ctx.cap_jobs = n_units + n_order;
-    ctx.jobs = rlt_calloc((size_t)ctx.cap_jobs, sizeof *ctx.jobs);
+    /* Capacity: every unit (at most one per pending kernel) and every kernel
+     * retried alone once. */
+    ctx.cap_jobs = 2 * n_pending;
+    ctx.jobs = rlt_calloc((size_t)ctx.cap_jobs + 1, sizeof *ctx.jobs);
     if (!ctx.jobs) {
         st = rlt_fail(&local, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning %d compiler runs", ctx.cap_jobs);
         goto cleanup;
     }
-    for (int start = 0; start < n_plain; start += cfg->max_per_unit)
-        job_add(&ctx, start, RLT_MIN(cfg->max_per_unit, n_plain - start), false);
-    for (int start = n_plain; start < n_order; start += cfg->max_per_unit)
-        job_add(&ctx, start, RLT_MIN(cfg->max_per_unit, n_order - start), true);
+    st = plan_units(&ctx, 2 * n_cfgs, group_of, pending, n_pending, cfg_of_group, openmp_of_group, &local);
+    if (st != RLT_STATUS_OK) goto cleanup;
 
     st = run_jobs(&ctx, &local);
 
@@ -777,6 +920,12 @@ cleanup:
     rlt_free(ctx.order);
     rlt_free(ctx.is_done);
     rlt_free(first_of);
-    rlt_free(cfg);
+    rlt_free(openmp_of_group);
+    rlt_free(cfg_of_group);
+    rlt_free(pending);
+    rlt_free(group_of);
+    rlt_free(cfg_of);
+    rlt_free(cc_names);
+    rlt_free(cfgs);
     return st;
 }

@@ -1,10 +1,11 @@
 /*
  * measure.c - measures a batch of scheduled nests end to end.
  *
- * Entry point: rlt_measure_nests. It lowers every nest (a codegen failure
- * becomes that nest's BUILD_ERROR), compiles all distinct kernels in one
- * batch first, so nothing is timed while compilers run, then runs them one at
- * a time. Nests that lower to the same code share one compile and one run.
+ * Entry points: rlt_measure_nests, rlt_measure_nests_cc. They lower every
+ * nest (a codegen failure becomes that nest's BUILD_ERROR), compile all
+ * distinct kernels in one batch first, so nothing is timed while compilers
+ * run, then run them one at a time. Nests that lower to the same code for
+ * the same compiler share one compile and one run.
  */
 #include "measure/measure.h"
 
@@ -14,6 +15,15 @@
 rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
                              const rlt_nest *nests, rlt_run_result *results, rlt_diag *diag)
 {
+    return rlt_measure_nests_cc(w, bopts, NULL, ropts, n, nests, results, diag);
+}
+
+static bool same_cc(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+rlt_status rlt_measure_nests_cc(const rlt_workload *w, const rlt_build_opts *bopts, const char *const *cc_of,
+                                const rlt_run_opts *ropts, int n, const rlt_nest *nests,
+                                rlt_run_result *results, rlt_diag *diag)
+{
     RLT_ASSERT(w && n >= 0 && (n == 0 || (nests && results)));
     rlt_status st = RLT_STATUS_OK;
     const rlt_op *op = rlt_workload_op(w);
@@ -22,7 +32,8 @@ rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
     rlt_build_result *builds = rlt_calloc((size_t)n, sizeof *builds);
     int *kernel_of = rlt_calloc((size_t)n, sizeof *kernel_of); /* nest -> kernel, -1 if not lowered */
     int *run_by = rlt_calloc((size_t)n, sizeof *run_by);       /* kernel -> nest whose run it got */
-    if (!kernels || !builds || !kernel_of || !run_by) {
+    const char **kernel_cc = rlt_calloc((size_t)n, sizeof *kernel_cc);
+    if (!kernels || !builds || !kernel_of || !run_by || !kernel_cc) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory measuring %d nests", n);
         goto cleanup;
     }
@@ -46,20 +57,22 @@ rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
             rlt_run_result_set_message(&results[i], "code generation failed (%s): %s", rlt_status_str(d.status), d.message);
             continue;
         }
+        const char *cc = cc_of ? cc_of[i] : NULL;
         for (int j = 0; j < n_kernels && kernel_of[i] < 0; j++)
-            if (strcmp(kernels[j].symbol, k.symbol) == 0) kernel_of[i] = j;
+            if (strcmp(kernels[j].symbol, k.symbol) == 0 && same_cc(kernel_cc[j], cc)) kernel_of[i] = j;
         if (kernel_of[i] >= 0) {
             rlt_kernel_src_free(&k);
             continue;
         }
         kernel_of[i] = n_kernels;
         run_by[n_kernels] = -1;
+        kernel_cc[n_kernels] = cc;
         kernels[n_kernels++] = k;
     }
 
     /* Kernels the builder could not handle carry its message as their build
      * status, so the runs below still give every nest a result. */
-    st = rlt_build_batch(bopts, n_kernels, kernels, builds, diag);
+    st = rlt_build_batch_cc(bopts, n_kernels, kernels, kernel_cc, builds, diag);
 
     for (int i = 0; i < n; i++) {
         int j = kernel_of[i];
@@ -75,6 +88,7 @@ rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
 
 cleanup:
     for (int j = 0; kernels && j < n_kernels; j++) rlt_kernel_src_free(&kernels[j]);
+    rlt_free(kernel_cc);
     rlt_free(run_by);
     rlt_free(kernel_of);
     rlt_free(builds);

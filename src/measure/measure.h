@@ -56,6 +56,13 @@ typedef struct rlt_build_result {
 rlt_status rlt_build_batch(const rlt_build_opts *opts, int n, const rlt_kernel_src *kernels,
                            rlt_build_result *results, rlt_diag *diag);
 
+/* rlt_build_batch where each kernel may name its own compiler command:
+ * cc_of[i] (NULL: opts's) for kernel i; cc_of itself may be NULL. All the
+ * compilers share the n_parallel processes, so a batch mixing gcc and clang
+ * keeps every process busy; everything else in `opts` applies to all. */
+rlt_status rlt_build_batch_cc(const rlt_build_opts *opts, int n, const rlt_kernel_src *kernels,
+                              const char *const *cc_of, rlt_build_result *results, rlt_diag *diag);
+
 /* The compiler's full command line for display: "gcc -O3 ... -shared -fPIC". */
 void rlt_build_describe(const rlt_build_opts *opts, bool needs_openmp, rlt_str *out);
 
@@ -130,6 +137,12 @@ void rlt_run_result_set_message(rlt_run_result *r, const char *fmt, ...) RLT_PRI
 rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
                              const rlt_run_opts *ropts, int n, const rlt_nest *nests,
                              rlt_run_result *results, rlt_diag *diag);
+
+/* rlt_measure_nests where nest i is compiled by cc_of[i] (NULL entries, or
+ * cc_of NULL: bopts's compiler); all of them built together, then run. */
+rlt_status rlt_measure_nests_cc(const rlt_workload *w, const rlt_build_opts *bopts, const char *const *cc_of,
+                                const rlt_run_opts *ropts, int n, const rlt_nest *nests,
+                                rlt_run_result *results, rlt_diag *diag);
 
 /* ---- target ------------------------------------------------------------- */
 

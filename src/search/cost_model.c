@@ -274,6 +274,8 @@ void rlt_cost_model_destroy(rlt_cost_model *m)
 
 bool rlt_cost_model_is_trained(const rlt_cost_model *m) { return m && m->booster; }
 
+int rlt_cost_model_n_features(const rlt_cost_model *m) { return m->n_features; }
+
 /* ---- fit ---------------------------------------------------------------- */
 
 rlt_status rlt_cost_model_fit(rlt_cost_model *m, int n, const float *features, const double *scores,

@@ -50,6 +50,10 @@ rlt_status rlt_cost_model_predict(const rlt_cost_model *m, int n, const float *f
 
 bool rlt_cost_model_is_trained(const rlt_cost_model *m);
 
+/* Features per row the model was made for: a loaded model fits a space
+ * only when this equals rlt_space_n_features of that space. */
+int rlt_cost_model_n_features(const rlt_cost_model *m);
+
 /* Serialises the trained model (XGBoost's own JSON, behind a small rltune
  * header with a version) and reads it back: transfer between workloads and
  * agents' saved state. Free *out_bytes with rlt_free. */

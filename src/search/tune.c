@@ -1,6 +1,7 @@
 /*
- * tune.c - the tuning loop (rlt_tune): propose, read back or measure,
- * store, learn; and the target key that records are filed under.
+ * tune.c - the tuning loop (rlt_tune): propose (a tuner, or a fixed plan),
+ * read back or measure (live, or answered by a replay's dataset), store,
+ * learn; and the target key that records are filed under.
  *
  * Order within a batch, and why:
  *   1. the tuner proposes up to batch_size configurations;
@@ -10,8 +11,12 @@
  *      then run one at a time: nothing is timed while compiling;
  *   4. the batch's records are appended in one transaction before the tuner
  *      hears the scores, so a kill -9 loses at most the batch in flight.
+ * A replay replaces 2 to 4 by a lookup in the dataset (dataset.c), which
+ * stores nothing.
  */
 #include "search/tune.h"
+#include "search/dataset.h"
+#include "search/transfer.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -77,44 +82,135 @@ static bool batch_alloc(batch *b, int n)
     return b->configs && b->scores && b->nests && b->results && b->records && b->slot && b->cc;
 }
 
-/* Measures the configurations marked in b->slot[0..n): grouped by compiler,
- * each group built together and run one by one. */
+/* Measures the nests b->nests[0..n): all built together (gcc and clang
+ * side by side), then run one by one. */
 static rlt_status measure_batch(const rlt_workload *w, const rlt_tune_opts *o, batch *b, int n, rlt_diag *diag)
 {
-    static const char *const compilers[] = {"gcc", "clang"};
-    rlt_nest *group = rlt_calloc((size_t)n, sizeof *group);
-    rlt_run_result *res = rlt_calloc((size_t)n, sizeof *res);
-    int *idx = rlt_calloc((size_t)n, sizeof *idx);
-    rlt_status st = RLT_STATUS_OK;
-    if (!group || !res || !idx) {
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory measuring a batch");
-        goto done;
-    }
-    for (size_t c = 0; c < RLT_ARRAY_LEN(compilers) && st == RLT_STATUS_OK; c++) {
-        int m = 0;
-        for (int i = 0; i < n; i++)
-            if (strcmp(b->cc[i], compilers[c]) == 0) {
-                group[m] = b->nests[i];
-                idx[m++] = i;
-            }
-        if (m == 0) continue;
-        rlt_build_opts bopts = o->build;
-        /* the cc knob decides only when the space offers a choice */
-        if (strcmp(compilers[c], "clang") == 0) bopts.cc = "clang";
-        st = rlt_measure_nests(w, &bopts, &o->run, m, group, res, diag);
-        for (int k = 0; k < m && st == RLT_STATUS_OK; k++) b->results[idx[k]] = res[k];
-    }
-done:
-    rlt_free(group);
-    rlt_free(res);
-    rlt_free(idx);
+    /* The cc knob decides only when the space offers a choice: "gcc" is the
+     * build options' compiler, "clang" is clang. Both compile side by side. */
+    const char **cc_of = rlt_calloc((size_t)n, sizeof *cc_of);
+    if (!cc_of) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory measuring a batch");
+    for (int i = 0; i < n; i++) cc_of[i] = strcmp(b->cc[i], "clang") == 0 ? "clang" : NULL;
+    rlt_status st = rlt_measure_nests_cc(w, &o->build, cc_of, &o->run, n, b->nests, b->results, diag);
+    rlt_free(cc_of);
     return st;
+}
+
+/* Answers the batch's configurations from the replay's dataset: scores,
+ * failures and absences counted, nothing built or run. */
+static void replay_batch(const rlt_tune_opts *o, const batch *b, int n, double *scores, rlt_tune_result *out)
+{
+    for (int i = 0; i < n; i++) {
+        const rlt_replay_entry *e = rlt_replay_find(o->replay, &b->configs[i]);
+        if (!e) {
+            scores[i] = 0.0;
+            out->n_absent++;
+            continue;
+        }
+        bool is_ok = strcmp(e->status, "OK") == 0;
+        scores[i] = is_ok ? e->gflops : 0.0;
+        out->n_replayed++;
+        if (!is_ok) out->n_failed++;
+    }
+}
+
+/* Reads back the batch's configurations measured before (those of the
+ * plan's proposer only, with a plan) and lowers the rest for measuring:
+ * b->slot[0..*out_n_new) are their positions. */
+static rlt_status prepare_batch(const rlt_op *op, const rlt_space *space, const rlt_tune_opts *o, const char *target,
+                                batch *b, int n, int *out_n_new, rlt_tune_result *out, rlt_diag *diag)
+{
+    rlt_str key, sched_text;
+    rlt_str_init(&key);
+    rlt_str_init(&sched_text);
+    rlt_status st = RLT_STATUS_OK;
+    int n_new = 0;
+    for (int i = 0; i < n; i++) {
+        rlt_str_clear(&key);
+        rlt_space_config_key(space, &b->configs[i], &key);
+        bool found = false;
+        rlt_record *rec = &b->records[n_new];
+        if (o->db && (st = rlt_db_lookup(o->db, op->spec, target, key.data ? key.data : "", rec, &found, diag)) !=
+                         RLT_STATUS_OK)
+            goto done;
+        if (found && o->plan && strcmp(rec->tuner, o->tuner) != 0) found = false;
+        if (found) {
+            b->scores[i] = strcmp(rec->status, "OK") == 0 ? rec->gflops : 0.0;
+            out->n_from_db++;
+            if (strcmp(rec->status, "OK") != 0) out->n_failed++;
+            continue;
+        }
+        const char *cc = "gcc";
+        rlt_sched *sched = NULL;
+        if ((st = rlt_space_schedule(space, &b->configs[i], &sched, &cc, diag)) != RLT_STATUS_OK) goto done;
+        st = rlt_sched_apply(sched, op, &b->nests[n_new], diag);
+        rlt_str_clear(&sched_text);
+        rlt_sched_print(sched, &sched_text);
+        rlt_sched_destroy(sched);
+        if (st != RLT_STATUS_OK) goto done; /* tuners propose valid configurations only */
+        memset(rec, 0, sizeof *rec);
+        copy_text(rec->spec, sizeof rec->spec, op->spec);
+        copy_text(rec->target, sizeof rec->target, target);
+        copy_text(rec->config, sizeof rec->config, key.data);
+        copy_text(rec->schedule, sizeof rec->schedule, sched_text.data);
+        copy_text(rec->tuner, sizeof rec->tuner, o->tuner);
+        copy_text(b->cc[n_new], sizeof b->cc[n_new], cc);
+        b->slot[n_new++] = i;
+    }
+    if (key.has_failed || sched_text.has_failed)
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory during tuning");
+done:
+    *out_n_new = n_new;
+    rlt_str_free(&key);
+    rlt_str_free(&sched_text);
+    return st;
+}
+
+/* Fills the records of the measured items from their results; scores and
+ * failures counted. */
+static void record_results(const rlt_tune_opts *o, batch *b, int n_new, rlt_tune_result *out)
+{
+    for (int k = 0; k < n_new; k++) {
+        const rlt_run_result *r = &b->results[k];
+        rlt_record *rec = &b->records[k];
+        copy_text(rec->status, sizeof rec->status, rlt_status_str(r->status));
+        rec->time_min_ms = r->status == RLT_STATUS_OK ? r->time_min_ms : 0;
+        rec->time_median_ms = r->status == RLT_STATUS_OK ? r->time_median_ms : 0;
+        rec->gflops = r->status == RLT_STATUS_OK ? r->gflops : 0;
+        rec->n_threads = o->n_threads;
+        rec->seed = o->seed;
+        rec->build_s = r->build_s;
+        rec->created_s = wall_now_s();
+        copy_text(rec->message, sizeof rec->message, r->message);
+        b->scores[b->slot[k]] = rec->gflops;
+        if (r->status != RLT_STATUS_OK) out->n_failed++;
+    }
+}
+
+/* Keeps the best configuration's key, schedule and compiler. */
+static void note_best(const rlt_space *space, const rlt_config *c, rlt_tune_result *out)
+{
+    rlt_str text;
+    rlt_str_init(&text);
+    rlt_space_config_key(space, c, &text);
+    copy_text(out->best_config, sizeof out->best_config, text.data);
+    rlt_sched *sched = NULL;
+    const char *cc = "gcc";
+    if (rlt_space_schedule(space, c, &sched, &cc, NULL) == RLT_STATUS_OK) {
+        rlt_str_clear(&text);
+        rlt_sched_print(sched, &text);
+        copy_text(out->best_schedule, sizeof out->best_schedule, text.data);
+        copy_text(out->best_cc, sizeof out->best_cc, cc);
+        rlt_sched_destroy(sched);
+    }
+    rlt_str_free(&text);
 }
 
 rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result *out, rlt_diag *diag)
 {
     memset(out, 0, sizeof *out);
     rlt_tune_opts o = *opts;
+    if (o.plan) o.n_trials = o.n_plan;
     if (o.n_trials < 1)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the number of trials must be at least 1 (got %d)",
                         o.n_trials);
@@ -123,22 +219,59 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     o.run.n_threads = o.n_threads;
     o.space.n_threads = o.n_threads;
     o.tuner_opts.seed = o.seed;
+    if (o.replay) {
+        const rlt_dataset_info *info = rlt_replay_info(o.replay);
+        if (o.db)
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "a replay stores no records: give it no database");
+        if (strcmp(info->spec, op->spec) != 0)
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the dataset is of op %s, not %s", info->spec,
+                            op->spec);
+        if (info->n_threads != o.n_threads)
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                            "the dataset was measured with %d thread%s, the replay asks for %d", info->n_threads,
+                            info->n_threads == 1 ? "" : "s", o.n_threads);
+    }
 
     rlt_space space;
     rlt_tuner *tuner = NULL;
     rlt_workload *w = NULL;
     batch b = {0};
-    rlt_str target, key, sched_text;
+    rlt_str target;
     rlt_str_init(&target);
-    rlt_str_init(&key);
-    rlt_str_init(&sched_text);
+    rlt_transfer transfer = {0};
     uint64_t start_ns = rlt_time_ns();
-    int since_best = 0;
-    rlt_status st = rlt_space_create(op, &o.space, &space, diag);
-    if (st != RLT_STATUS_OK) goto done;
-    if ((st = rlt_tuner_create(o.tuner, &space, &o.tuner_opts, &tuner, diag)) != RLT_STATUS_OK) goto done;
-    if ((st = rlt_workload_create(op, &o.build, 0, &w, diag)) != RLT_STATUS_OK) goto done;
+    int since_best = 0, n_planned = 0;
+    rlt_status st = RLT_STATUS_OK;
+    if (o.replay) {
+        space = *rlt_replay_space(o.replay);
+    } else if ((st = rlt_space_create(op, &o.space, &space, diag)) != RLT_STATUS_OK) {
+        goto done;
+    }
     rlt_tune_target_key(&o.build, o.n_threads, &target);
+    if (o.transfer_db && !o.plan) {
+        if (strncmp(o.tuner, "xgb", 3) != 0) {
+            st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                          "transfer from other workloads' records needs a model-based tuner (xgb, xgb-rank), "
+                          "not %s", o.tuner);
+            goto done;
+        }
+        if (target.has_failed) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a tuning run");
+            goto done;
+        }
+        if ((st = rlt_transfer_collect(o.transfer_db, op, &space, &o.space, target.data, 0, &transfer, diag)) !=
+            RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "transfer");
+            goto done;
+        }
+        o.tuner_opts.n_transfer = transfer.n_rows;
+        o.tuner_opts.transfer_xs = transfer.xs;
+        o.tuner_opts.transfer_ys = transfer.ys;
+        out->n_transfer_rows = transfer.n_rows;
+        out->n_transfer_workloads = transfer.n_workloads;
+    }
+    if (!o.plan && (st = rlt_tuner_create(o.tuner, &space, &o.tuner_opts, &tuner, diag)) != RLT_STATUS_OK) goto done;
+    if (!o.replay && (st = rlt_workload_create(op, &o.build, 0, &w, diag)) != RLT_STATUS_OK) goto done;
     out->curve = rlt_calloc((size_t)o.n_trials, sizeof *out->curve);
     if (!batch_alloc(&b, o.batch_size) || !out->curve || target.has_failed) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a tuning run");
@@ -150,90 +283,43 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
             break;
         }
         int want = RLT_MIN(o.batch_size, o.n_trials - out->n_trials);
-        int n = rlt_tuner_next_batch(tuner, want, b.configs);
+        int n = 0;
+        if (o.plan) {
+            n = RLT_MIN(want, o.n_plan - n_planned);
+            memcpy(b.configs, o.plan + n_planned, sizeof *b.configs * (size_t)n);
+            n_planned += n;
+        } else {
+            n = rlt_tuner_next_batch(tuner, want, b.configs);
+        }
         if (n == 0) {
             out->was_exhausted = true;
             break;
         }
-        /* read back what was measured before; lower the rest */
-        int n_new = 0;
-        for (int i = 0; i < n; i++) {
-            rlt_str_clear(&key);
-            rlt_space_config_key(&space, &b.configs[i], &key);
-            bool found = false;
-            rlt_record *rec = &b.records[n_new];
-            if (o.db && (st = rlt_db_lookup(o.db, op->spec, target.data, key.data, rec, &found, diag)) != RLT_STATUS_OK)
+        if (o.replay) {
+            replay_batch(&o, &b, n, b.scores, out);
+        } else {
+            int n_new = 0;
+            if ((st = prepare_batch(op, &space, &o, target.data ? target.data : "", &b, n, &n_new, out, diag)) !=
+                RLT_STATUS_OK)
                 goto done;
-            if (found) {
-                b.scores[i] = strcmp(rec->status, "OK") == 0 ? rec->gflops : 0.0;
-                out->n_from_db++;
-                if (strcmp(rec->status, "OK") != 0) out->n_failed++;
-                continue;
+            if (n_new > 0) {
+                /* A candidate whose first call is 4x slower than the best so
+                 * far is far from mattering: its one call is its time. */
+                if (out->best_gflops > 0 && opts->run.slow_cutoff_ms <= 0)
+                    o.run.slow_cutoff_ms = 4.0 * op->flops / (out->best_gflops * 1e6);
+                if ((st = measure_batch(w, &o, &b, n_new, diag)) != RLT_STATUS_OK) goto done;
+                record_results(&o, &b, n_new, out);
+                if (o.db && (st = rlt_db_append(o.db, n_new, b.records, diag)) != RLT_STATUS_OK) goto done;
+                out->n_measured += n_new;
             }
-            const char *cc = "gcc";
-            rlt_sched *sched = NULL;
-            if ((st = rlt_space_schedule(&space, &b.configs[i], &sched, &cc, diag)) != RLT_STATUS_OK) goto done;
-            st = rlt_sched_apply(sched, op, &b.nests[n_new], diag);
-            rlt_str_clear(&sched_text);
-            rlt_sched_print(sched, &sched_text);
-            rlt_sched_destroy(sched);
-            if (st != RLT_STATUS_OK) goto done; /* tuners propose valid configurations only */
-            memset(rec, 0, sizeof *rec);
-            copy_text(rec->spec, sizeof rec->spec, op->spec);
-            copy_text(rec->target, sizeof rec->target, target.data);
-            copy_text(rec->config, sizeof rec->config, key.data);
-            copy_text(rec->schedule, sizeof rec->schedule, sched_text.data);
-            copy_text(rec->tuner, sizeof rec->tuner, o.tuner);
-            copy_text(b.cc[n_new], sizeof b.cc[n_new], cc);
-            b.slot[n_new++] = i;
         }
-        if (key.has_failed || sched_text.has_failed) {
-            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory during tuning");
-            goto done;
-        }
-        if (n_new > 0) {
-            /* A candidate whose first call is 4x slower than the best so far
-             * is far from mattering: its one call is its time. */
-            if (out->best_gflops > 0 && opts->run.slow_cutoff_ms <= 0)
-                o.run.slow_cutoff_ms = 4.0 * op->flops / (out->best_gflops * 1e6);
-            if ((st = measure_batch(w, &o, &b, n_new, diag)) != RLT_STATUS_OK) goto done;
-            for (int k = 0; k < n_new; k++) {
-                const rlt_run_result *r = &b.results[k];
-                rlt_record *rec = &b.records[k];
-                copy_text(rec->status, sizeof rec->status, rlt_status_str(r->status));
-                rec->time_min_ms = r->status == RLT_STATUS_OK ? r->time_min_ms : 0;
-                rec->time_median_ms = r->status == RLT_STATUS_OK ? r->time_median_ms : 0;
-                rec->gflops = r->status == RLT_STATUS_OK ? r->gflops : 0;
-                rec->n_threads = o.n_threads;
-                rec->seed = o.seed;
-                rec->build_s = r->build_s;
-                rec->created_s = wall_now_s();
-                copy_text(rec->message, sizeof rec->message, r->message);
-                b.scores[b.slot[k]] = rec->gflops;
-                if (r->status != RLT_STATUS_OK) out->n_failed++;
-            }
-            if (o.db && (st = rlt_db_append(o.db, n_new, b.records, diag)) != RLT_STATUS_OK) goto done;
-            out->n_measured += n_new;
-        }
-        if ((st = rlt_tuner_update(tuner, n, b.configs, b.scores, diag)) != RLT_STATUS_OK) goto done;
+        if (tuner && (st = rlt_tuner_update(tuner, n, b.configs, b.scores, diag)) != RLT_STATUS_OK) goto done;
         /* the curve, the best, early stopping */
         for (int i = 0; i < n; i++) {
-            bool is_better = b.scores[i] > out->best_gflops;
-            if (is_better) {
+            if (b.scores[i] > out->best_gflops) {
                 out->best_gflops = b.scores[i];
                 out->best_time_ms = op->flops / (b.scores[i] * 1e6);
-                rlt_str_clear(&key);
-                rlt_space_config_key(&space, &b.configs[i], &key);
-                copy_text(out->best_config, sizeof out->best_config, key.data);
-                rlt_sched *sched = NULL;
-                const char *cc = "gcc";
-                if (rlt_space_schedule(&space, &b.configs[i], &sched, &cc, NULL) == RLT_STATUS_OK) {
-                    rlt_str_clear(&sched_text);
-                    rlt_sched_print(sched, &sched_text);
-                    copy_text(out->best_schedule, sizeof out->best_schedule, sched_text.data);
-                    copy_text(out->best_cc, sizeof out->best_cc, cc);
-                    rlt_sched_destroy(sched);
-                }
+                note_best(&space, &b.configs[i], out);
                 since_best = 0;
             } else {
                 since_best++;
@@ -256,10 +342,9 @@ done:
     out->measurements_per_s = out->wall_s > 0 ? out->n_trials / out->wall_s : 0;
     batch_free(&b);
     rlt_str_free(&target);
-    rlt_str_free(&key);
-    rlt_str_free(&sched_text);
     rlt_workload_destroy(w);
     rlt_tuner_destroy(tuner);
+    rlt_transfer_free(&transfer);
     return st;
 }
 

@@ -4,6 +4,11 @@
  * measured before, and the rest is built (in parallel) and then measured
  * (one at a time); every measurement is stored, failures included, before
  * the tuner hears the scores.
+ *
+ * Measurements come from one of two sources: live (built, run and timed
+ * here) or a replay of a dataset (search/dataset.h: answered from what a
+ * dataset recorded, nothing compiled or run). Proposals come from a tuner,
+ * or from a fixed plan (what `rltune dataset` measures).
  */
 #ifndef RLT_TUNE_H
 #define RLT_TUNE_H
@@ -13,6 +18,8 @@
 #include "db/db.h"
 #include "measure/measure.h"
 #include "search/tuner.h"
+
+typedef struct rlt_replay rlt_replay; /* search/dataset.h */
 
 typedef struct rlt_tune_progress {
     int n_done;               /* trials so far */
@@ -36,6 +43,24 @@ typedef struct rlt_tune_opts {
     rlt_space_opts space;     /* n_threads is taken from above */
     rlt_tuner_opts tuner_opts;/* seed is taken from above */
     rlt_db *db;               /* NULL: nothing stored, nothing read back */
+    /* NULL: measure live. Else measurements are answered from this dataset
+     * (borrowed; rlt_replay_open with the same op): nothing is compiled or
+     * run, db must be NULL, the space is the dataset's, restricted to its
+     * configurations (`space` is ignored), and n_threads must be the
+     * dataset's. A configuration the dataset lacks is counted in n_absent,
+     * never given a time; the tuner hears 0 for it, as for a failure. */
+    const rlt_replay *replay;
+    /* NULL: a tuner proposes. Else exactly these n_plan configurations of
+     * the op's space (borrowed) are evaluated, in order: n_trials is taken
+     * to be n_plan, `tuner` only names the proposer in the records, and
+     * only records of that proposer are read back from db. */
+    const rlt_config *plan;
+    int n_plan;
+    /* NULL: none. Else the records of other workloads of the op's kind on
+     * this target (search/transfer.h) warm-start a model-based tuner
+     * (xgb, xgb-rank; INVALID_ARGUMENT for the others). Borrowed; may be
+     * `db` itself. */
+    rlt_db *transfer_db;
     const volatile sig_atomic_t *stop; /* when it becomes non-zero, stop after the batch in flight */
     rlt_tune_progress_fn progress;     /* called after every batch (may be NULL) */
     void *progress_ctx;
@@ -46,6 +71,10 @@ typedef struct rlt_tune_result {
     int n_measured;           /* of which measured in this run */
     int n_from_db;            /* of which read back from the records */
     int n_failed;             /* of which not OK (build, run, wrong answer) */
+    int n_replayed;           /* of which answered from the replay's dataset */
+    int n_absent;             /* of which the replay's dataset does not have (not failures) */
+    int n_transfer_rows;      /* rows the tuner was warm-started with (transfer_db) */
+    int n_transfer_workloads; /* other workloads they came from */
     double best_gflops;       /* 0 when nothing measured OK */
     double best_time_ms;
     char best_config[1024];   /* the best configuration's key ("" if none) */

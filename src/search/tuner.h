@@ -25,6 +25,13 @@ typedef struct rlt_tuner_opts {
     int plan_size;        /* configurations planned per model fit; 0 = 64 */
     int sa_chains;        /* simulated-annealing walkers; 0 = 128 */
     int sa_iterations;    /* at most; 0 = 500 (stops after 50 without a new top plan) */
+    /* xgb, xgb-rank: a warm start from other workloads (search/transfer.h):
+     * n_transfer rows of the space's feature length and their scores in
+     * [0, 1]; copied at create. The model is trained on them before the
+     * first proposal and on them plus the run's own measurements after. */
+    int n_transfer;
+    const float *transfer_xs;
+    const double *transfer_ys;
 } rlt_tuner_opts;
 
 /* Names of the tuners rlt_tuner_create knows, NULL-terminated. */

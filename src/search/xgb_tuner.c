@@ -13,6 +13,12 @@
  * step, accepts with probability exp((new - old) / temperature), cools
  * linearly from 1 to 0, and stops after 50 steps that leave the top plan
  * unchanged.
+ *
+ * Transfer (AutoTVM's load_history): rows of other workloads, each scored
+ * by its workload's best, are kept ahead of the run's own rows. The model
+ * is trained on them at once, so the first plan comes from it, and every
+ * refit uses them and the own rows (normalised by the own best) together;
+ * the features' loop part tells the workloads apart.
  */
 #include "search/cost_model.h"
 #include "search/tuner.h"
@@ -23,9 +29,10 @@
 typedef struct xgb_state {
     rlt_cost_model *model;
     int n_features;
-    float *xs;      /* training features, n x n_features */
-    double *ys;     /* raw scores (GFLOP/s) */
+    float *xs;      /* training features, n x n_features: the transferred rows first */
+    double *ys;     /* transferred rows: normalised scores; own rows: raw scores (GFLOP/s) */
     int n, cap;
+    int n_transfer; /* leading rows from other workloads */
     double best_y;
     int plan_size, chains, iterations;
     rlt_config *plan; /* proposals from the last annealing, best first */
@@ -35,6 +42,8 @@ typedef struct xgb_state {
     double *walker_score;
     bool has_walkers;
 } xgb_state;
+
+static rlt_status warm_start(rlt_tuner *t, rlt_diag *diag);
 
 static rlt_status xgb_init_loss(rlt_tuner *t, rlt_cost_loss loss, rlt_diag *diag)
 {
@@ -53,7 +62,7 @@ static rlt_status xgb_init_loss(rlt_tuner *t, rlt_cost_loss loss, rlt_diag *diag
     x->walker_score = rlt_calloc((size_t)x->chains, sizeof *x->walker_score);
     if (!x->plan || !x->walkers || !x->walker_score)
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
-    return RLT_STATUS_OK;
+    return t->opts.n_transfer > 0 ? warm_start(t, diag) : RLT_STATUS_OK;
 }
 
 static rlt_status xgb_init(rlt_tuner *t, rlt_diag *diag) { return xgb_init_loss(t, RLT_COST_REG, diag); }
@@ -182,19 +191,43 @@ static int xgb_next(rlt_tuner *t, int max, rlt_config *out)
     return n;
 }
 
+/* Room for `more` rows of training data. */
+static rlt_status reserve_rows(xgb_state *x, int more, rlt_diag *diag)
+{
+    if (x->n + more <= x->cap) return RLT_STATUS_OK;
+    int cap = x->cap ? x->cap : 256;
+    while (cap < x->n + more) cap *= 2;
+    float *xs = rlt_realloc(x->xs, sizeof *xs * (size_t)cap * (size_t)x->n_features);
+    if (xs) x->xs = xs;
+    double *ys = rlt_realloc(x->ys, sizeof *ys * (size_t)cap);
+    if (ys) x->ys = ys;
+    if (!xs || !ys) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping training data");
+    x->cap = cap;
+    return RLT_STATUS_OK;
+}
+
+/* Trains on the transferred rows alone and plans from that model. */
+static rlt_status warm_start(rlt_tuner *t, rlt_diag *diag)
+{
+    xgb_state *x = t->state;
+    int n = t->opts.n_transfer;
+    if (!t->opts.transfer_xs || !t->opts.transfer_ys)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%d transferred rows announced but none given", n);
+    rlt_status st = reserve_rows(x, n, diag);
+    if (st != RLT_STATUS_OK) return st;
+    memcpy(x->xs, t->opts.transfer_xs, sizeof *x->xs * (size_t)n * (size_t)x->n_features);
+    memcpy(x->ys, t->opts.transfer_ys, sizeof *x->ys * (size_t)n);
+    x->n = x->n_transfer = n;
+    if (n < 2) return RLT_STATUS_OK;
+    if ((st = rlt_cost_model_fit(x->model, n, x->xs, x->ys, diag)) != RLT_STATUS_OK) return st;
+    return anneal(t, diag);
+}
+
 static rlt_status xgb_update(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag)
 {
     xgb_state *x = t->state;
-    if (x->n + n > x->cap) {
-        int cap = x->cap ? x->cap : 256;
-        while (cap < x->n + n) cap *= 2;
-        float *xs = rlt_realloc(x->xs, sizeof *xs * (size_t)cap * (size_t)x->n_features);
-        if (xs) x->xs = xs;
-        double *ys = rlt_realloc(x->ys, sizeof *ys * (size_t)cap);
-        if (ys) x->ys = ys;
-        if (!xs || !ys) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping training data");
-        x->cap = cap;
-    }
+    rlt_status st = reserve_rows(x, n, diag);
+    if (st != RLT_STATUS_OK) return st;
     for (int i = 0; i < n; i++) {
         /* a configuration read back from old records may not be valid in
          * this space any more: it is only marked visited */
@@ -204,11 +237,11 @@ static rlt_status xgb_update(rlt_tuner *t, int n, const rlt_config *configs, con
         x->ys[x->n++] = scores[i];
         x->best_y = fmax(x->best_y, scores[i]);
     }
-    if (x->n < x->plan_size * (x->n_fits + 1) || x->best_y <= 1e-9) return RLT_STATUS_OK;
+    if (x->n - x->n_transfer < x->plan_size * (x->n_fits + 1) || x->best_y <= 1e-9) return RLT_STATUS_OK;
     double *norm = rlt_malloc(sizeof *norm * (size_t)x->n);
     if (!norm) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory fitting the cost model");
-    for (int i = 0; i < x->n; i++) norm[i] = x->ys[i] / x->best_y;
-    rlt_status st = rlt_cost_model_fit(x->model, x->n, x->xs, norm, diag);
+    for (int i = 0; i < x->n; i++) norm[i] = i < x->n_transfer ? x->ys[i] : x->ys[i] / x->best_y;
+    st = rlt_cost_model_fit(x->model, x->n, x->xs, norm, diag);
     rlt_free(norm);
     if (st != RLT_STATUS_OK) return st;
     x->n_fits++;

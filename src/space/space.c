@@ -1,8 +1,9 @@
 /*
  * space.c - the multi-level tiling space of an op (space.h says the rule):
  * knobs derived from the op's axes and tensors, configuration <-> index,
- * neighbours, validity, configuration keys, and the schedule a
- * configuration stands for (rlt_space_schedule).
+ * neighbours, validity, configuration keys, the schedule a configuration
+ * stands for (rlt_space_schedule), and the restriction of a space to a
+ * subset of its configurations (rlt_space_restrict, for replays).
  *
  * Knob values, by kind:
  *   VEC       -1 for none, else axis * 1000 + width
@@ -33,9 +34,13 @@ static rlt_status add_knob(rlt_space *s, rlt_knob_kind kind, int axis, const cha
     if (s->n_knobs >= RLT_SPACE_MAX_KNOBS)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the op has too many knobs for a search space (at most %d)",
                         RLT_SPACE_MAX_KNOBS);
+    size_t len = strlen(name);
+    if (len >= sizeof s->knobs[0].name)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "knob name '%s' too long (at most %zu characters)", name,
+                        sizeof s->knobs[0].name - 1);
     rlt_knob *k = &s->knobs[s->n_knobs++];
     memset(k, 0, sizeof *k);
-    snprintf(k->name, sizeof k->name, "%s", name);
+    memcpy(k->name, name, len + 1);
     k->kind = kind;
     k->axis = axis;
     k->n_choices = n < RLT_SPACE_MAX_CHOICES ? n : RLT_SPACE_MAX_CHOICES;
@@ -220,7 +225,45 @@ rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_sp
 
 /* ---- configurations ----------------------------------------------------- */
 
-uint64_t rlt_space_size(const rlt_space *s)
+/* The restriction to a subset (space.h): members by unrestricted index,
+ * ascending, and an open-addressing map from unrestricted index to
+ * position. `shape` fingerprints the knobs it was made for. */
+struct rlt_space_subset {
+    int n;
+    uint64_t *index;   /* n, ascending */
+    uint64_t *slots;   /* cap; SUBSET_EMPTY = empty */
+    int *slot_pos;     /* cap */
+    size_t cap;        /* a power of two, at least 2n */
+    uint64_t shape;
+};
+
+#define SUBSET_EMPTY UINT64_MAX
+
+static uint64_t space_shape(const rlt_space *s)
+{
+    uint64_t h = (uint64_t)s->n_knobs;
+    for (int k = 0; k < s->n_knobs; k++) h = rlt_hash_bytes(h, &s->knobs[k].n_choices, sizeof(int));
+    return h;
+}
+
+static uint64_t subset_mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Position of unrestricted index `full` among the members, or -1. */
+static int subset_find(const rlt_space_subset *sub, uint64_t full)
+{
+    for (size_t i = subset_mix(full) & (sub->cap - 1);; i = (i + 1) & (sub->cap - 1)) {
+        if (sub->slots[i] == full) return sub->slot_pos[i];
+        if (sub->slots[i] == SUBSET_EMPTY) return -1;
+    }
+}
+
+static uint64_t full_size(const rlt_space *s)
 {
     uint64_t size = 1;
     for (int k = 0; k < s->n_knobs; k++) {
@@ -231,7 +274,7 @@ uint64_t rlt_space_size(const rlt_space *s)
     return size;
 }
 
-void rlt_space_config_of(const rlt_space *s, uint64_t index, rlt_config *out)
+static void full_config_of(const rlt_space *s, uint64_t index, rlt_config *out)
 {
     memset(out, 0, sizeof *out);
     for (int k = 0; k < s->n_knobs; k++) {
@@ -241,11 +284,102 @@ void rlt_space_config_of(const rlt_space *s, uint64_t index, rlt_config *out)
     }
 }
 
-uint64_t rlt_space_index_of(const rlt_space *s, const rlt_config *c)
+static uint64_t full_index_of(const rlt_space *s, const rlt_config *c)
 {
     uint64_t index = 0;
     for (int k = s->n_knobs - 1; k >= 0; k--) index = index * (uint64_t)s->knobs[k].n_choices + (uint64_t)c->choice[k];
     return index;
+}
+
+uint64_t rlt_space_size(const rlt_space *s)
+{
+    return s->subset ? (uint64_t)s->subset->n : full_size(s);
+}
+
+void rlt_space_config_of(const rlt_space *s, uint64_t index, rlt_config *out)
+{
+    const rlt_space_subset *sub = s->subset;
+    if (!sub) full_config_of(s, index, out);
+    else if (index < (uint64_t)sub->n) full_config_of(s, sub->index[index], out);
+    else full_config_of(s, index - (uint64_t)sub->n, out);
+}
+
+uint64_t rlt_space_index_of(const rlt_space *s, const rlt_config *c)
+{
+    uint64_t full = full_index_of(s, c);
+    const rlt_space_subset *sub = s->subset;
+    if (!sub) return full;
+    int pos = subset_find(sub, full);
+    if (pos >= 0) return (uint64_t)pos;
+    uint64_t n = (uint64_t)sub->n;
+    return full < UINT64_MAX - 1 - n ? n + full : UINT64_MAX - 1;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+rlt_status rlt_space_subset_create(const rlt_space *s, int n, const rlt_config *configs, rlt_space_subset **out,
+                                   rlt_diag *diag)
+{
+    RLT_ASSERT(s && n >= 0 && (n == 0 || configs) && out);
+    *out = NULL;
+    if (s->subset)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "a subset is made from an unrestricted space");
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s->n_knobs; k++)
+            if (configs[i].choice[k] < 0 || configs[i].choice[k] >= s->knobs[k].n_choices)
+                return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                                "configuration %d of a subset: choice %d of knob %s is out of its range 0..%d", i,
+                                configs[i].choice[k], s->knobs[k].name, s->knobs[k].n_choices - 1);
+    rlt_space_subset *sub = rlt_calloc(1, sizeof *sub);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n) cap *= 2;
+    if (sub) {
+        sub->index = rlt_calloc((size_t)(n > 0 ? n : 1), sizeof *sub->index);
+        sub->slots = rlt_malloc(cap * sizeof *sub->slots);
+        sub->slot_pos = rlt_calloc(cap, sizeof *sub->slot_pos);
+    }
+    if (!sub || !sub->index || !sub->slots || !sub->slot_pos) {
+        rlt_space_subset_destroy(sub);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory restricting a space to %d configurations", n);
+    }
+    sub->cap = cap;
+    sub->shape = space_shape(s);
+    for (size_t i = 0; i < cap; i++) sub->slots[i] = SUBSET_EMPTY;
+    for (int i = 0; i < n; i++) sub->index[i] = full_index_of(s, &configs[i]);
+    qsort(sub->index, (size_t)n, sizeof *sub->index, compare_u64);
+    for (int i = 0; i < n; i++) {
+        if (sub->n > 0 && sub->index[sub->n - 1] == sub->index[i]) continue;
+        uint64_t full = sub->index[i];
+        sub->index[sub->n] = full;
+        size_t j = subset_mix(full) & (cap - 1);
+        while (sub->slots[j] != SUBSET_EMPTY) j = (j + 1) & (cap - 1);
+        sub->slots[j] = full;
+        sub->slot_pos[j] = sub->n++;
+    }
+    *out = sub;
+    return RLT_STATUS_OK;
+}
+
+void rlt_space_subset_destroy(rlt_space_subset *sub)
+{
+    if (!sub) return;
+    rlt_free(sub->index);
+    rlt_free(sub->slots);
+    rlt_free(sub->slot_pos);
+    rlt_free(sub);
+}
+
+int rlt_space_subset_size(const rlt_space_subset *sub) { return sub->n; }
+
+void rlt_space_restrict(rlt_space *s, const rlt_space_subset *sub)
+{
+    s->subset = NULL;
+    RLT_ASSERT(!sub || sub->shape == space_shape(s)); /* a subset of another space */
+    s->subset = sub;
 }
 
 bool rlt_space_neighbour(const rlt_space *s, const rlt_config *c, int knob, int delta, rlt_config *out)
@@ -260,6 +394,10 @@ bool rlt_space_neighbour(const rlt_space *s, const rlt_config *c, int knob, int 
 
 void rlt_space_random(const rlt_space *s, rlt_rng *rng, rlt_config *out)
 {
+    if (s->subset && s->subset->n > 0) {
+        full_config_of(s, s->subset->index[rlt_rng_below(rng, (uint64_t)s->subset->n)], out);
+        return;
+    }
     memset(out, 0, sizeof *out);
     for (int k = 0; k < s->n_knobs; k++)
         out->choice[k] = (int16_t)rlt_rng_below(rng, (uint64_t)s->knobs[k].n_choices);
@@ -315,6 +453,9 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
 {
     const rlt_op *op = s->op;
     *out_sched = NULL;
+    if (s->subset && subset_find(s->subset, full_index_of(s, c)) < 0)
+        return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                        "the configuration is not one of the %d this space is restricted to", s->subset->n);
     rlt_sched *sched = rlt_sched_create();
     if (!sched) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building a schedule");
     rlt_status st = RLT_STATUS_OK;

@@ -69,6 +69,8 @@ typedef struct rlt_space_opts {
     bool no_clang;      /* never offer clang */
 } rlt_space_opts;
 
+typedef struct rlt_space_subset rlt_space_subset;
+
 typedef struct rlt_space {
     const rlt_op *op; /* borrowed */
     int n_knobs;
@@ -77,6 +79,7 @@ typedef struct rlt_space {
     int max_accumulators; /* register tiles needing more accumulators (vectors, or
                              scalars when not vectorized) are invalid: twice the
                              target's vector registers (32 for AVX2, 64 for AVX-512) */
+    const rlt_space_subset *subset; /* borrowed; NULL: every configuration (rlt_space_restrict) */
 } rlt_space;
 
 /* A configuration: one choice index per knob. */
@@ -126,6 +129,40 @@ void rlt_knob_value_text(const rlt_space *s, const rlt_knob *k, int choice, rlt_
 
 /* Prints the knobs and their choices. */
 void rlt_space_print(const rlt_space *s, rlt_str *out);
+
+/* ---- restriction to a subset (replays of a dataset) ---------------------
+ *
+ * A replay (search/dataset.h) can answer only the configurations its
+ * dataset measured, so its tuners work on the space restricted to them:
+ * with rlt_space_restrict(s, sub),
+ *   - rlt_space_size is the number of members, and indices 0 .. size-1 are
+ *     the members in the order of their unrestricted indices (grid order);
+ *   - rlt_space_index_of of a configuration that is not a member is
+ *     size + its unrestricted index (saturating at UINT64_MAX - 1): never a
+ *     member's index, so tuners can mark it visited; rlt_space_config_of
+ *     maps such an index back;
+ *   - rlt_space_random draws a member uniformly;
+ *   - a configuration that is not a member is invalid: rlt_space_schedule,
+ *     rlt_space_nest and rlt_space_features fail for it (ILLEGAL_SCHEDULE),
+ *     rlt_space_is_valid is false. A member is valid when it would be
+ *     without the restriction.
+ * Knobs, keys, neighbours and features are unchanged. */
+
+/* Makes the subset of `s` (an unrestricted space) holding `configs`
+ * (copied; a configuration given twice is one member). On success *out is
+ * owned: free it with rlt_space_subset_destroy after the last use of any
+ * space restricted to it. OUT_OF_MEMORY, or INVALID_ARGUMENT when `s` is
+ * itself restricted or a choice is out of its knob's range. */
+rlt_status rlt_space_subset_create(const rlt_space *s, int n, const rlt_config *configs, rlt_space_subset **out,
+                                   rlt_diag *diag);
+void rlt_space_subset_destroy(rlt_space_subset *sub); /* NULL ok */
+
+/* Number of members. */
+int rlt_space_subset_size(const rlt_space_subset *sub);
+
+/* Restricts `s` to `sub` (borrowed), which must have been made from a space
+ * with the same knobs (asserted); NULL lifts the restriction. */
+void rlt_space_restrict(rlt_space *s, const rlt_space_subset *sub);
 
 /* ---- features for learning (features.c, docs/features.md) -------------- */
 

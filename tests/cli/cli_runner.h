@@ -1,6 +1,7 @@
 /* cli_runner.h - runs the real rltune binary (RLTUNE_BINARY, set by CMake)
  * from a Criterion test with fork/exec: stdout, stderr and the exit code
- * captured under a time limit, and the assertions the CLI tests share
+ * captured under a time limit, or started in the background (cli_spawn,
+ * cli_wait) for a test that signals it; and the assertions the CLI tests share
  * (exit 0; a usage error: exit 2, nothing on stdout, one "rltune: error:"
  * line naming the problem). Shared by tests/cli/test_*.c. */
 #ifndef RLT_TESTS_CLI_RUNNER_H
@@ -8,6 +9,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -126,6 +128,66 @@ static inline cli_run run_cli_argv(const char *in, const char *const *args)
 }
 
 #define CLI(...) run_cli_argv(NULL, (const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- running the binary in the background -------------------------------- */
+
+/* Starts RLTUNE_BINARY with `args` (NULL-terminated) and returns at once:
+ * stdin /dev/null, stdout and stderr into the files out_path and err_path
+ * (created or truncated), in a process group of its own whose id is the
+ * returned pid (kill(-pid, ...) reaches everything it started there). The
+ * environment is the caller's. Wait for it with cli_wait. */
+static inline pid_t cli_spawn(const char *const *args, const char *out_path, const char *err_path)
+{
+    const char *argv[64];
+    int argc = 0;
+    argv[argc++] = RLTUNE_BINARY;
+    for (int i = 0; args[i]; i++) {
+        cr_assert_lt(argc, 63);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || out < 0 || err < 0) _exit(126);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(err, 2);
+        close(in);
+        close(out);
+        close(err);
+        execv(RLTUNE_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here, so that it holds before either side goes on */
+    return pid;
+}
+
+/* Waits up to limit_s seconds for a process started by cli_spawn and
+ * returns its wait status. Past the limit it kills the process group and
+ * fails the test. */
+static inline int cli_wait(pid_t pid, double limit_s)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int status = 0;
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid) return status;
+        cr_assert(got == 0 || errno == EINTR, "waitpid(%d): %s", (int)pid, strerror(errno));
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 > limit_s) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("rltune (pid %d) ran past %g s", (int)pid, limit_s);
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
+}
 #define CLI_STDIN(in, ...) run_cli_argv(in, (const char *const[]){__VA_ARGS__, NULL})
 
 static inline void cli_run_free(cli_run *r)

@@ -12,7 +12,6 @@
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/tmp.h"
 #include "cli_runner.h"
 #include "ir/ir.h"
 
@@ -30,17 +30,9 @@
 
 static char tmp_dir[] = "/tmp/rlt_cli_XXXXXX";
 
-static void setup(void) { cr_assert_not_null(mkdtemp(tmp_dir)); }
+static void setup(void) { tmp_dir_make_in(tmp_dir); }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void teardown(void) { nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);
 
@@ -52,10 +44,7 @@ static const char *write_tmp(const char *name, const char *text)
     static int n_paths;
     char *path = paths[n_paths++ % 8];
     snprintf(path, 256, "%s/%s", tmp_dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    tmp_file_write_text(path, text);
     return path;
 }
 
@@ -88,7 +77,7 @@ Test(cli, main_help_lists_commands_and_exit_codes)
 {
     cli_run r = CLI("--help");
     assert_ok(&r);
-    const char *needles[] = {"ops", "show", "measure", "tune", "best", "history", "records", "export", "help", "exit status", "  0 ", "  1 ", "  2 ", "  3 ",
+    const char *needles[] = {"ops", "show", "measure", "tune", "dataset", "best", "history", "records", "export", "help", "exit status", "  0 ", "  1 ", "  2 ", "  3 ",
                              "RLTUNE_CACHE_DIR"};
     for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++) assert_has(r.out, needles[i], "--help");
     cli_run_free(&r);

@@ -10,10 +10,9 @@
  * conv2d, and for a --schedule file), and bad input (exit 2, one error line).
  * The compile cache is $RLTUNE_CACHE_DIR, set by CTest. */
 #include <cjson/cJSON.h>
-#include <ftw.h>
 #include <math.h>
-#include <sys/stat.h>
 
+#include "../common/tmp.h"
 #include "cli_runner.h"
 
 #define MATMUL "matmul:M=16,N=24,K=8"
@@ -25,19 +24,11 @@ static char db_path[300];
 
 static void setup(void)
 {
-    cr_assert_not_null(mkdtemp(tmp_dir));
+    tmp_dir_make_in(tmp_dir);
     snprintf(db_path, sizeof db_path, "%s/t.db", tmp_dir);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void teardown(void) { nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_records, .init = setup, .fini = teardown, .timeout = 120);
 
@@ -48,14 +39,6 @@ static const char *tmp_path(const char *name)
     char *path = paths[n_paths++ % 8];
     snprintf(path, 320, "%s/%s", tmp_dir, name);
     return path;
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
 }
 
 /* Tunes `spec` for `trials` trials into the test's database. */
@@ -165,6 +148,72 @@ Test(cli_records, best_is_the_fastest_of_history)
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) cli_run_free(runs[i]);
 }
 
+/* measure --best: the best record's schedule and compiler, measured again */
+Test(cli_records, measure_best_measures_the_best_record_again)
+{
+    tune(MATMUL, "4");
+    cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&b);
+    cJSON *best = parse_json(&b);
+    cli_run m = CLI("measure", "--op", MATMUL, "--best", "--db", db_path, "--cflags", TUNE_CFLAGS, "--repeat", "2",
+                    "--json");
+    assert_ok(&m);
+    cJSON *meas = parse_json(&m);
+    cr_assert_str_eq(cJSON_GetObjectItem(meas, "status")->valuestring, "OK");
+    cr_assert_gt(cJSON_GetObjectItem(meas, "gflops")->valuedouble, 0);
+    cJSON *rec = cJSON_GetObjectItem(meas, "record");
+    cr_assert(cJSON_IsObject(rec), "measure --best --json lacks the record:\n%s", m.out);
+    cr_assert_eq(cJSON_GetObjectItem(rec, "id")->valuedouble, cJSON_GetObjectItem(best, "id")->valuedouble);
+    cr_assert_str_eq(cJSON_GetObjectItem(rec, "config")->valuestring,
+                     cJSON_GetObjectItem(best, "config")->valuestring);
+    cr_assert_str_eq(cJSON_GetObjectItem(meas, "schedule")->valuestring,
+                     cJSON_GetObjectItem(best, "schedule")->valuestring);
+    cli_run t = CLI("measure", "--op", MATMUL, "--best", "--db", db_path, "--cflags", TUNE_CFLAGS, "--repeat", "1");
+    assert_ok(&t);
+    assert_has(t.out, "schedule:  record ", "measure --best");
+    /* nothing recorded for this target: exit 1, saying what to do */
+    cli_run none = CLI("measure", "--op", MATMUL, "--best", "--db", db_path);
+    cr_assert_eq(none.exit_code, 1, "exit %d: %s", none.exit_code, none.err);
+    assert_has(none.err, "other targets", "measure --best on another target");
+    EXPECT_USAGE_ERROR("cannot be combined with --schedule", "measure", "--op", MATMUL, "--best", "--schedule",
+                       "x.sched");
+    EXPECT_USAGE_ERROR("they need --best", "measure", "--op", MATMUL, "--db", db_path);
+    cJSON_Delete(meas);
+    cJSON_Delete(best);
+    cli_run *runs[] = {&b, &m, &t, &none};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) cli_run_free(runs[i]);
+}
+
+/* tune --transfer: the cost model starts from another workload's records */
+Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
+{
+    tune(MATMUL, "6");
+    const char *other = "matmul:M=16,N=24,K=16";
+    cli_run r = CLI("tune", "--op", other, "--tuner", "xgb-rank", "--trials", "2", "--batch", "2", "--cflags",
+                    TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--transfer", db_path,
+                    "--json");
+    assert_ok(&r);
+    cJSON *j = parse_json(&r);
+    int rows = cJSON_GetObjectItem(j, "transfer_rows")->valueint;
+    cr_assert(rows >= 1 && rows <= 6, "transfer_rows %d", rows);
+    cr_assert_eq(cJSON_GetObjectItem(j, "transfer_workloads")->valueint, 1);
+    cr_assert_eq(cJSON_GetObjectItem(j, "measured")->valueint, 2);
+    /* without --transfer: 0 */
+    cli_run n = CLI("tune", "--op", other, "--tuner", "xgb-rank", "--trials", "2", "--batch", "2", "--cflags",
+                    TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--json");
+    assert_ok(&n);
+    cJSON *k = parse_json(&n);
+    cr_assert_eq(cJSON_GetObjectItem(k, "transfer_rows")->valueint, 0);
+    EXPECT_USAGE_ERROR("needs --tuner xgb or xgb-rank", "tune", "--op", other, "--tuner", "ga", "--db", db_path,
+                       "--transfer", db_path);
+    EXPECT_USAGE_ERROR("--transfer", "tune", "--op", other, "--db", db_path, "--transfer", tmp_path("none.db"));
+    cr_assert_eq(access(tmp_path("none.db"), F_OK), -1, "--transfer created its file");
+    cJSON_Delete(k);
+    cJSON_Delete(j);
+    cli_run_free(&n);
+    cli_run_free(&r);
+}
+
 Test(cli_records, best_of_an_op_never_tuned_says_what_to_run)
 {
     tune(MATMUL, "1");
@@ -229,7 +278,7 @@ Test(cli_records, import_of_a_malformed_line_names_it_and_adds_nothing)
     char text[16384];
     snprintf(text, sizeof text, "%s{\"v\":1, \"spec\": oops}\n", e.out);
     const char *bad = tmp_path("bad.jsonl");
-    write_file(bad, text);
+    tmp_file_write_text(bad, text);
     const char *fresh = tmp_path("fresh.db");
     cli_run r = CLI("records", "import", bad, "--db", fresh);
     assert_usage_error(&r, "bad.jsonl:2");
@@ -279,7 +328,7 @@ Test(cli_records, export_of_a_padded_conv2d_builds_and_checks)
 Test(cli_records, export_of_a_schedule_file_needs_no_records)
 {
     const char *sched = tmp_path("tiled.sched");
-    write_file(sched, "# rltune schedule v1\nsplit i 4\nsplit j 8\nreorder i.o j.o k i.i j.i\n"
+    tmp_file_write_text(sched, "# rltune schedule v1\nsplit i 4\nsplit j 8\nreorder i.o j.o k i.i j.i\n"
                       "cache_write j.o\nunroll i.i\nvectorize j.i\n");
     const char *dir = tmp_path("sched_lib");
     cli_run r = CLI("export", "--op", MATMUL, "--schedule", sched, "--out", dir, "--name", "my_matmul");
@@ -293,10 +342,10 @@ Test(cli_records, export_of_a_schedule_file_needs_no_records)
 Test(cli_records, bad_input_is_a_usage_error)
 {
     const char *junk = tmp_path("junk.db");
-    write_file(junk, "not a database\n");
+    tmp_file_write_text(junk, "not a database\n");
     const char *missing = tmp_path("missing.db");
     const char *sched = tmp_path("s.sched");
-    write_file(sched, "split i 4\n");
+    tmp_file_write_text(sched, "split i 4\n");
     EXPECT_USAGE_ERROR("--out DIR is required", "export", "--op", MATMUL, "--db", db_path);
     EXPECT_USAGE_ERROR("cannot be combined with --db", "export", "--op", MATMUL, "--schedule", sched, "--db",
                        db_path, "--out", tmp_path("x"));

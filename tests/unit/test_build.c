@@ -7,7 +7,6 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <dlfcn.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/tmp.h"
 #include "measure/measure.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -51,29 +51,11 @@ static rlt_kernel_src good_kernel(int c)
     return make_kernel(tmpl, false);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static char *make_temp_dir(void)
-{
-    char *dir = strdup("/tmp/rlt_build_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    return dir;
-}
+static char *make_temp_dir(void) { return tmp_dir_make("/tmp/rlt_build_XXXXXX"); }
 
 static void write_script(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    tmp_file_write_text(path, text);
     cr_assert_eq(chmod(path, 0755), 0);
 }
 
@@ -182,7 +164,7 @@ Test(build, batch_compiles_two_at_a_time_and_loads)
     cr_assert_eq(access(src, R_OK), 0, "%s", src);
 
     free_kernels(k, N);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -208,7 +190,7 @@ Test(build, bad_kernel_fails_alone_with_the_compiler_message)
     cr_assert(strstr(r[1].log, "error") != NULL, "log: %s", r[1].log);
     cr_assert_eq(r[1].so_path[0], '\0');
     free_kernels(k, 3);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -231,7 +213,7 @@ Test(build, long_compiler_output_is_cut_to_fit)
     cr_assert(strstr(r.log, "more bytes; full source: ") != NULL, "%s", r.log);
     cr_assert(strlen(r.log) < sizeof r.log);
     rlt_kernel_src_free(&k);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -276,7 +258,7 @@ Test(build, second_build_is_answered_by_the_cache)
     cr_assert_not(r3[0].was_cached);
 
     free_kernels(k, N);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -294,7 +276,7 @@ Test(build, duplicates_in_a_batch_compile_once)
     cr_assert(r[2].was_cached);
     rlt_kernel_src_free(&a);
     rlt_kernel_src_free(&b);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -322,7 +304,7 @@ Test(build, hanging_compiler_times_out_and_leaves_nothing_behind)
     }
     cr_assert_eq(n_left, 0, "the compiler's children outlived the timeout");
     rlt_kernel_src_free(&k);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -338,7 +320,7 @@ Test(build, a_missing_compiler_is_reported)
     cr_assert_eq(r.status, RLT_STATUS_BUILD_ERROR);
     cr_assert(strstr(r.log, "no-such-compiler-rlt") != NULL, "%s", r.log);
     rlt_kernel_src_free(&k);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -357,7 +339,7 @@ Test(build, clang_can_be_the_compiler)
     cr_assert_not_null(dlsym(lib, k.symbol));
     dlclose(lib);
     rlt_kernel_src_free(&k);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -389,7 +371,7 @@ Test(build, openmp_kernels_get_their_own_units)
     snprintf(cmd, sizeof cmd, "grep -q GOMP_parallel %s", r[1].so_path);
     cr_assert_eq(system(cmd), 0, "no OpenMP calls in %s", r[1].so_path);
     free_kernels(k, 2);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -412,7 +394,7 @@ Test(build, malformed_kernels_and_options_are_refused)
     rlt_kernel_src_free(&k);
 
     cr_assert_eq(rlt_build_batch(&opts, 0, NULL, NULL, NULL), RLT_STATUS_OK);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 

@@ -13,27 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/leaks.h"
 #include "search/cost_model.h"
-
-/* A leak is checked where a test says so: LeakSanitizer's report at the
- * worker's exit does not fail a Criterion test. */
-#if defined(__SANITIZE_ADDRESS__)
-#define HAS_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAS_LSAN 1
-#endif
-#endif
-#ifdef HAS_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
-
-static void assert_no_leaks(void)
-{
-#ifdef HAS_LSAN
-    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "memory leaked (LeakSanitizer's report is above)");
-#endif
-}
 
 /* ---- data --------------------------------------------------------------- */
 
@@ -323,6 +304,7 @@ Test(cost_model, save_load_round_trip)
         rlt_diag d = {0};
         cr_assert_eq(rlt_cost_model_load(bytes, len, &m2, &d), RLT_STATUS_OK, "%s", d.message);
         cr_assert(rlt_cost_model_is_trained(m2));
+        cr_assert_eq(rlt_cost_model_n_features(m2), 3);
         double a[GRID_ROWS], b[GRID_ROWS];
         model_predict(m, GRID_ROWS, g.features, a);
         model_predict(m2, GRID_ROWS, g.features, b);

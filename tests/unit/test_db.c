@@ -10,7 +10,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -22,39 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/leaks.h"
+#include "../common/tmp.h"
 #include "db/db.h"
 
-/* In the sanitizer build, leaks are checked where a test says so (a leak
- * found only at the worker's exit would not fail the test). */
-#if defined(__SANITIZE_ADDRESS__)
-#define HAS_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAS_LSAN 1
-#endif
-#endif
-#ifdef HAS_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
-
-static void assert_no_leaks(void)
-{
-#ifdef HAS_LSAN
-    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "memory leaked (LeakSanitizer's report is above)");
-#endif
-}
-
 /* ---- helpers ------------------------------------------------------------ */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* The test's directory, also removed by the suite's fini when a failed
  * assertion ends the test before its own cleanup. */
@@ -62,15 +33,14 @@ static char temp_dir[64];
 
 static char *make_temp_dir(void)
 {
-    char *dir = strdup("/tmp/rlt_db_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    char *dir = tmp_dir_make("/tmp/rlt_db_XXXXXX");
     snprintf(temp_dir, sizeof temp_dir, "%s", dir);
     return dir;
 }
 
 static void remove_temp_dir(void)
 {
-    if (temp_dir[0]) remove_tree(temp_dir);
+    if (temp_dir[0]) tmp_remove_tree(temp_dir);
 }
 
 TestSuite(db, .fini = remove_temp_dir);
@@ -92,14 +62,6 @@ static char *slurp(const char *path, size_t *out_len)
     rlt_diag d = {0};
     cr_assert_eq(rlt_file_read(path, &text, out_len, &d), RLT_STATUS_OK, "%s", d.message);
     return text;
-}
-
-static void spit(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(data, 1, len, f), len);
-    cr_assert_eq(fclose(f), 0);
 }
 
 /* Asserts that `path` holds exactly `len` bytes equal to `data`. */
@@ -316,7 +278,7 @@ Test(db, create_append_query_and_reopen)
     cr_assert_eq(rlt_db_append(db, 1, &again, &d2), RLT_STATUS_INVALID_ARGUMENT);
     cr_assert(strstr(d2.message, "read-only"), "%s", d2.message);
     rlt_db_close(db);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
     assert_no_leaks();
 }
@@ -327,7 +289,7 @@ Test(db, empty_file_gets_the_schema_and_read_only_never_creates)
     char path[512], absent[512];
     snprintf(path, sizeof path, "%s/empty.db", dir);
     snprintf(absent, sizeof absent, "%s/absent.db", dir);
-    spit(path, "", 0);
+    tmp_file_write(path, "", 0);
     expect_open_refused(path, true, RLT_STATUS_INVALID_ARGUMENT, "empty");
     expect_open_refused(absent, true, RLT_STATUS_IO_ERROR, "No such file");
     cr_assert_not(file_exists(absent));
@@ -354,7 +316,7 @@ Test(db, empty_file_gets_the_schema_and_read_only_never_creates)
     cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "wal");
     sqlite3_finalize(st);
     sqlite3_close(c);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -373,7 +335,7 @@ Test(db, file_uri_names_stay_file_names)
     cr_assert_eq(count(db, NULL), 1);
     rlt_db_close(db);
     cr_assert_eq(chdir("/"), 0);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -409,7 +371,7 @@ Test(db, bad_records_are_refused_whole)
     }
     cr_assert_eq(count(db, NULL), 0);
     rlt_db_close(db);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -443,7 +405,7 @@ Test(db, non_sqlite_files_are_refused_unchanged)
     };
     for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, cases[i].name);
-        spit(path, cases[i].data, cases[i].len);
+        tmp_file_write(path, cases[i].data, cases[i].len);
         for (int ro = 0; ro < 2; ro++) {
             expect_open_refused(path, ro, cases[i].status, cases[i].needle);
             assert_file_is(path, cases[i].data, cases[i].len);
@@ -451,7 +413,7 @@ Test(db, non_sqlite_files_are_refused_unchanged)
     }
     /* A directory is not a database either. */
     expect_open_refused(dir, false, RLT_STATUS_INVALID_ARGUMENT, "not a regular file");
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -485,7 +447,7 @@ Test(db, someone_elses_sqlite_database_is_refused_unchanged)
     expect_open_refused(path, false, RLT_STATUS_INVALID_ARGUMENT, "app is 'something'");
     assert_file_is(path, before, len);
     rlt_free(before);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
     assert_no_leaks();
 }
@@ -507,7 +469,7 @@ Test(db, newer_schema_is_refused_unchanged)
         assert_file_is(path, before, len);
     }
     rlt_free(before);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -571,17 +533,17 @@ Test(db, damaged_database_is_reported_never_repaired)
     memcpy(bad, good, len);
     size_t page = 4096, middle = (len / page / 2) * page;
     memset(bad + middle, 0xa5, 6 * page);
-    spit(copy, bad, len);
+    tmp_file_write(copy, bad, len);
     expect_damage_reported(copy, bad, len);
 
     /* Cut in half. */
     snprintf(copy, sizeof copy, "%s/truncated.db", dir);
-    spit(copy, good, len / 2);
+    tmp_file_write(copy, good, len / 2);
     expect_damage_reported(copy, good, len / 2);
 
     free(bad);
     rlt_free(good);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
     assert_no_leaks();
 }
@@ -671,7 +633,7 @@ Test(db, concurrent_writers_lose_nothing)
     for (int w = 0; w < N_WRITERS; w++)
         for (int i = 0; i < PER_WRITER; i++) cr_assert_eq(s.seen[w][i], 1, "writer %d record %d", w, i);
     rlt_db_close(db);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -765,7 +727,7 @@ Test(db, kill_9_loses_only_the_open_batch)
     cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
     sqlite3_finalize(st);
     sqlite3_close(c);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -797,7 +759,7 @@ Test(db, a_held_lock_times_out_with_a_message)
     cr_assert_eq(count(db, NULL), 1);
     rlt_db_close(db);
     sqlite3_close(holder);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -838,7 +800,7 @@ Test(db, full_disk_keeps_earlier_records)
     rlt_record r = make_record("add:N=8", "after", 0);
     append(db, 1, &r);
     rlt_db_close(db);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
 }
 
@@ -938,7 +900,7 @@ Test(db, export_then_import_gives_identical_records)
     rlt_free(t2);
     rlt_db_close(a);
     rlt_db_close(b);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
     assert_no_leaks();
 }
@@ -1010,10 +972,7 @@ Test(db, import_refuses_bad_lines_whole)
          * they must not be stored either. */
         char text[16384];
         snprintf(text, sizeof text, "%s\r\n\n%s\n%s\n", good, good, bad);
-        FILE *f = fopen(src, "w");
-        cr_assert_not_null(f);
-        fputs(text, f);
-        fclose(f);
+        tmp_file_write_text(src, text);
         int added = -1, skipped = -1;
         rlt_diag d = {0};
         rlt_status st = import_from(db, src, &added, &skipped, &d);
@@ -1038,10 +997,7 @@ Test(db, import_refuses_bad_lines_whole)
     cr_assert_not_null(at);
     at[3] = '2'; /* another config, so not a duplicate of `good` */
     snprintf(text, sizeof text, "%s\r\n\n%s\n%s", good, good, seed_num);
-    FILE *f = fopen(src, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    tmp_file_write_text(src, text);
     int added = -1, skipped = -1;
     rlt_diag d = {0};
     cr_assert_eq(import_from(db, src, &added, &skipped, &d), RLT_STATUS_OK, "%s", d.message);
@@ -1055,7 +1011,7 @@ Test(db, import_refuses_bad_lines_whole)
     cr_assert_str_eq(r.message, "a\\u0000");
     cr_assert_eq(r.created_s, 1700000000.5);
     rlt_db_close(db);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
     assert_no_leaks();
 }
@@ -1113,7 +1069,7 @@ Test(db, allocation_failures_are_reported)
         cr_assert_eq(count(db, NULL), 0);
     }
     rlt_db_close(db);
-    remove_tree(dir);
+    tmp_remove_tree(dir);
     free(dir);
     assert_no_leaks();
 }

@@ -9,13 +9,13 @@
  * C 16x16, row-major). */
 #include <criterion/criterion.h>
 #include <dirent.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/tmp.h"
 #include "measure/measure.h"
 
 /* ---- fixture: the op, a workload, a private compile cache --------------- */
@@ -26,26 +26,18 @@ static rlt_workload *workload;
 
 static void setup(void)
 {
-    cr_assert_not_null(mkdtemp(cache_dir));
+    tmp_dir_make_in(cache_dir);
     rlt_diag d = {0};
     cr_assert_eq(rlt_op_parse("matmul:M=16,N=16,K=16", &op, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_build_opts bopts = {.cache_dir = cache_dir};
     cr_assert_eq(rlt_workload_create(op, &bopts, 42, &workload, &d), RLT_STATUS_OK, "%s", d.message);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void teardown(void)
 {
     rlt_workload_destroy(workload);
     rlt_op_destroy(op);
-    nftw(cache_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmp_remove_tree(cache_dir);
 }
 
 TestSuite(run, .init = setup, .fini = teardown);

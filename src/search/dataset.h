@@ -1,0 +1,142 @@
+/*
+ * dataset.h - datasets for replayed measurement: an op's whole space (or a
+ * large uniform sample of it) measured once (rlt_dataset_build), then
+ * answered from the file as often as wanted (rlt_replay_open, and
+ * rlt_tune_opts.replay): tuners compared over many seeds in seconds, on the
+ * same measurements, without noise.
+ *
+ * A dataset is a records database (db.h) whose rltune_meta table holds a
+ * description under the key "dataset" (JSON, format v1: docs/datasets.md):
+ * op spec, target key, the space's parameters, whether it is every valid
+ * configuration or a sample, the sample's size and seed. Its records are
+ * those `rltune dataset` made, proposer "dataset", so `rltune best` and
+ * `rltune history` read it as they read any records.
+ *
+ * Typical use:
+ *     rlt_db_open("mm.db", NULL, &db, &d);
+ *     rlt_dataset_build(op, db, "mm.db", &(rlt_dataset_opts){...}, &info, &result, &d);
+ *     rlt_replay *rp;    rlt_replay_open("mm.db", op, NULL, &rp, &d);
+ *     for seeds:         rlt_tune(op, &(rlt_tune_opts){.replay = rp, .tuner = "ga", .seed = s, ...}, ...);
+ *     rlt_replay_close(rp);
+ */
+#ifndef RLT_DATASET_H
+#define RLT_DATASET_H
+
+#include "search/tune.h"
+
+#define RLT_DATASET_FORMAT_VERSION 1
+#define RLT_DATASET_META_KEY "dataset"      /* its key in rltune_meta */
+#define RLT_DATASET_PROPOSER "dataset"      /* the `tuner` of its records */
+/* Default sample size: enough that runs of a few hundred to a thousand
+ * trials explore a small part of it (a tuner that exhausts the sample
+ * only finds the sample's best), and about 15 to 30 minutes of measuring
+ * for a small op on two cores (docs/datasets.md). */
+#define RLT_DATASET_DEFAULT_SAMPLES 4096
+#define RLT_DATASET_MAX_SAMPLES 1000000
+/* Spaces of at most this many configurations (valid or not) are
+ * enumerated, so their valid ones are counted exactly and a dataset of
+ * all of them is complete; larger ones are sampled by rejection. Checking
+ * a configuration costs 1 to 6 us: enumerating takes seconds at most. */
+#define RLT_DATASET_ENUMERATE_MAX (UINT64_C(1) << 21)
+
+/* What the "dataset" meta value says. */
+typedef struct rlt_dataset_info {
+    char spec[512];       /* canonical op spec */
+    char target[512];     /* the target key its records are filed under */
+    int n_threads;        /* of the space and the measurements */
+    int vector_floats;    /* of the space: the measuring machine's vector width */
+    bool has_clang;       /* whether the space had the cc knob */
+    uint64_t space_size;  /* configurations of the space, valid or not */
+    int64_t n_valid;      /* valid configurations; -1 when the space was too large to count */
+    bool is_complete;     /* the dataset is every valid configuration */
+    int n_samples;        /* the sample size asked for */
+    uint64_t seed;        /* of the sample and of the measuring order */
+    int n_configs;        /* configurations the dataset holds once finished */
+} rlt_dataset_info;
+
+typedef struct rlt_dataset_opts {
+    int n_samples;            /* 0 = RLT_DATASET_DEFAULT_SAMPLES */
+    uint64_t seed;
+    int batch_size;           /* as rlt_tune_opts */
+    int n_threads;
+    rlt_build_opts build;
+    rlt_run_opts run;
+    const volatile sig_atomic_t *stop; /* stop after the batch in flight; run again to go on */
+    rlt_tune_progress_fn progress;
+    void *progress_ctx;
+} rlt_dataset_opts;
+
+/* The configurations a dataset of `space` (unrestricted) measures, in
+ * measuring order: every valid one when the space is enumerable and has at
+ * most n_samples of them (info->is_complete), else n_samples distinct valid
+ * ones drawn uniformly (fewer only if rejection sampling finds no more);
+ * the order is shuffled, so that any prefix is a uniform sample and slow
+ * drifts of the machine spread over the whole space. Seeded by `seed`
+ * alone: the same space and seed give the same plan. Fills the space_size,
+ * n_valid, is_complete, n_samples, seed and n_configs fields of `info`.
+ * *out_configs is owned (rlt_free). */
+rlt_status rlt_dataset_plan(const rlt_space *space, int n_samples, uint64_t seed, rlt_config **out_configs,
+                            int *out_n, rlt_dataset_info *info, rlt_diag *diag);
+
+/* Measures the dataset of `op` into the records database `db` (opened
+ * read-write from `path`, named in messages; borrowed), exactly as
+ * rlt_tune measures (batches built together, then run one at a time, each
+ * batch's records stored in one transaction; opts->stop stops after the
+ * batch in flight). Resumes: a database already holding this dataset (same
+ * op, target, samples and seed) measures only what it lacks, on the space
+ * it was started with. Refused (INVALID_ARGUMENT, nothing written): a
+ * records database that is not a dataset and holds records, a dataset of
+ * other options or of a space that has changed since. *out_info is the
+ * description; *out is the run (free with rlt_tune_result_free), whose
+ * n_from_db counts configurations an earlier run measured. */
+rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, const rlt_dataset_opts *opts,
+                             rlt_dataset_info *out_info, rlt_tune_result *out, rlt_diag *diag);
+
+/* Whether the records database `db` (opened from `path`, named in
+ * messages) is a dataset, and if so its description. PARSE_ERROR when the
+ * description is malformed or of a newer format. */
+rlt_status rlt_dataset_info_get(rlt_db *db, const char *path, rlt_dataset_info *out, bool *out_is_dataset,
+                                rlt_diag *diag);
+
+/* Writes the description into a records database (what rlt_dataset_build
+ * does before measuring; tests use it to make datasets of made-up
+ * measurements). */
+rlt_status rlt_dataset_info_put(rlt_db *db, const rlt_dataset_info *info, rlt_diag *diag);
+
+/* ---- replay ------------------------------------------------------------- */
+
+/* One configuration's measurement, as the dataset recorded it. */
+typedef struct rlt_replay_entry {
+    char status[24];      /* "OK", "WRONG_ANSWER", ... (rlt_status_str) */
+    double time_min_ms;   /* 0 unless OK */
+    double time_median_ms;
+    double gflops;        /* 0 unless OK */
+} rlt_replay_entry;
+
+/* Opens the dataset `path` (read-only; never written) for replaying `op`
+ * (borrowed: it must outlive the replay) and loads its measurements into
+ * memory: the latest record of each configuration. `run_target` (may be
+ * NULL: not checked) is the target key the run would have measured with
+ * (rlt_tune_target_key): its threads and compiler part must equal the
+ * dataset's; the CPU part may differ, since a replay answers for the
+ * machine that measured the dataset. Refused with a message naming the
+ * file: a missing or unreadable file (IO_ERROR), one that is not a
+ * records database or not a dataset, a dataset of another op or target,
+ * an unfinished one (fewer configurations measured than it plans), one
+ * whose configurations do not belong to this rltune's space
+ * (INVALID_ARGUMENT), a malformed description (PARSE_ERROR). */
+rlt_status rlt_replay_open(const char *path, const rlt_op *op, const char *run_target, rlt_replay **out,
+                           rlt_diag *diag);
+void rlt_replay_close(rlt_replay *r); /* NULL ok */
+
+const rlt_dataset_info *rlt_replay_info(const rlt_replay *r);
+
+/* The dataset's space, restricted to its configurations (space.h): what
+ * tuners of a replay search. Borrowed from the replay. */
+const rlt_space *rlt_replay_space(const rlt_replay *r);
+
+/* The measurement of configuration `c` of the replay's space, or NULL when
+ * the dataset does not have it. Borrowed; a hash lookup, no I/O. */
+const rlt_replay_entry *rlt_replay_find(const rlt_replay *r, const rlt_config *c);
+
+#endif /* RLT_DATASET_H */

@@ -1,0 +1,325 @@
+/* End-to-end tests of `rltune dataset` and `rltune tune --measure
+ * replay:FILE` (cmd_dataset.c, cmd_tune.c, search/dataset.c): a dataset of
+ * a tiny expression whose whole space is 24 valid configurations is
+ * complete, measures each once, and a second run measures nothing; `best`
+ * and `history` read it; replays with random, ga and xgb-rank given more
+ * trials than the space has find exactly the dataset's best, compile
+ * nothing (their compile cache directory is never created), give the same
+ * curve twice for a seed, and answer every trial from the dataset; a
+ * sampled dataset keeps every tuner inside its sample (n_absent 0); and
+ * bad input is refused with exit 2 and one error line, leaving the files
+ * as they were. The compile cache of the measuring runs is
+ * $RLTUNE_CACHE_DIR, set by CTest. */
+#include <cjson/cJSON.h>
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include "cli_runner.h"
+
+#define EXPR "B[i] = A[i] * 2"
+#define SHAPE "i=2"
+#define N_VALID 24 /* valid configurations of EXPR on SHAPE, clang offered */
+#define CFLAGS "-O1 -march=native"
+
+/* ---- temporary files (a local helper for now) ----------------------------- */
+
+static char tmp_dir[] = "/tmp/rlt_cli_ds_XXXXXX";
+
+static void setup(void) { cr_assert_not_null(mkdtemp(tmp_dir)); }
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void teardown(void) { nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+TestSuite(cli_dataset, .init = setup, .fini = teardown, .timeout = 120);
+
+static const char *tmp_path(const char *name)
+{
+    static char paths[8][320];
+    static int n_paths;
+    char *path = paths[n_paths++ % 8];
+    snprintf(path, 320, "%s/%s", tmp_dir, name);
+    return path;
+}
+
+static char *read_all(const char *path, size_t *out_len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    char *buf = NULL;
+    size_t len = 0;
+    char chunk[4096];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) append_bytes(&buf, &len, chunk, got);
+    fclose(f);
+    if (!buf) append_bytes(&buf, &len, "", 0);
+    *out_len = len;
+    return buf;
+}
+
+static void write_bytes(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static cJSON *parse_json(const cli_run *r)
+{
+    cJSON *j = cJSON_Parse(r->out);
+    cr_assert(cJSON_IsObject(j), "stdout is not one JSON object:\n%s", r->out);
+    return j;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    cr_assert(cJSON_IsNumber(v), "no number \"%s\"", key);
+    return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    cr_assert(cJSON_IsString(v), "no string \"%s\"", key);
+    return v->valuestring;
+}
+
+/* `rltune dataset` of the tiny expression into `path`, its JSON. */
+static cJSON *make_dataset(const char *path, const char *samples)
+{
+    cli_run r = CLI("dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path, "--samples", samples, "--seed", "3",
+                    "--cflags", CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--batch", "8", "--json");
+    assert_ok(&r);
+    cJSON *j = parse_json(&r);
+    cli_run_free(&r);
+    return j;
+}
+
+/* A replay with `tuner` (seed 5); stdout's JSON. */
+static cJSON *replay(const char *path, const char *tuner, const char *trials)
+{
+    char measure[400];
+    snprintf(measure, sizeof measure, "replay:%s", path);
+    cli_run r = CLI("tune", "--expr", EXPR, "--shape", SHAPE, "--measure", measure, "--tuner", tuner, "--trials",
+                    trials, "--seed", "5", "--cflags", CFLAGS, "--json");
+    assert_ok(&r);
+    cJSON *j = parse_json(&r);
+    cli_run_free(&r);
+    return j;
+}
+
+/* ---- a complete dataset ------------------------------------------------------ */
+
+Test(cli_dataset, a_complete_dataset_measures_each_configuration_once)
+{
+    const char *path = tmp_path("ds.db");
+    cJSON *j = make_dataset(path, "4096");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "complete")));
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "finished")));
+    cr_assert_eq(num(j, "n_configs"), N_VALID);
+    cr_assert_eq(num(j, "n_valid"), N_VALID);
+    cr_assert_eq(num(j, "measured"), N_VALID);
+    cr_assert_eq(num(j, "from_records"), 0);
+    cr_assert_gt(num(cJSON_GetObjectItem(j, "best"), "gflops"), 0);
+    cJSON_Delete(j);
+
+    /* history: one record per configuration, each configuration once */
+    cli_run h = CLI("history", "--expr", EXPR, "--shape", SHAPE, "--db", path, "--cflags", CFLAGS, "--json");
+    assert_ok(&h);
+    cJSON *hist = parse_json(&h);
+    cJSON *recs = cJSON_GetObjectItem(hist, "records");
+    cr_assert_eq(cJSON_GetArraySize(recs), N_VALID);
+    for (int a = 0; a < N_VALID; a++) {
+        cJSON *ra = cJSON_GetArrayItem(recs, a);
+        cr_assert_str_eq(str(ra, "tuner"), "dataset");
+        for (int b = 0; b < a; b++)
+            cr_assert_str_neq(str(ra, "config"), str(cJSON_GetArrayItem(recs, b), "config"), "config measured twice");
+    }
+    cJSON_Delete(hist);
+    cli_run_free(&h);
+
+    /* the same command again measures nothing */
+    j = make_dataset(path, "4096");
+    cr_assert_eq(num(j, "measured"), 0);
+    cr_assert_eq(num(j, "from_records"), N_VALID);
+    cJSON_Delete(j);
+}
+
+/* Replays compile nothing: with the compile cache pointed at a directory
+ * that does not exist, it is still absent afterwards. */
+Test(cli_dataset, replays_find_the_datasets_best_reproducibly_without_compiling)
+{
+    const char *path = tmp_path("ds.db");
+    cJSON_Delete(make_dataset(path, "4096"));
+    cli_run b = CLI("best", "--expr", EXPR, "--shape", SHAPE, "--db", path, "--cflags", CFLAGS, "--json");
+    assert_ok(&b);
+    cJSON *best = parse_json(&b);
+    cli_run_free(&b);
+
+    const char *cache = tmp_path("no-cache");
+    cr_assert_eq(setenv("RLTUNE_CACHE_DIR", cache, 1), 0);
+    static const char *const tuners[] = {"random", "ga", "xgb-rank"};
+    for (size_t t = 0; t < sizeof tuners / sizeof tuners[0]; t++) {
+        cJSON *x = replay(path, tuners[t], "40");
+        cJSON *y = replay(path, tuners[t], "40");
+        cr_assert_str_eq(str(x, "measure"), "replay");
+        cr_assert_str_eq(str(x, "dataset"), path);
+        cr_assert(cJSON_IsNull(cJSON_GetObjectItem(x, "db")), "a replay writes no records");
+        cr_assert_eq(num(x, "trials"), N_VALID, "%s: the space has %d configurations", tuners[t], N_VALID);
+        cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(x, "space_exhausted")));
+        cr_assert_eq(num(x, "replayed"), N_VALID);
+        cr_assert_eq(num(x, "n_absent"), 0);
+        cr_assert_eq(num(x, "measured"), 0);
+        cr_assert_eq(num(x, "from_records"), 0);
+        cJSON *xb = cJSON_GetObjectItem(x, "best");
+        cr_assert_eq(num(xb, "gflops"), num(best, "gflops"), "%s: best %g, the dataset's %g", tuners[t],
+                     num(xb, "gflops"), num(best, "gflops"));
+        cr_assert_str_eq(str(xb, "config"), str(best, "config"));
+        char *cx = cJSON_PrintUnformatted(cJSON_GetObjectItem(x, "curve"));
+        char *cy = cJSON_PrintUnformatted(cJSON_GetObjectItem(y, "curve"));
+        cr_assert_str_eq(cx, cy, "%s: the same seed gave another curve", tuners[t]);
+        cr_assert_lt(num(x, "wall_s"), 5.0, "%s: %g s for %d trials", tuners[t], num(x, "wall_s"), N_VALID);
+        free(cx);
+        free(cy);
+        cJSON_Delete(x);
+        cJSON_Delete(y);
+    }
+    struct stat st;
+    cr_assert_neq(stat(cache, &st), 0, "a replay created the compile cache %s", cache);
+    cJSON_Delete(best);
+
+    /* the text report says where the answers came from */
+    char measure[400];
+    snprintf(measure, sizeof measure, "replay:%s", path);
+    cli_run r = CLI("tune", "--expr", EXPR, "--shape", SHAPE, "--measure", measure, "--tuner", "random", "--trials",
+                    "5", "--cflags", CFLAGS);
+    assert_ok(&r);
+    assert_has(r.out, "measure:   replay of", "tune report");
+    assert_has(r.out, "5 answered by the dataset, 0 absent", "tune report");
+    cli_run_free(&r);
+}
+
+/* ---- a sampled dataset ------------------------------------------------------- */
+
+Test(cli_dataset, a_sampled_dataset_keeps_every_tuner_inside_it)
+{
+    const char *path = tmp_path("sample.db");
+    cJSON *j = make_dataset(path, "10");
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "complete")));
+    cr_assert_eq(num(j, "n_configs"), 10);
+    cr_assert_eq(num(j, "n_valid"), N_VALID);
+    cr_assert_eq(num(j, "measured"), 10);
+    double best = num(cJSON_GetObjectItem(j, "best"), "gflops");
+    cJSON_Delete(j);
+    static const char *const tuners[] = {"random", "grid", "ga", "xgb", "xgb-rank"};
+    for (size_t t = 0; t < sizeof tuners / sizeof tuners[0]; t++) {
+        cJSON *x = replay(path, tuners[t], "30");
+        cr_assert_eq(num(x, "n_absent"), 0, "%s proposed configurations outside the sample", tuners[t]);
+        cr_assert_eq(num(x, "trials"), 10, "%s", tuners[t]);
+        cr_assert_eq(num(x, "replayed"), 10);
+        cr_assert_eq(num(cJSON_GetObjectItem(x, "best"), "gflops"), best, "%s", tuners[t]);
+        cJSON_Delete(x);
+    }
+}
+
+/* ---- bad input ------------------------------------------------------------------ */
+
+/* `args` with the replay of `path` added; expects a usage error. */
+static void expect_replay_refused(const char *path, const char *expr, const char *cflags, const char *needle)
+{
+    char measure[400];
+    snprintf(measure, sizeof measure, "replay:%s", path);
+    cli_run r = CLI("tune", "--expr", expr, "--shape", SHAPE, "--measure", measure, "--cflags", cflags);
+    assert_usage_error(&r, needle);
+    cli_run_free(&r);
+}
+
+Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
+{
+    const char *path = tmp_path("ds.db");
+    cJSON_Delete(make_dataset(path, "4096"));
+    size_t len = 0;
+    char *before = read_all(path, &len);
+
+    expect_replay_refused(path, "B[i] = A[i] * 3", CFLAGS, "is of op expr:B[i] = A[i] * 2|i=2");
+    expect_replay_refused(path, EXPR, "-O2", "give the --threads, --cc and --cflags of the dataset run");
+    expect_replay_refused(tmp_path("absent.db"), EXPR, CFLAGS, "absent.db");
+    size_t len_after = 0;
+    char *after = read_all(path, &len_after);
+    cr_assert(len == len_after && memcmp(before, after, len) == 0, "a refused replay changed the dataset");
+    free(after);
+
+    /* a file that is not a database, and a damaged one */
+    const char *junk = tmp_path("junk.db");
+    write_bytes(junk, "not a dataset\n", 14);
+    expect_replay_refused(junk, EXPR, CFLAGS, "not an SQLite database");
+    char *text = read_all(junk, &len_after);
+    cr_assert_str_eq(text, "not a dataset\n");
+    free(text);
+    const char *broken = tmp_path("broken.db");
+    char *damaged = malloc(len);
+    memcpy(damaged, before, len);
+    memset(damaged + 100, 0xA5, len > 2048 ? 1900 : len - 100); /* the first page's b-tree */
+    write_bytes(broken, damaged, len);
+    expect_replay_refused(broken, EXPR, CFLAGS, "broken.db");
+    after = read_all(broken, &len_after);
+    cr_assert(len == len_after && memcmp(damaged, after, len) == 0, "a refused replay changed the damaged file");
+    free(after);
+    free(damaged);
+
+    /* a records database that is not a dataset: replay refuses it, dataset
+     * will not write into it, and tune will not write into a dataset */
+    const char *plain = tmp_path("plain.db");
+    cli_run r = CLI("tune", "--expr", EXPR, "--shape", SHAPE, "--tuner", "random", "--trials", "1", "--db", plain,
+                    "--cflags", CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5");
+    assert_ok(&r);
+    cli_run_free(&r);
+    expect_replay_refused(plain, EXPR, CFLAGS, "not a dataset");
+    EXPECT_USAGE_ERROR("not a dataset: name a new file", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out", plain,
+                       "--cflags", CFLAGS);
+    EXPECT_USAGE_ERROR("is a dataset", "tune", "--expr", EXPR, "--shape", SHAPE, "--db", path, "--cflags", CFLAGS);
+    /* a dataset resumed with other options */
+    EXPECT_USAGE_ERROR("--samples 4096 --seed 3", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path,
+                       "--samples", "9", "--seed", "3", "--cflags", CFLAGS);
+    after = read_all(path, &len_after);
+    cr_assert(len == len_after && memcmp(before, after, len) == 0, "a refused run changed the dataset");
+    free(after);
+    free(before);
+}
+
+Test(cli_dataset, bad_options_are_usage_errors)
+{
+    const char *path = tmp_path("ds.db");
+    char measure[400];
+    snprintf(measure, sizeof measure, "replay:%s", path);
+    EXPECT_USAGE_ERROR("no --out given", "dataset", "--expr", EXPR, "--shape", SHAPE);
+    EXPECT_USAGE_ERROR("--samples", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path, "--samples", "0");
+    EXPECT_USAGE_ERROR("unknown option '--trials'", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path,
+                       "--trials", "3");
+    EXPECT_USAGE_ERROR("unknown mode 'replay'", "tune", "--expr", EXPR, "--shape", SHAPE, "--measure", "replay");
+    EXPECT_USAGE_ERROR("unknown mode 'recorded'", "tune", "--expr", EXPR, "--shape", SHAPE, "--measure", "recorded");
+    EXPECT_USAGE_ERROR("--db cannot be combined with --measure replay", "tune", "--expr", EXPR, "--shape", SHAPE,
+                       "--measure", measure, "--db", path);
+    EXPECT_USAGE_ERROR("--repeat cannot be combined with --measure replay", "tune", "--expr", EXPR, "--shape", SHAPE,
+                       "--measure", measure, "--repeat", "2");
+    struct stat st;
+    cr_assert_neq(stat(path, &st), 0, "a refused run created %s", path);
+
+    cli_run h = CLI("help", "dataset");
+    assert_ok(&h);
+    const char *opts[] = {"--op SPEC", "--out FILE", "--samples N", "--seed S", "--batch N", "--threads N", "--cc CMD",
+                          "--cflags FLAGS", "--repeat N", "--min-repeat-ms X", "--timeout S", "--json"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) assert_has(h.out, opts[i], "help dataset");
+    cli_run_free(&h);
+    h = CLI("tune", "--help");
+    assert_ok(&h);
+    assert_has(h.out, "--measure MODE", "tune --help");
+    assert_has(h.out, "replay:FILE", "tune --help");
+    cli_run_free(&h);
+}

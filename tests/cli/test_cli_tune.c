@@ -1,0 +1,596 @@
+/* End-to-end tests of `rltune tune` (src/cli/cmd_tune.c, src/search/tune.c)
+ * when something happens to a run, with the real binary:
+ * - kill -9 of its process group in the middle: the database opens and
+ *   passes SQLite's integrity check, holds a whole number of batches and at
+ *   least every record seen before the kill; the same command again reads
+ *   those back (from_records) and measures only the rest;
+ * - two runs (different ops) writing one new database at once: both exit 0,
+ *   their records overlap in time, and each op has exactly its trials;
+ * - on a terminal (a pseudo-terminal from forkpty) a progress line per
+ *   batch: trials done/total, best GFLOP/s, trials per second, ETA; with
+ *   stdout a pipe, none of it (test_cli.c checks the pipe only with --json,
+ *   which turns the line off by itself);
+ * - Ctrl-C (SIGINT to the tune process only) while a batch is in flight:
+ *   it finishes and stores that batch and starts no other, exits 0 with
+ *   "interrupted", and every trial it reports is in the database, measured
+ *   OK (a measurement broken by the signal would not be); a second Ctrl-C
+ *   ends it at once (killed by SIGINT, the batch in flight not stored, the
+ *   database sound).
+ * Tiny ops (16x16x16 matmul at -O1, one timed sample, batches of 4). The
+ * runs that must be caught in the middle use a private, empty compile
+ * cache, so that every batch compiles (about 0.5 s); the Ctrl-C tests also
+ * compile through a script that takes 1.5 s longer and leaves marks, so
+ * that the signal is sent while a batch certainly is in flight. The other
+ * runs use $RLTUNE_CACHE_DIR (set by CTest). */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <pty.h>
+#include <sqlite3.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "../common/tmp.h"
+#include "cli_runner.h"
+#include "db/db.h"
+
+#define OP "matmul:M=16,N=16,K=16"
+#define OP2 "matmul:M=16,N=16,K=8"
+#define TUNE_CFLAGS "-O1 -march=native"
+#define BATCH 4
+#define BATCH_TEXT "4"
+#define TRIALS 24
+#define TRIALS_TEXT "24"
+
+static char tmp_dir[] = "/tmp/rlt_cli_tune_XXXXXX";
+
+static void setup(void) { tmp_dir_make_in(tmp_dir); }
+
+/* ---- processes ---------------------------------------------------------- */
+
+/* Number of processes whose command line mentions `needle`. */
+static int count_processes_with(const char *needle)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char path[300], buf[8192];
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < len; i++)
+            if (buf[i] == '\0') buf[i] = ' ';
+        buf[len] = '\0';
+        if (strstr(buf, needle)) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(long ms)
+{
+    nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000}, NULL);
+}
+
+/* The runs this test started (cli_spawn), so that teardown can end those
+ * a failed assertion left running. */
+static pid_t started[8];
+static int n_started;
+
+static pid_t start_run(const char *const *args, const char *out_path, const char *err_path)
+{
+    cr_assert_lt(n_started, 8);
+    pid_t pid = cli_spawn(args, out_path, err_path);
+    started[n_started++] = pid;
+    return pid;
+}
+
+/* Ends the runs still going (a child not yet waited for: waitpid answers
+ * 0), then waits for what works under the test's directory: a killed run's
+ * compilers run in their own process groups and finish on their own,
+ * writing into the private cache. Then removes the directory. */
+static void teardown(void)
+{
+    for (int i = 0; i < n_started; i++)
+        if (waitpid(started[i], NULL, WNOHANG) == 0) {
+            kill(-started[i], SIGKILL);
+            waitpid(started[i], NULL, 0);
+        }
+    double t0 = now_s();
+    while (count_processes_with(tmp_dir) > 0 && now_s() - t0 < 30) sleep_ms(50);
+    tmp_remove_tree(tmp_dir);
+}
+
+TestSuite(cli_tune, .init = setup, .fini = teardown, .timeout = 120);
+
+/* A path in the test's directory, in one of 16 static buffers used in
+ * turn: keep what must last in a buffer of its own. */
+static const char *tmp_path(const char *name)
+{
+    static char paths[16][320];
+    static int n_paths;
+    char *path = paths[n_paths++ % 16];
+    snprintf(path, 320, "%s/%s", tmp_dir, name);
+    return path;
+}
+
+/* The compile cache of this test's runs (inherited by the processes it
+ * starts): new and empty, so every batch compiles. */
+static void use_private_cache(void) { cr_assert_eq(setenv("RLTUNE_CACHE_DIR", tmp_path("cache"), 1), 0); }
+
+/* ---- the records database ----------------------------------------------- */
+
+/* Records of `spec` in the database at `path`, read through a read-only
+ * handle; -1 while it cannot be opened yet (absent, or its schema not yet
+ * committed by the run creating it). */
+static int64_t db_count(const char *path, const char *spec)
+{
+    rlt_db *db = NULL;
+    rlt_diag d = {0};
+    if (rlt_db_open(path, &(rlt_db_opts){.is_read_only = true}, &db, &d) != RLT_STATUS_OK) return -1;
+    int64_t n = -1;
+    rlt_status st = rlt_db_count(db, spec, &n, &d);
+    rlt_db_close(db);
+    cr_assert_eq(st, RLT_STATUS_OK, "count: %s", d.message);
+    return n;
+}
+
+/* Opens the database read-write, as the next run would (recovering what a
+ * killed writer left in its WAL), and returns the number of records of
+ * `spec`; then asks SQLite whether the file is sound. */
+static int64_t db_count_checked(const char *path, const char *spec)
+{
+    rlt_db *db = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_open(path, NULL, &db, &d), RLT_STATUS_OK, "the database does not open: %s", d.message);
+    int64_t n = -1;
+    cr_assert_eq(rlt_db_count(db, spec, &n, &d), RLT_STATUS_OK, "count: %s", d.message);
+    rlt_db_close(db);
+
+    sqlite3 *c = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(c, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok", "SQLite finds the database damaged");
+    sqlite3_finalize(st);
+    sqlite3_close(c);
+    return n;
+}
+
+/* Waits until the database holds at least `n_min` records of `spec` and
+ * returns how many it saw; fails if the run ends first. */
+static int64_t wait_for_records(pid_t pid, const char *db, const char *spec, int64_t n_min, const char *err_path)
+{
+    double t0 = now_s();
+    for (;;) {
+        int64_t n = db_count(db, spec);
+        if (n >= n_min) return n;
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            char *err = tmp_file_read(err_path, NULL);
+            cr_assert_fail("tune ended (status %d) with %lld records, before %lld were stored; stderr:\n%s", status,
+                           (long long)n, (long long)n_min, err);
+        }
+        if (now_s() - t0 > RUN_LIMIT_S) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("%lld records after %d s", (long long)n, RUN_LIMIT_S);
+        }
+        sleep_ms(20);
+    }
+}
+
+typedef struct time_span {
+    double first_s, last_s;
+    int n, n_not_ok;
+    char first_not_ok[600];
+} time_span;
+
+static bool span_add(const rlt_record *r, void *ctx)
+{
+    time_span *s = ctx;
+    if (s->n == 0 || r->created_s < s->first_s) s->first_s = r->created_s;
+    if (s->n == 0 || r->created_s > s->last_s) s->last_s = r->created_s;
+    s->n++;
+    if (strcmp(r->status, "OK") != 0 && s->n_not_ok++ == 0)
+        snprintf(s->first_not_ok, sizeof s->first_not_ok, "%s: %s", r->status, r->message);
+    return true;
+}
+
+/* When the records of `spec` were made, and how many are not OK. */
+static time_span db_span(const char *path, const char *spec)
+{
+    rlt_db *db = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_open(path, &(rlt_db_opts){.is_read_only = true}, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    time_span s = {0};
+    cr_assert_eq(rlt_db_history(db, spec, NULL, span_add, &s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_db_close(db);
+    return s;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+/* The one JSON object a tune --json run printed. */
+static cJSON *parse_tune_json(const char *text)
+{
+    cJSON *o = cJSON_Parse(text);
+    cr_assert_not_null(o, "stdout is not one JSON object:\n%s", text);
+    cr_assert(cJSON_IsObject(o));
+    return o;
+}
+
+static double number_at(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert(cJSON_IsNumber(v), "no number '%s'", key);
+    return v->valuedouble;
+}
+
+static bool bool_at(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert(cJSON_IsBool(v), "no boolean '%s'", key);
+    return cJSON_IsTrue(v);
+}
+
+/* ---- kill -9 -------------------------------------------------------------- */
+
+Test(cli_tune, kill_9_loses_at_most_the_batch_in_flight_and_the_rerun_resumes)
+{
+    use_private_cache();
+    const char *db = tmp_path("killed.db"), *out = tmp_path("out"), *err = tmp_path("err");
+    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
+                                BATCH_TEXT, "--seed", "11", "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                                "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
+    pid_t pid = start_run(args, out, err);
+    /* two batches stored, four to go: it is in the middle of one */
+    int64_t n_seen = wait_for_records(pid, db, OP, 2 * BATCH, err);
+    cr_assert_eq(kill(-pid, SIGKILL), 0);
+    int status = cli_wait(pid, 10);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "tune ended before the kill (status %d)", status);
+
+    int64_t n = db_count_checked(db, OP);
+    cr_log_info("kill -9 with %lld records seen: %lld stored", (long long)n_seen, (long long)n);
+    cr_assert_geq(n, n_seen, "records seen before the kill were lost");
+    cr_assert_leq(n, n_seen + BATCH, "more than one batch ended between the last look and the kill");
+    cr_assert_lt(n, TRIALS);
+    cr_assert_eq(n % BATCH, 0, "%lld records: part of a batch was stored", (long long)n);
+
+    /* The same command again: what was stored is read back, the rest measured. */
+    cli_run r = run_cli_argv(NULL, args);
+    assert_ok(&r);
+    cJSON *o = parse_tune_json(r.out);
+    cr_assert_eq(number_at(o, "trials"), TRIALS);
+    cr_assert_eq(number_at(o, "from_records"), (double)n, "read back %g of the %lld stored",
+                 number_at(o, "from_records"), (long long)n);
+    cr_assert_eq(number_at(o, "measured"), (double)(TRIALS - n));
+    cr_assert_not(bool_at(o, "interrupted"));
+    cJSON_Delete(o);
+    cli_run_free(&r);
+    cr_assert_eq(db_count_checked(db, OP), TRIALS, "the rerun stored something twice or not at all");
+}
+
+/* ---- two writers ---------------------------------------------------------- */
+
+Test(cli_tune, two_runs_writing_one_database_at_once_both_store_everything)
+{
+    use_private_cache(); /* both compile every batch: the runs overlap */
+    const char *db = tmp_path("shared.db");
+    const char *specs[2] = {OP, OP2};
+    const char *seeds[2] = {"1", "2"};
+    char out[2][320], err[2][320];
+    pid_t pids[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(out[i], sizeof out[i], "%s", tmp_path(i ? "out2" : "out1"));
+        snprintf(err[i], sizeof err[i], "%s", tmp_path(i ? "err2" : "err1"));
+        /* batches of 2: many small transactions from each */
+        const char *const args[] = {"tune", "--op", specs[i], "--tuner", "random", "--trials", "8", "--batch", "2",
+                                    "--seed", seeds[i], "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
+                                    "0.5", "--db", db, "--json", NULL};
+        pids[i] = start_run(args, out[i], err[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        int status = cli_wait(pids[i], RUN_LIMIT_S);
+        char *err_text = tmp_file_read(err[i], NULL);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "run %d: status %d, stderr:\n%s", i, status,
+                  err_text);
+        free(err_text);
+    }
+    time_span spans[2];
+    for (int i = 0; i < 2; i++) {
+        char *text = tmp_file_read(out[i], NULL);
+        cJSON *o = parse_tune_json(text);
+        cr_assert_str_eq(cJSON_GetObjectItem(o, "op")->valuestring, specs[i]);
+        cr_assert_eq(number_at(o, "trials"), 8);
+        cr_assert_eq(number_at(o, "measured"), 8);
+        cr_assert_eq(number_at(o, "from_records"), 0);
+        cJSON_Delete(o);
+        free(text);
+        cr_assert_eq(db_count_checked(db, specs[i]), 8, "records of %s", specs[i]);
+        spans[i] = db_span(db, specs[i]);
+    }
+    cr_assert_eq(db_count_checked(db, NULL), 16);
+    cr_assert(spans[0].first_s < spans[1].last_s && spans[1].first_s < spans[0].last_s,
+              "the runs did not write at the same time: [%.3f, %.3f] and [%.3f, %.3f]", spans[0].first_s,
+              spans[0].last_s, spans[1].first_s, spans[1].last_s);
+}
+
+/* ---- the progress line ---------------------------------------------------- */
+
+/* Runs RLTUNE_BINARY with `args` on a new pseudo-terminal (stdin, stdout
+ * and stderr) and returns all it wrote there; *out_status is its wait
+ * status. */
+static char *run_on_terminal(const char *const *args, int *out_status)
+{
+    const char *argv[64];
+    int argc = 0;
+    argv[argc++] = RLTUNE_BINARY;
+    for (int i = 0; args[i]; i++) {
+        cr_assert_lt(argc, 63);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    struct winsize ws = {.ws_row = 24, .ws_col = 200};
+    int master = -1;
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    cr_assert_geq(pid, 0, "forkpty: %s", strerror(errno));
+    if (pid == 0) {
+        execv(RLTUNE_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    append_bytes(&text, &len, "", 0);
+    double t0 = now_s();
+    for (;;) {
+        if (now_s() - t0 > RUN_LIMIT_S) {
+            kill(pid, SIGKILL);
+            waitpid(pid, out_status, 0);
+            cr_assert_fail("rltune ran past %d s on the terminal; it wrote:\n%s", RUN_LIMIT_S, text);
+        }
+        struct pollfd pfd = {.fd = master, .events = POLLIN};
+        int ready = poll(&pfd, 1, 200);
+        if (ready < 0 && errno == EINTR) continue;
+        cr_assert_geq(ready, 0);
+        if (ready == 0) continue;
+        char buf[4096];
+        ssize_t got = read(master, buf, sizeof buf);
+        if (got > 0) {
+            append_bytes(&text, &len, buf, (size_t)got);
+            continue;
+        }
+        if (got < 0 && errno == EINTR) continue;
+        break; /* EIO: the terminal's other side is closed, the program has ended */
+    }
+    close(master);
+    cr_assert_eq(waitpid(pid, out_status, 0), pid);
+    return text;
+}
+
+Test(cli_tune, progress_line_on_a_terminal_and_none_on_a_pipe)
+{
+    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
+                                "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
+                                "0.5", "--db", tmp_path("tty.db"), NULL};
+    int status = 0;
+    char *text = run_on_terminal(args, &status);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d; the terminal got:\n%s", status, text);
+
+    /* One line per batch, each redrawn in place: carriage return, erase to
+     * the end of the line, then "[tune] done/total trials, best G GFLOP/s,
+     * R trials/s, ETA E s". */
+    int n_lines = 0, done[8] = {0}, total = 0;
+    double best[8] = {0}, rate[8] = {0}, eta[8] = {0};
+    for (const char *p = strstr(text, "[tune] "); p; p = strstr(p + 1, "[tune] ")) {
+        cr_assert_lt(n_lines, 8, "too many progress lines:\n%s", text);
+        cr_assert(p - text >= 4 && strncmp(p - 4, "\r\033[K", 4) == 0, "not redrawn in place:\n%s", text);
+        int got = sscanf(p, "[tune] %d/%d trials, best %lf GFLOP/s, %lf trials/s, ETA %lf s", &done[n_lines], &total,
+                         &best[n_lines], &rate[n_lines], &eta[n_lines]);
+        cr_assert_eq(got, 5, "progress line %d does not read as documented:\n%s", n_lines + 1, p);
+        cr_assert_eq(total, 8);
+        n_lines++;
+    }
+    cr_assert_eq(n_lines, 2, "%d progress lines for 2 batches:\n%s", n_lines, text);
+    cr_assert_eq(done[0], BATCH);
+    cr_assert_eq(done[1], 8);
+    cr_assert_gt(best[0], 0);
+    cr_assert_geq(best[1], best[0], "the best GFLOP/s went down");
+    for (int i = 0; i < n_lines; i++) {
+        cr_assert_gt(rate[i], 0, "progress line %d: no trials per second", i + 1);
+        /* the ETA is the trials left at that rate, to the second */
+        double left_s = (total - done[i]) / rate[i];
+        cr_assert(fabs(eta[i] - left_s) <= 0.5 + 0.05 * left_s, "progress line %d: ETA %g s for %d trials at %g/s",
+                  i + 1, eta[i], total - done[i], rate[i]);
+    }
+    cr_assert_eq(eta[1], 0);
+    /* The report comes after the last progress line, on a line of its own. */
+    const char *report = strstr(text, "op:        " OP);
+    cr_assert_not_null(report, "no report:\n%s", text);
+    cr_assert(report > strstr(text, "[tune] 8/8"), "the report is not after the last progress line:\n%s", text);
+    free(text);
+
+    /* stdout a pipe, the same report without --json: no progress at all */
+    const char *const pipe_args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
+                                     "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
+                                     "0.5", "--db", tmp_path("pipe.db"), NULL};
+    cli_run r = run_cli_argv(NULL, pipe_args);
+    assert_ok(&r);
+    assert_has(r.out, "op:        " OP, "the report");
+    assert_has(r.out, "trials:    8 (8 measured", "the report");
+    cr_assert_null(strstr(r.out, "[tune]"), "progress on a pipe:\n%s", r.out);
+    cr_assert_null(strchr(r.out, '\r'), "a carriage return on a pipe:\n%s", r.out);
+    cr_assert_null(strchr(r.out, '\033'), "an escape sequence on a pipe:\n%s", r.out);
+    cli_run_free(&r);
+}
+
+/* ---- Ctrl-C --------------------------------------------------------------- */
+
+/* A compiler that takes SLOW_CC_S seconds longer for the tuned kernels
+ * (-O1; not the reference, built at -O2), so that a batch in flight is
+ * certainly in flight: a script in the test's bin/ that, around its work,
+ * leaves marks/PID.start and marks/PID.end. A `clang` that fails comes first
+ * on PATH (inherited by the runs), so the space offers no clang knob, whose
+ * kernels would not go through the script. Returns the script's path. */
+#define SLOW_CC_S 1.5
+
+static char marks_dir[320];
+
+static const char *use_slow_compiler(void)
+{
+    use_private_cache();
+    snprintf(marks_dir, sizeof marks_dir, "%s", tmp_path("marks"));
+    cr_assert_eq(mkdir(tmp_path("bin"), 0755), 0);
+    cr_assert_eq(mkdir(marks_dir, 0755), 0);
+    static char script_path[320];
+    snprintf(script_path, sizeof script_path, "%s", tmp_path("bin/slow-cc"));
+    char script[1024];
+    snprintf(script, sizeof script,
+             "#!/bin/sh\n"
+             "case \" $* \" in\n"
+             "*\" -O1 \"*) : > \"%s/$$.start\"; sleep %g; gcc \"$@\"; rc=$?; : > \"%s/$$.end\"; exit $rc ;;\n"
+             "esac\n"
+             "exec gcc \"$@\"\n",
+             marks_dir, SLOW_CC_S, marks_dir);
+    tmp_file_write_text(script_path, script);
+    cr_assert_eq(chmod(script_path, 0755), 0);
+    const char *clang = tmp_path("bin/clang");
+    tmp_file_write_text(clang, "#!/bin/sh\nexit 1\n");
+    cr_assert_eq(chmod(clang, 0755), 0);
+    char path[8192];
+    snprintf(path, sizeof path, "%s:%s", tmp_path("bin"), getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    cr_assert_eq(setenv("PATH", path, 1), 0);
+    return script_path;
+}
+
+/* Whether the slow compiler is at work on a compile it began less than
+ * `max_age_s` ago (a .start mark without its .end). */
+static bool fresh_compile_running(double max_age_s)
+{
+    DIR *d = opendir(marks_dir);
+    cr_assert_not_null(d);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    bool is_running = false;
+    struct dirent *e;
+    while (!is_running && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 7 || strcmp(e->d_name + len - 6, ".start") != 0) continue;
+        char start[640], end[640];
+        snprintf(start, sizeof start, "%s/%s", marks_dir, e->d_name);
+        snprintf(end, sizeof end, "%s/%.*s.end", marks_dir, (int)(len - 6), e->d_name);
+        struct stat st;
+        if (stat(start, &st) != 0 || access(end, F_OK) == 0) continue;
+        double age = (double)(now.tv_sec - st.st_mtim.tv_sec) + (double)(now.tv_nsec - st.st_mtim.tv_nsec) * 1e-9;
+        is_running = age < max_age_s;
+    }
+    closedir(d);
+    return is_running;
+}
+
+/* Waits until `pid` has stored a batch and is compiling a new one, which
+ * has about SLOW_CC_S seconds to go. */
+static void wait_for_batch_in_flight(pid_t pid, const char *db, const char *err_path)
+{
+    wait_for_records(pid, db, OP, BATCH, err_path);
+    double t0 = now_s();
+    while (!fresh_compile_running(0.3)) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            cr_assert_fail("tune ended (status %d) before a second batch", status);
+        cr_assert_lt(now_s() - t0, RUN_LIMIT_S, "no compile started in %d s", RUN_LIMIT_S);
+        sleep_ms(10);
+    }
+}
+
+Test(cli_tune, ctrl_c_stops_after_the_batch_in_flight_with_everything_stored)
+{
+    const char *cc = use_slow_compiler();
+    const char *db = tmp_path("int.db"), *out = tmp_path("out"), *err = tmp_path("err");
+    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
+                                BATCH_TEXT, "--seed", "4", "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                                "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
+    pid_t pid = start_run(args, out, err);
+    wait_for_batch_in_flight(pid, db, err);
+    int64_t n_stored = db_count(db, OP); /* the batch in flight cannot end in the next second */
+    cr_assert_eq(kill(pid, SIGINT), 0);  /* the tune process only, not its children */
+    int status = cli_wait(pid, RUN_LIMIT_S);
+    char *out_text = tmp_file_read(out, NULL), *err_text = tmp_file_read(err, NULL);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d (docs/cli.md: exit 0), stderr:\n%s", status,
+              err_text);
+    cr_assert_null(strstr(err_text, "rltune: error"), "stderr:\n%s", err_text);
+
+    cJSON *o = parse_tune_json(out_text);
+    cr_assert(bool_at(o, "interrupted"));
+    int n_trials = (int)number_at(o, "trials");
+    cr_log_info("Ctrl-C with %lld records stored and a batch in flight: stopped after %d trials", (long long)n_stored,
+                n_trials);
+    cr_assert_lt(n_trials, TRIALS, "ran to the end after Ctrl-C");
+    cr_assert_eq(n_trials, n_stored + BATCH, "%lld trials stored before Ctrl-C, %d after: the batch in flight was %s",
+                 (long long)n_stored, n_trials, n_trials <= n_stored ? "dropped" : "not the last");
+    cr_assert_eq(number_at(o, "measured"), n_trials);
+    cr_assert_eq(number_at(o, "from_records"), 0);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "curve")), n_trials);
+    cJSON_Delete(o);
+    free(out_text);
+    free(err_text);
+
+    /* every measurement made is stored, and none was broken by the signal */
+    cr_assert_eq(db_count_checked(db, OP), n_trials);
+    time_span s = db_span(db, OP);
+    cr_assert_eq(s.n_not_ok, 0, "%d records not OK, e.g. %s", s.n_not_ok, s.first_not_ok);
+}
+
+/* Whether `pid` has a handler for SIGINT (SigCgt in /proc/PID/status). */
+static bool catches_sigint(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    unsigned long long mask = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "SigCgt: %llx", &mask) == 1) break;
+    fclose(f);
+    return mask & (1ull << (SIGINT - 1));
+}
+
+Test(cli_tune, a_second_ctrl_c_ends_the_run_at_once)
+{
+    const char *cc = use_slow_compiler();
+    const char *db = tmp_path("int2.db"), *out = tmp_path("out"), *err = tmp_path("err");
+    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
+                                BATCH_TEXT, "--seed", "5", "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                                "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
+    pid_t pid = start_run(args, out, err);
+    wait_for_batch_in_flight(pid, db, err);
+    int64_t n_stored = db_count(db, OP);
+    cr_assert(catches_sigint(pid), "tune has no SIGINT handler while it runs");
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    /* The first Ctrl-C is taken when the handler is gone (it resets itself;
+     * a handler still there at the end of the batch would make a second
+     * Ctrl-C a no-op): only then is another one a second one. */
+    double t0 = now_s();
+    while (catches_sigint(pid)) {
+        cr_assert_lt(now_s() - t0, SLOW_CC_S / 3, "the SIGINT handler is still there after the first Ctrl-C");
+        sleep_ms(1);
+    }
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    int status = cli_wait(pid, 10);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT, "not ended by the second SIGINT (status %d)",
+              status);
+    cr_assert_eq(db_count_checked(db, OP), n_stored, "the batch in flight was stored: the run did not end at once");
+}
