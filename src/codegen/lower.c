@@ -947,6 +947,7 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
     if (!is_vector_ok || cond.len) {
         /* Lanes one at a time, each under its guards: the tail. */
         int inner = is_vector_ok ? indent + 1 : indent;
+        out(g, inner, "#pragma GCC unroll 1\n");
         out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", g->cname[v], g->cname[v], g->vec_width, g->cname[v]);
         emit_inside(g, p, idx, inner + 1);
         out(g, inner, "}\n");
@@ -984,6 +985,7 @@ static void emit_loop(gen *g, const plan *p, int idx, int indent)
          * registers everywhere. */
         if (p->kind == BODY_OUT_ZERO || p->kind == BODY_EPILOGUE ||
             (g->slow_depth > 0 && (g->acc_depth < 0 || pos < g->acc_depth || g->is_acc_in_slow))) {
+            if (g->slow_depth > 0) out(g, indent, "#pragma GCC unroll 1\n");
             out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name, ext, name);
             emit_inside(g, p, idx, indent + 1);
             out(g, indent, "}\n");
