@@ -331,6 +331,22 @@ uint64_t rlt_hash_bytes(uint64_t seed, const void *data, size_t n)
 
 uint64_t rlt_hash_str(uint64_t seed, const char *s) { return rlt_hash_bytes(seed, s, strlen(s)); }
 
+/* ---- numbers in text ------------------------------------------------------ */
+
+bool rlt_parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!*s || strlen(s) > 20) return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+        uint64_t digit = (uint64_t)(*s - '0');
+        if (v > (UINT64_MAX - digit) / 10) return false;
+        v = v * 10 + digit;
+    }
+    *out = v;
+    return true;
+}
+
 /* ---- files and clocks --------------------------------------------------- */
 
 rlt_status rlt_file_read(const char *path, char **out_text, size_t *out_len, rlt_diag *diag)

@@ -113,6 +113,14 @@ char *rlt_str_take(rlt_str *s);
 uint64_t rlt_hash_bytes(uint64_t seed, const void *data, size_t n);
 uint64_t rlt_hash_str(uint64_t seed, const char *s);
 
+/* ---- numbers in text --------------------------------------------------- */
+
+/* A decimal whole number of digits only ("0" to "18446744073709551615", no
+ * sign, no spaces) into *out; false (out unchanged) for anything else,
+ * overflow included. Seeds travel as such text where JSON numbers would
+ * lose precision. */
+bool rlt_parse_u64(const char *s, uint64_t *out);
+
 /* ---- files and clocks --------------------------------------------------- */
 
 /* Reads a whole file into a NUL-terminated buffer (free with rlt_free).

@@ -1120,17 +1120,7 @@ static bool json_seed(const cJSON *item, uint64_t *out)
         return true;
     }
     if (!cJSON_IsString(item)) return false;
-    const char *s = item->valuestring;
-    uint64_t v = 0;
-    if (!*s || strlen(s) > 20) return false;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return false;
-        uint64_t digit = (uint64_t)(*s - '0');
-        if (v > (UINT64_MAX - digit) / 10) return false;
-        v = v * 10 + digit;
-    }
-    *out = v;
-    return true;
+    return rlt_parse_u64(item->valuestring, out);
 }
 
 /* True when the text has the escape \u0000 (outside another escape). cJSON

@@ -61,17 +61,7 @@ static char *info_to_json(const rlt_dataset_info *info)
 static bool json_u64_text(const cJSON *item, uint64_t *out)
 {
     if (!cJSON_IsString(item)) return false;
-    const char *s = item->valuestring;
-    uint64_t v = 0;
-    if (!*s || strlen(s) > 20) return false;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return false;
-        uint64_t digit = (uint64_t)(*s - '0');
-        if (v > (UINT64_MAX - digit) / 10) return false;
-        v = v * 10 + digit;
-    }
-    *out = v;
-    return true;
+    return rlt_parse_u64(item->valuestring, out);
 }
 
 static bool json_int(const cJSON *item, double lo, double hi, double *out)

@@ -11,55 +11,25 @@
  * as they were. The compile cache of the measuring runs is
  * $RLTUNE_CACHE_DIR, set by CTest. */
 #include <cjson/cJSON.h>
-#include <ftw.h>
 #include <sys/stat.h>
 
 #include "cli_runner.h"
+#include "../common/tmp.h"
 
 #define EXPR "B[i] = A[i] * 2"
 #define SHAPE "i=2"
 #define N_VALID 24 /* valid configurations of EXPR on SHAPE, clang offered */
 #define CFLAGS "-O1 -march=native"
 
-/* ---- temporary files (a local helper for now) ----------------------------- */
-
 static char tmp_dir[] = "/tmp/rlt_cli_ds_XXXXXX";
 
-static void setup(void) { cr_assert_not_null(mkdtemp(tmp_dir)); }
+static void setup(void) { tmp_dir_make_in(tmp_dir); }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void teardown(void) { nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_dataset, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *tmp_path(const char *name)
-{
-    static char paths[8][320];
-    static int n_paths;
-    char *path = paths[n_paths++ % 8];
-    snprintf(path, 320, "%s/%s", tmp_dir, name);
-    return path;
-}
-
-static char *read_all(const char *path, size_t *out_len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    char *buf = NULL;
-    size_t len = 0;
-    char chunk[4096];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) append_bytes(&buf, &len, chunk, got);
-    fclose(f);
-    if (!buf) append_bytes(&buf, &len, "", 0);
-    *out_len = len;
-    return buf;
-}
+static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 static void write_bytes(const char *path, const char *data, size_t len)
 {
@@ -245,13 +215,13 @@ Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
     const char *path = tmp_path("ds.db");
     cJSON_Delete(make_dataset(path, "4096"));
     size_t len = 0;
-    char *before = read_all(path, &len);
+    char *before = tmp_file_read(path, &len);
 
     expect_replay_refused(path, "B[i] = A[i] * 3", CFLAGS, "is of op expr:B[i] = A[i] * 2|i=2");
     expect_replay_refused(path, EXPR, "-O2", "give the --threads, --cc and --cflags of the dataset run");
     expect_replay_refused(tmp_path("absent.db"), EXPR, CFLAGS, "absent.db");
     size_t len_after = 0;
-    char *after = read_all(path, &len_after);
+    char *after = tmp_file_read(path, &len_after);
     cr_assert(len == len_after && memcmp(before, after, len) == 0, "a refused replay changed the dataset");
     free(after);
 
@@ -259,7 +229,7 @@ Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
     const char *junk = tmp_path("junk.db");
     write_bytes(junk, "not a dataset\n", 14);
     expect_replay_refused(junk, EXPR, CFLAGS, "not an SQLite database");
-    char *text = read_all(junk, &len_after);
+    char *text = tmp_file_read(junk, &len_after);
     cr_assert_str_eq(text, "not a dataset\n");
     free(text);
     const char *broken = tmp_path("broken.db");
@@ -268,7 +238,7 @@ Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
     memset(damaged + 100, 0xA5, len > 2048 ? 1900 : len - 100); /* the first page's b-tree */
     write_bytes(broken, damaged, len);
     expect_replay_refused(broken, EXPR, CFLAGS, "broken.db");
-    after = read_all(broken, &len_after);
+    after = tmp_file_read(broken, &len_after);
     cr_assert(len == len_after && memcmp(damaged, after, len) == 0, "a refused replay changed the damaged file");
     free(after);
     free(damaged);
@@ -287,7 +257,7 @@ Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
     /* a dataset resumed with other options */
     EXPECT_USAGE_ERROR("--samples 4096 --seed 3", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path,
                        "--samples", "9", "--seed", "3", "--cflags", CFLAGS);
-    after = read_all(path, &len_after);
+    after = tmp_file_read(path, &len_after);
     cr_assert(len == len_after && memcmp(before, after, len) == 0, "a refused run changed the dataset");
     free(after);
     free(before);

@@ -32,14 +32,7 @@ static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_records, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *tmp_path(const char *name)
-{
-    static char paths[8][320];
-    static int n_paths;
-    char *path = paths[n_paths++ % 8];
-    snprintf(path, 320, "%s/%s", tmp_dir, name);
-    return path;
-}
+static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 /* Tunes `spec` for `trials` trials into the test's database. */
 static void tune(const char *spec, const char *trials)

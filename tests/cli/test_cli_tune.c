@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "../common/tmp.h"
+#include "../common/procs.h"
 #include "cli_runner.h"
 #include "db/db.h"
 
@@ -45,39 +46,6 @@
 static char tmp_dir[] = "/tmp/rlt_cli_tune_XXXXXX";
 
 static void setup(void) { tmp_dir_make_in(tmp_dir); }
-
-/* ---- processes ---------------------------------------------------------- */
-
-/* Number of processes whose command line mentions `needle`. */
-static int count_processes_with(const char *needle)
-{
-    int n = 0;
-    DIR *d = opendir("/proc");
-    cr_assert_not_null(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        char path[300], buf[8192];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < len; i++)
-            if (buf[i] == '\0') buf[i] = ' ';
-        buf[len] = '\0';
-        if (strstr(buf, needle)) n++;
-    }
-    closedir(d);
-    return n;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void sleep_ms(long ms)
 {

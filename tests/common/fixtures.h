@@ -5,8 +5,10 @@
 #define RLT_TEST_FIXTURES_H
 
 #include <criterion/criterion.h>
+#include <math.h>
 
 #include "sched/sched.h"
+#include "space/space.h"
 
 /* A built-in op from its spec; it must parse. Free with rlt_op_destroy. */
 static inline rlt_op *fixture_op(const char *spec)
@@ -38,4 +40,32 @@ static inline rlt_nest fixture_scheduled(const rlt_op *op, const char *text)
     return n;
 }
 
-#endif
+/* ---- a synthetic search problem for tuners ------------------------------ */
+
+/* A known valid configuration of matmul:M=512,N=512,K=512's space (8-float
+ * vectors, one thread, no clang): the optimum of fixture_synthetic_score. */
+#define FIXTURE_SYNTHETIC_BEST                                                                   \
+    "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;unroll=1;pack.A=off;" \
+    "pack.B=j"
+
+/* The configuration of `s` with this key; it must parse. */
+static inline void fixture_config(const rlt_space *s, const char *key, rlt_config *out)
+{
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_space_config_parse(s, key, out, &d), RLT_STATUS_OK, "%s: %s", key, d.message);
+}
+
+/* A smooth score over the knobs, 100 at `best` and falling with the
+ * distance (each knob's choice over its number of choices): what the tuner
+ * tests search instead of measured GFLOP/s. */
+static inline double fixture_synthetic_score(const rlt_space *s, const rlt_config *c, const rlt_config *best)
+{
+    double d2 = 0;
+    for (int k = 0; k < s->n_knobs; k++) {
+        double d = (double)(c->choice[k] - best->choice[k]) / (double)(s->knobs[k].n_choices);
+        d2 += d * d;
+    }
+    return 100.0 * exp(-8.0 * d2);
+}
+
+#endif /* RLT_TEST_FIXTURES_H */

@@ -89,4 +89,16 @@ static inline char *tmp_file_read(const char *path, size_t *out_len)
     return data;
 }
 
+/* "dir/name" in one of 8 static buffers used in turn, so that up to 8 such
+ * paths can be alive at once (one test's files). */
+static inline const char *tmp_path_in(const char *dir, const char *name)
+{
+    static char paths[8][512];
+    static int n_paths;
+    char *path = paths[n_paths++ % 8];
+    int n = snprintf(path, sizeof paths[0], "%s/%s", dir, name);
+    cr_assert(n > 0 && (size_t)n < sizeof paths[0], "path too long: %s/%s", dir, name);
+    return path;
+}
+
 #endif /* RLT_TESTS_TMP_H */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../common/tmp.h"
+#include "../common/procs.h"
 #include "measure/measure.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -59,37 +60,11 @@ static void write_script(const char *path, const char *text)
     cr_assert_eq(chmod(path, 0755), 0);
 }
 
-static double now_s(void) { return (double)rlt_time_ns() * 1e-9; }
-
 static bool on_path(const char *prog)
 {
     char cmd[256];
     snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
     return system(cmd) == 0;
-}
-
-/* Number of processes whose command line contains `needle`. */
-static int count_processes_with(const char *needle)
-{
-    int n = 0;
-    DIR *d = opendir("/proc");
-    cr_assert_not_null(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        char path[300], buf[4096];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < len; i++)
-            if (buf[i] == '\0') buf[i] = ' ';
-        buf[len] = '\0';
-        if (strstr(buf, needle)) n++;
-    }
-    closedir(d);
-    return n;
 }
 
 static void free_kernels(rlt_kernel_src *k, int n)

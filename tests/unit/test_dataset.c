@@ -10,7 +10,6 @@
  * stopped after its first batch, refused as unfinished, then resumed
  * without measuring anything twice. */
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,31 +19,17 @@
 #include "search/dataset.h"
 
 #include "../common/fixtures.h"
-
-/* ---- temporary files (a local helper for now) ----------------------------- */
+#include "../common/tmp.h"
 
 static char tmp_dir[] = "/tmp/rlt_dataset_XXXXXX";
 
-static void setup(void) { cr_assert_not_null(mkdtemp(tmp_dir)); }
+static void setup(void) { tmp_dir_make_in(tmp_dir); }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void teardown(void) { nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(dataset, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *tmp_path(const char *name)
-{
-    static char paths[8][320];
-    static int n_paths;
-    char *path = paths[n_paths++ % 8];
-    snprintf(path, 320, "%s/%s", tmp_dir, name);
-    return path;
-}
+static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 /* ---- helpers ---------------------------------------------------------------- */
 

@@ -15,28 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/tmp.h"
 #include "nn/nn.h"
 
-/* A leak is checked where a test says so: LeakSanitizer's report at the
- * worker's exit does not fail a Criterion test. */
-#if defined(__SANITIZE_ADDRESS__)
-#define HAS_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAS_LSAN 1
-#endif
-#endif
-#ifdef HAS_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
-
-static void assert_no_leaks(void)
-{
-#ifdef HAS_LSAN
-    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "memory leaked (LeakSanitizer's report is above)");
-#endif
-}
+#include "../common/leaks.h"
+#include "../common/tmp.h"
 
 #define CORPUS_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/nn"
 

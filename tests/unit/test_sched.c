@@ -20,27 +20,7 @@
 #include "sched/sched.h"
 
 #include "../common/fixtures.h"
-
-/* In the sanitizer build, leaks are checked where the test says so: a leak
- * found only at exit is printed by LeakSanitizer but does not fail a
- * Criterion test (the worker's exit status is not looked at). */
-#if defined(__SANITIZE_ADDRESS__)
-#define HAS_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAS_LSAN 1
-#endif
-#endif
-#ifdef HAS_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
-
-static void assert_no_leaks(void)
-{
-#ifdef HAS_LSAN
-    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "memory leaked (LeakSanitizer's report is above)");
-#endif
-}
+#include "../common/leaks.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -148,17 +148,6 @@ Test(transfer, rows_come_from_other_workloads_of_the_kind_and_target_normalised_
     rlt_db_close(db);
 }
 
-/* Smooth synthetic score with its optimum at a known config (as in test_tuner.c). */
-static double synthetic(const rlt_space *s, const rlt_config *c, const rlt_config *best)
-{
-    double d2 = 0;
-    for (int k = 0; k < s->n_knobs; k++) {
-        double d = (double)(c->choice[k] - best->choice[k]) / (double)(s->knobs[k].n_choices);
-        d2 += d * d;
-    }
-    return 100.0 * exp(-8.0 * d2);
-}
-
 /* Mean score of the tuner's first batch of 16. */
 static double first_batch(const rlt_space *s, const rlt_config *best, uint64_t seed, const rlt_tuner_opts *base)
 {
@@ -172,7 +161,7 @@ static double first_batch(const rlt_space *s, const rlt_config *best, uint64_t s
     int n = rlt_tuner_next_batch(t, 16, batch);
     cr_assert_eq(n, 16);
     double sum = 0;
-    for (int i = 0; i < n; i++) sum += synthetic(s, &batch[i], best) / n;
+    for (int i = 0; i < n; i++) sum += fixture_synthetic_score(s, &batch[i], best) / n;
     rlt_tuner_destroy(t);
     return sum;
 }
@@ -184,11 +173,7 @@ Test(transfer, a_warm_started_tuner_proposes_good_configs_from_its_first_batch)
     make_space(op, &s);
     rlt_config best;
     rlt_diag d = {0};
-    cr_assert_eq(rlt_space_config_parse(&s,
-                                        "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;"
-                                        "unroll=1;pack.A=off;pack.B=j",
-                                        &best, &d),
-                 RLT_STATUS_OK, "%s", d.message);
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     /* 600 rows of random configs scored by the synthetic function, as if
      * another workload with the same optimum had been tuned */
     enum { N_ROWS = 600 };
@@ -201,7 +186,7 @@ Test(transfer, a_warm_started_tuner_proposes_good_configs_from_its_first_batch)
         rlt_config c;
         random_valid(&s, &rng, &c);
         cr_assert_eq(rlt_space_features(&s, &c, xs + (size_t)i * (size_t)nf, &d), RLT_STATUS_OK, "%s", d.message);
-        ys[i] = synthetic(&s, &c, &best) / 100.0;
+        ys[i] = fixture_synthetic_score(&s, &c, &best) / 100.0;
     }
     rlt_tuner_opts cold = {0};
     rlt_tuner_opts warm = {.n_transfer = N_ROWS, .transfer_xs = xs, .transfer_ys = ys};

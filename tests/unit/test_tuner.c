@@ -102,17 +102,6 @@ Test(tuner, same_seed_same_proposals)
     rlt_op_destroy(op);
 }
 
-/* A smooth synthetic score with its optimum at a known valid config. */
-static double synthetic(const rlt_space *s, const rlt_config *c, const rlt_config *best)
-{
-    double d2 = 0;
-    for (int k = 0; k < s->n_knobs; k++) {
-        double d = (double)(c->choice[k] - best->choice[k]) / (double)(s->knobs[k].n_choices);
-        d2 += d * d;
-    }
-    return 100.0 * exp(-8.0 * d2);
-}
-
 static double best_after(const char *name, const rlt_space *s, const rlt_config *best, uint64_t seed, int trials)
 {
     rlt_tuner *t = make_tuner(name, s, seed);
@@ -123,7 +112,7 @@ static double best_after(const char *name, const rlt_space *s, const rlt_config 
         int n = rlt_tuner_next_batch(t, 16, batch);
         if (n == 0) break;
         for (int i = 0; i < n; i++) {
-            scores[i] = synthetic(s, &batch[i], best);
+            scores[i] = fixture_synthetic_score(s, &batch[i], best);
             top = fmax(top, scores[i]);
         }
         rlt_tuner_update(t, n, batch, scores, NULL);
@@ -139,12 +128,7 @@ Test(tuner, ga_beats_random_on_a_known_optimum)
     rlt_space s;
     make_space(op, &s);
     rlt_config best;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_space_config_parse(&s,
-                                        "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;"
-                                        "unroll=1;pack.A=off;pack.B=j",
-                                        &best, &d),
-                 RLT_STATUS_OK, "%s", d.message);
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     double ga = 0, random = 0;
     for (uint64_t seed = 1; seed <= 5; seed++) {
         ga += best_after("ga", &s, &best, seed, 640) / 5;
@@ -162,12 +146,7 @@ Test(tuner, xgb_beats_random_on_a_known_optimum)
     rlt_space s;
     make_space(op, &s);
     rlt_config best;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_space_config_parse(&s,
-                                        "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;"
-                                        "unroll=1;pack.A=off;pack.B=j",
-                                        &best, &d),
-                 RLT_STATUS_OK, "%s", d.message);
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     static const char *const names[] = {"xgb", "xgb-rank"};
     for (int k = 0; k < 2; k++) {
         double model = 0, random = 0;
