@@ -29,7 +29,7 @@ static const rlt_cli_opt tune_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
-    {"tuner", "NAME", "random, grid, ga, xgb or xgb-rank (default xgb-rank)"},
+    {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), or the learning agents ga-dqn, dqn, bandit"},
     {"trials", "N", "configurations to evaluate, at least 1 (default 200)"},
     {"seed", "S", "seed of the tuner, a whole number >= 0 (default 0)"},
     {"early-stopping", "N", "stop after N trials without a better configuration (default: never)"},

@@ -150,76 +150,81 @@ static int grid_next(rlt_tuner *t, int max, rlt_config *out)
 
 static const rlt_tuner_ops grid_ops = {"grid", random_init, grid_next, no_update, free_state};
 
-/* ---- ga ----------------------------------------------------------------- */
+/* ---- ga ----------------------------------------------------------------
+ *
+ * The population machinery (rlt_ga_*) is shared with ga-dqn (ga_dqn.c),
+ * which breeds its children with two DQNs instead of ga_make_child. */
 
-typedef struct ga_state {
-    int pop, elite;
-    rlt_config *gen;     /* the current generation (pop) */
-    double *gen_score;   /* its scores; -1 until measured */
-    int n_gen, n_proposed;
-    rlt_config *elites;  /* the best configurations seen (elite) */
-    double *elite_score;
-    int n_elites;
-    rlt_config *pool;    /* scratch: generation + elites */
-    double *pool_score;
-} ga_state;
-
-static rlt_status ga_init(rlt_tuner *t, rlt_diag *diag)
+rlt_status rlt_ga_init(rlt_tuner *t, rlt_ga *g, rlt_diag *diag)
 {
-    ga_state *g = rlt_calloc(1, sizeof *g);
-    if (!g) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
-    t->state = g;
+    *g = (rlt_ga){0};
     uint64_t size = rlt_space_size(t->space);
     g->pop = t->opts.population > 0 ? t->opts.population : 64;
-    if (g->pop > 1000) g->pop = 1000; /* ga_breed's scratch holds up to 1024 parents */
+    if (g->pop > 1000) g->pop = 1000; /* bounds the per-generation arrays and work */
     if ((uint64_t)g->pop > size) g->pop = (int)size;
     g->elite = t->opts.elite > 0 ? t->opts.elite : 3;
     if (g->elite > g->pop) g->elite = g->pop;
+    size_t n_pool = (size_t)(g->pop + g->elite);
     g->gen = rlt_calloc((size_t)g->pop, sizeof *g->gen);
     g->gen_score = rlt_calloc((size_t)g->pop, sizeof *g->gen_score);
     g->elites = rlt_calloc((size_t)g->elite, sizeof *g->elites);
     g->elite_score = rlt_calloc((size_t)g->elite, sizeof *g->elite_score);
-    g->pool = rlt_calloc((size_t)(g->pop + g->elite), sizeof *g->pool);
-    g->pool_score = rlt_calloc((size_t)(g->pop + g->elite), sizeof *g->pool_score);
-    if (!g->gen || !g->gen_score || !g->elites || !g->elite_score || !g->pool || !g->pool_score)
+    g->pool = rlt_calloc(n_pool, sizeof *g->pool);
+    g->pool_score = rlt_calloc(n_pool, sizeof *g->pool_score);
+    g->pool_weight = rlt_calloc(n_pool, sizeof *g->pool_weight);
+    g->pool_is_elite = rlt_calloc(n_pool, sizeof *g->pool_is_elite);
+    if (!g->gen || !g->gen_score || !g->elites || !g->elite_score || !g->pool || !g->pool_score ||
+        !g->pool_weight || !g->pool_is_elite)
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
     /* the first generation is random */
     while (g->n_gen < g->pop && rlt_tuner_draw_new(t, 1024, &g->gen[g->n_gen])) g->gen_score[g->n_gen++] = -1.0;
     return RLT_STATUS_OK;
 }
 
-static void ga_fini(rlt_tuner *t)
+void rlt_ga_free(rlt_ga *g)
 {
-    ga_state *g = t->state;
-    if (!g) return;
     rlt_free(g->gen);
     rlt_free(g->gen_score);
     rlt_free(g->elites);
     rlt_free(g->elite_score);
     rlt_free(g->pool);
     rlt_free(g->pool_score);
-    rlt_free(g);
+    rlt_free(g->pool_weight);
+    rlt_free(g->pool_is_elite);
+    *g = (rlt_ga){0};
 }
 
-/* Index into `n` weights, drawn with probability proportional to weight. */
-static int pick_weighted(rlt_rng *rng, const double *w, int n, double total)
+int rlt_ga_pick_parent(rlt_tuner *t, const rlt_ga *g)
 {
-    double x = rlt_rng_uniform(rng) * total;
-    for (int i = 0; i < n; i++) {
-        x -= w[i];
+    double x = rlt_rng_uniform(&t->rng) * g->pool_weight_total;
+    for (int i = 0; i < g->n_pool; i++) {
+        x -= g->pool_weight[i];
         if (x < 0) return i;
     }
-    return n - 1;
+    return g->n_pool - 1;
+}
+
+bool rlt_ga_claim(rlt_tuner *t, const rlt_config *child)
+{
+    uint64_t index = rlt_space_index_of(t->space, child);
+    if (rlt_visited_has(&t->visited, index)) return false;
+    rlt_visited_add(&t->visited, index);
+    return rlt_space_is_valid(t->space, child);
+}
+
+int rlt_ga_find(const rlt_ga *g, const rlt_space *s, const rlt_config *c)
+{
+    for (int j = 0; j < g->n_gen; j++)
+        if (memcmp(g->gen[j].choice, c->choice, sizeof c->choice[0] * (size_t)s->n_knobs) == 0) return j;
+    return -1;
 }
 
 /* Next generation from the measured one plus the elites: the best `elite`
- * of that pool stay elites; pop children are bred from parents drawn in
- * proportion to their scores, by two-point crossover and per-gene mutation,
- * and made new (re-drawn genes) when they repeat a visited configuration. */
-static void ga_breed(rlt_tuner *t)
+ * of that pool stay elites; pop children are made by make_child from
+ * parents drawn in proportion to their scores, or drawn at random when it
+ * finds no new valid one. */
+static void ga_breed(rlt_tuner *t, rlt_ga *g, rlt_ga_child_fn make_child, void *ctx)
 {
-    ga_state *g = t->state;
-    const rlt_space *s = t->space;
     int n = 0;
     for (int i = 0; i < g->n_gen; i++) {
         g->pool[n] = g->gen[i];
@@ -229,50 +234,31 @@ static void ga_breed(rlt_tuner *t)
         g->pool[n] = g->elites[i];
         g->pool_score[n++] = g->elite_score[i];
     }
+    g->n_pool = n;
     /* elites: selection of the top `elite` scores */
     g->n_elites = 0;
-    bool taken[1024] = {false};
+    for (int i = 0; i < n; i++) g->pool_is_elite[i] = false;
     for (int e = 0; e < g->elite && e < n; e++) {
         int best = -1;
-        for (int i = 0; i < n && i < 1024; i++)
-            if (!taken[i] && (best < 0 || g->pool_score[i] > g->pool_score[best])) best = i;
+        for (int i = 0; i < n; i++)
+            if (!g->pool_is_elite[i] && (best < 0 || g->pool_score[i] > g->pool_score[best])) best = i;
         if (best < 0) break;
-        taken[best] = true;
+        g->pool_is_elite[best] = true;
         g->elites[g->n_elites] = g->pool[best];
         g->elite_score[g->n_elites++] = g->pool_score[best];
     }
-    double max = 0, total = 0;
+    double max = 0;
     for (int i = 0; i < n; i++) max = RLT_MAX(max, g->pool_score[i]);
-    double weights[1024];
-    for (int i = 0; i < n && i < 1024; i++) {
-        weights[i] = (max > 0 ? g->pool_score[i] / max : 0.0) + 1e-8; /* AutoTVM: scores + 1e-8, normalised */
-        total += weights[i];
+    g->pool_weight_total = 0;
+    for (int i = 0; i < n; i++) {
+        g->pool_weight[i] = (max > 0 ? g->pool_score[i] / max : 0.0) + 1e-8; /* AutoTVM: scores + 1e-8, normalised */
+        g->pool_weight_total += g->pool_weight[i];
     }
     g->n_gen = 0;
     g->n_proposed = 0;
-    double mutation = t->opts.mutation_prob > 0 ? t->opts.mutation_prob : 0.1;
     for (int c = 0; c < g->pop; c++) {
-        rlt_config child;
-        bool is_new = false;
-        for (int attempt = 0; attempt < 64 && !is_new; attempt++) {
-            const rlt_config *p1 = &g->pool[pick_weighted(&t->rng, weights, n, total)];
-            const rlt_config *p2 = &g->pool[pick_weighted(&t->rng, weights, n, total)];
-            int a = (int)rlt_rng_below(&t->rng, (uint64_t)s->n_knobs + 1);
-            int b = (int)rlt_rng_below(&t->rng, (uint64_t)s->n_knobs + 1);
-            if (a > b) {
-                int x = a;
-                a = b;
-                b = x;
-            }
-            for (int k = 0; k < s->n_knobs; k++) child.choice[k] = (k >= a && k < b ? p2 : p1)->choice[k];
-            for (int k = 0; k < s->n_knobs; k++)
-                if (rlt_rng_uniform(&t->rng) < mutation)
-                    child.choice[k] = (int16_t)rlt_rng_below(&t->rng, (uint64_t)s->knobs[k].n_choices);
-            uint64_t index = rlt_space_index_of(s, &child);
-            if (rlt_visited_has(&t->visited, index)) continue;
-            rlt_visited_add(&t->visited, index);
-            is_new = rlt_space_is_valid(s, &child);
-        }
+        rlt_config child = {0};
+        bool is_new = make_child(t, g, ctx, c, &child);
         if (!is_new) is_new = rlt_tuner_draw_new(t, 1024, &child);
         if (!is_new) break; /* the space is (nearly) exhausted */
         g->gen[g->n_gen] = child;
@@ -280,9 +266,8 @@ static void ga_breed(rlt_tuner *t)
     }
 }
 
-static int ga_next(rlt_tuner *t, int max, rlt_config *out)
+int rlt_ga_next(rlt_tuner *t, rlt_ga *g, rlt_ga_child_fn make_child, void *ctx, int max, rlt_config *out)
 {
-    ga_state *g = t->state;
     int n = 0;
     while (n < max) {
         if (g->n_proposed < g->n_gen) {
@@ -293,19 +278,72 @@ static int ga_next(rlt_tuner *t, int max, rlt_config *out)
         bool is_measured = g->n_gen > 0;
         for (int i = 0; i < g->n_gen; i++) is_measured &= g->gen_score[i] >= 0;
         if (!is_measured || n > 0) break;
-        ga_breed(t);
+        ga_breed(t, g, make_child, ctx);
         if (g->n_gen == 0) break;
     }
     return n;
 }
 
+void rlt_ga_update(rlt_ga *g, const rlt_space *s, int n, const rlt_config *configs, const double *scores)
+{
+    for (int i = 0; i < n; i++) {
+        int j = rlt_ga_find(g, s, &configs[i]);
+        if (j >= 0) g->gen_score[j] = scores[i];
+    }
+}
+
+/* ga's breeding (AutoTVM's GATuner): two-point crossover of two parents,
+ * then each gene mutated to a random choice with probability
+ * mutation_prob; up to 64 attempts at a new valid child. */
+static bool ga_make_child(rlt_tuner *t, rlt_ga *g, void *ctx, int slot, rlt_config *out)
+{
+    (void)ctx, (void)slot;
+    const rlt_space *s = t->space;
+    double mutation = t->opts.mutation_prob > 0 ? t->opts.mutation_prob : 0.1;
+    for (int attempt = 0; attempt < 64; attempt++) {
+        const rlt_config *p1 = &g->pool[rlt_ga_pick_parent(t, g)];
+        const rlt_config *p2 = &g->pool[rlt_ga_pick_parent(t, g)];
+        int a = (int)rlt_rng_below(&t->rng, (uint64_t)s->n_knobs + 1);
+        int b = (int)rlt_rng_below(&t->rng, (uint64_t)s->n_knobs + 1);
+        if (a > b) {
+            int x = a;
+            a = b;
+            b = x;
+        }
+        for (int k = 0; k < s->n_knobs; k++) out->choice[k] = (k >= a && k < b ? p2 : p1)->choice[k];
+        for (int k = 0; k < s->n_knobs; k++)
+            if (rlt_rng_uniform(&t->rng) < mutation)
+                out->choice[k] = (int16_t)rlt_rng_below(&t->rng, (uint64_t)s->knobs[k].n_choices);
+        if (rlt_ga_claim(t, out)) return true;
+    }
+    return false;
+}
+
+static rlt_status ga_init(rlt_tuner *t, rlt_diag *diag)
+{
+    rlt_ga *g = rlt_calloc(1, sizeof *g);
+    if (!g) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
+    t->state = g;
+    return rlt_ga_init(t, g, diag);
+}
+
+static void ga_fini(rlt_tuner *t)
+{
+    rlt_ga *g = t->state;
+    if (!g) return;
+    rlt_ga_free(g);
+    rlt_free(g);
+}
+
+static int ga_next(rlt_tuner *t, int max, rlt_config *out)
+{
+    return rlt_ga_next(t, t->state, ga_make_child, NULL, max, out);
+}
+
 static rlt_status ga_update(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag)
 {
     (void)diag;
-    ga_state *g = t->state;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < g->n_gen; j++)
-            if (memcmp(&g->gen[j], &configs[i], sizeof(rlt_config)) == 0) g->gen_score[j] = scores[i];
+    rlt_ga_update(t->state, t->space, n, configs, scores);
     return RLT_STATUS_OK;
 }
 
@@ -314,11 +352,13 @@ static const rlt_tuner_ops ga_ops = {"ga", ga_init, ga_next, ga_update, ga_fini}
 /* ---- the interface ------------------------------------------------------ */
 
 static const rlt_tuner_ops *const all_ops[] = {&random_ops, &grid_ops, &ga_ops, &rlt_tuner_xgb_ops,
-                                              &rlt_tuner_xgb_rank_ops};
+                                              &rlt_tuner_xgb_rank_ops, &rlt_tuner_bandit_ops, &rlt_tuner_dqn_ops,
+                                              &rlt_tuner_ga_dqn_ops};
 
 const char *const *rlt_tuner_names(void)
 {
-    static const char *const names[] = {"random", "grid", "ga", "xgb", "xgb-rank", NULL};
+    static const char *const names[] = {"random",  "grid", "ga",     "xgb", "xgb-rank",
+                                        "bandit", "dqn",  "ga-dqn", NULL};
     return names;
 }
 

@@ -32,6 +32,37 @@ typedef struct rlt_tuner_opts {
     int n_transfer;
     const float *transfer_xs;
     const double *transfer_ys;
+    /* bandit (ktune's one-step contextual bandit, PPO-clip; docs/tuners.md) */
+    double bandit_lr;           /* Adam's learning rate; 0 = 1e-3 */
+    double bandit_clip;         /* PPO's ratio clip; 0 = 0.2 */
+    int bandit_epochs;          /* passes over each rollout (16+ reported rows); 0 = 3 */
+    int bandit_minibatch;       /* rows per gradient step; 0 = 32 */
+    double bandit_entropy_coef; /* entropy bonus; 0 = 0.01, < 0 = none */
+    /* dqn (ktune's multi-step DQN, one 3-way Q-head per knob; docs/tuners.md) */
+    int dqn_horizon;       /* steps per episode; 0 = 20 */
+    const char *dqn_reset; /* episode start: "zeros", "random", "median"; NULL = "random" */
+    int dqn_walkers;       /* parallel episodes; 0 = the largest batch asked for (at most 256) */
+    double dqn_gamma;      /* discount, < 1; 0 = 0.9 */
+    double dqn_lr;         /* Adam's learning rate; 0 = 1e-3 */
+    int dqn_hidden;        /* units in each of the two ReLU layers; 0 = 64 */
+    int dqn_minibatch;     /* transitions per gradient step; 0 = 32 */
+    int dqn_replay;        /* replay buffer capacity (transitions); 0 = 10000 */
+    int dqn_target_every;  /* gradient steps between target-network copies; 0 = 100 */
+    double dqn_eps_end;    /* final per-knob exploration rate; 0 = 0.05 */
+    int dqn_eps_decay;     /* proposals over which it falls linearly from 1; 0 = 300 */
+    int dqn_train_steps;   /* gradient steps per new transition; 0 = 2 */
+    /* ga-dqn (GA-DQN's published settings; docs/tuners.md), besides ga's
+     * population and elite; mutation_prob is not used */
+    double ga_dqn_lr;            /* Adam's learning rate; 0 = 1e-3 */
+    double ga_dqn_gamma;         /* discount, < 1; 0 = 0.95 */
+    double ga_dqn_eps_decay;     /* epsilon's factor per learning step, <= 1; 0 = 0.99 */
+    double ga_dqn_eps_min;       /* epsilon's floor, <= 1; 0 = 0.1 */
+    int ga_dqn_replay;           /* replay buffer capacity (transitions); 0 = 10000 */
+    int ga_dqn_minibatch;        /* transitions per learning step; 0 = 64 */
+    int ga_dqn_learn_start;      /* transitions before the first learning step; 0 = 100 */
+    int ga_dqn_target_every;     /* transitions between target-network copies; 0 = 200 */
+    double ga_dqn_grad_clip;     /* gradient-norm clip; 0 = 10 */
+    double ga_dqn_best_bonus;    /* reward factor for a new best; 0 = 5 */
 } rlt_tuner_opts;
 
 /* Names of the tuners rlt_tuner_create knows, NULL-terminated. */
@@ -78,6 +109,12 @@ typedef struct rlt_tuner_ops {
 /* The model-based tuners (xgb_tuner.c). */
 extern const rlt_tuner_ops rlt_tuner_xgb_ops;
 extern const rlt_tuner_ops rlt_tuner_xgb_rank_ops;
+/* ktune's multi-step DQN (dqn.c). */
+extern const rlt_tuner_ops rlt_tuner_dqn_ops;
+/* ktune's one-step contextual bandit (bandit.c). */
+extern const rlt_tuner_ops rlt_tuner_bandit_ops;
+/* GA-DQN: ga with a DQN for the crossover point and one for the mutation (ga_dqn.c). */
+extern const rlt_tuner_ops rlt_tuner_ga_dqn_ops;
 
 struct rlt_tuner {
     const rlt_tuner_ops *ops;
@@ -91,5 +128,63 @@ struct rlt_tuner {
 /* Draws a random valid configuration not yet visited (up to `tries`
  * attempts); false when none was found. Marks it visited. */
 bool rlt_tuner_draw_new(rlt_tuner *t, int tries, rlt_config *out);
+
+/* ---- the genetic algorithm of ga and ga-dqn (tuner.c) ------------------
+ *
+ * AutoTVM's GATuner: generations of `pop` configurations; each is proposed
+ * whole, and once all of it is measured the next is bred from it plus the
+ * `elite` best kept so far, parents drawn in proportion to their scores.
+ * ga makes a child by two-point crossover and per-gene mutation; ga-dqn
+ * (ga_dqn.c) lets two DQNs choose the crossover point and the mutation.
+ * Every array is owned (rlt_ga_free). */
+typedef struct rlt_ga {
+    int pop, elite;
+    rlt_config *gen;    /* the current generation (pop) */
+    double *gen_score;  /* its scores; -1 until measured */
+    int n_gen, n_proposed;
+    rlt_config *elites; /* the best configurations seen (elite) */
+    double *elite_score;
+    int n_elites;
+    /* the parents of the generation being bred: the last generation, then
+     * the elites before this breeding (pop + elite at most) */
+    rlt_config *pool;
+    double *pool_score;  /* failures count 0 */
+    double *pool_weight; /* score / best score + 1e-8 (AutoTVM's) */
+    double pool_weight_total;
+    bool *pool_is_elite; /* scratch of the elite selection */
+    int n_pool;
+} rlt_ga;
+
+/* Makes the child for slot `slot` (0 .. pop-1) of the generation being
+ * bred, from parents of g->pool (rlt_ga_pick_parent): true with a new,
+ * valid configuration in *out, claimed with rlt_ga_claim; false when it
+ * found none, and the slot gets a random configuration instead. `ctx` is
+ * the caller's, passed through. */
+typedef bool (*rlt_ga_child_fn)(rlt_tuner *t, rlt_ga *g, void *ctx, int slot, rlt_config *out);
+
+/* Sizes the population from t->opts (population: 0 = min(64, |space|), at
+ * most 1000; elite: 0 = 3) and draws the first generation at random from
+ * t->rng. Errors: OUT_OF_MEMORY (rlt_ga_free still frees what was made). */
+rlt_status rlt_ga_init(rlt_tuner *t, rlt_ga *g, rlt_diag *diag);
+void rlt_ga_free(rlt_ga *g);
+
+/* A tuner's next_batch: the generation's next configurations; when all of
+ * it has been proposed and measured, breeds the next one with make_child
+ * and goes on. Returns how many were written to out (at most max). */
+int rlt_ga_next(rlt_tuner *t, rlt_ga *g, rlt_ga_child_fn make_child, void *ctx, int max, rlt_config *out);
+
+/* A tuner's update: the scores of the generation's members among configs;
+ * the others (not proposed by the GA) are ignored. */
+void rlt_ga_update(rlt_ga *g, const rlt_space *s, int n, const rlt_config *configs, const double *scores);
+
+/* The slot of c in the current generation, or -1. */
+int rlt_ga_find(const rlt_ga *g, const rlt_space *s, const rlt_config *c);
+
+/* A parent: an index into g->pool drawn in proportion to g->pool_weight. */
+int rlt_ga_pick_parent(rlt_tuner *t, const rlt_ga *g);
+
+/* True when child is valid and not visited; marks it visited either way,
+ * so that an invalid child is not tried again. */
+bool rlt_ga_claim(rlt_tuner *t, const rlt_config *child);
 
 #endif /* RLT_TUNER_H */

@@ -1,0 +1,352 @@
+/* Tests of src/search/ga_dqn.c, the ga-dqn tuner: proposals are new,
+ * valid and reproducible, a small space is enumerated exactly, a
+ * configuration it did not propose is accepted, options out of range are
+ * refused by name, learning follows the published schedule, the mutation
+ * DQN learns which mutation costs (a check that fails when learning is
+ * broken), and on the synthetic problem ga-dqn beats random (and is
+ * compared with ga). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/ga_dqn.h"
+
+#include "../common/fixtures.h"
+#include "../common/leaks.h"
+
+static void make_space(const rlt_op *op, rlt_space *s)
+{
+    rlt_diag d = {0};
+    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
+    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
+}
+
+static rlt_tuner *make_tuner(const char *name, const rlt_space *s, const rlt_tuner_opts *o)
+{
+    rlt_diag d = {0};
+    rlt_tuner *t = NULL;
+    cr_assert_eq(rlt_tuner_create(name, s, o, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    return t;
+}
+
+static rlt_ga_dqn_stats stats_of(const rlt_tuner *t)
+{
+    rlt_ga_dqn_stats st;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_ga_dqn_stats(t, &st, &d), RLT_STATUS_OK, "%s", d.message);
+    return st;
+}
+
+typedef double (*score_fn)(const rlt_space *s, const rlt_config *c, const rlt_config *best);
+
+/* Runs t for `trials` proposals in batches of 16, scored by f; returns the
+ * best score and, when `out` is not NULL, keeps the proposals there. */
+static double drive(rlt_tuner *t, const rlt_space *s, score_fn f, const rlt_config *best, int trials, rlt_config *out)
+{
+    double top = 0;
+    for (int done = 0; done < trials;) {
+        rlt_config batch[16];
+        double scores[16];
+        int n = rlt_tuner_next_batch(t, RLT_MIN(16, trials - done), batch);
+        if (n == 0) break;
+        for (int i = 0; i < n; i++) {
+            scores[i] = f(s, &batch[i], best);
+            top = fmax(top, scores[i]);
+            if (out) out[done + i] = batch[i];
+        }
+        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
+        done += n;
+    }
+    return top;
+}
+
+static double best_after(const char *name, const rlt_space *s, const rlt_config *best, uint64_t seed, int trials)
+{
+    rlt_tuner *t = make_tuner(name, s, &(rlt_tuner_opts){.seed = seed});
+    double top = drive(t, s, fixture_synthetic_score, best, trials, NULL);
+    rlt_tuner_destroy(t);
+    return top;
+}
+
+static int knob_named(const rlt_space *s, const char *name)
+{
+    for (int k = 0; k < s->n_knobs; k++)
+        if (strcmp(s->knobs[k].name, name) == 0) return k;
+    cr_assert_fail("no knob %s", name);
+    return -1;
+}
+
+Test(ga_dqn, is_registered_and_refuses_options_out_of_range_by_name)
+{
+    bool is_listed = false;
+    for (const char *const *n = rlt_tuner_names(); *n; n++) is_listed |= strcmp(*n, "ga-dqn") == 0;
+    cr_assert(is_listed, "ga-dqn is not in rlt_tuner_names()");
+    rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
+    rlt_space s;
+    make_space(op, &s);
+    static const struct {
+        rlt_tuner_opts opts;
+        const char *name;
+    } cases[] = {
+        {{.ga_dqn_gamma = 1.0}, "ga_dqn_gamma"},        {{.ga_dqn_gamma = -0.5}, "ga_dqn_gamma"},
+        {{.ga_dqn_lr = NAN}, "ga_dqn_lr"},              {{.ga_dqn_eps_decay = 1.5}, "ga_dqn_eps_decay"},
+        {{.ga_dqn_eps_min = 2}, "ga_dqn_eps_min"},      {{.ga_dqn_replay = -1}, "ga_dqn_replay"},
+        {{.ga_dqn_minibatch = -64}, "ga_dqn_minibatch"}, {{.ga_dqn_grad_clip = -1}, "ga_dqn_grad_clip"},
+    };
+    for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
+        rlt_diag d = {0};
+        rlt_tuner *t = NULL;
+        cr_assert_eq(rlt_tuner_create("ga-dqn", &s, &cases[i].opts, &t, &d), RLT_STATUS_INVALID_ARGUMENT, "%s",
+                     cases[i].name);
+        cr_assert_null(t);
+        cr_assert(strstr(d.message, cases[i].name), "%s", d.message);
+    }
+    /* the other tuners are not ga-dqn */
+    rlt_tuner *ga = make_tuner("ga", &s, NULL);
+    rlt_ga_dqn_stats st;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_ga_dqn_stats(ga, &st, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "not ga-dqn"), "%s", d.message);
+    rlt_tuner_destroy(ga);
+    rlt_op_destroy(op);
+    assert_no_leaks();
+}
+
+/* Every valid configuration of a small space exactly once, then nothing. */
+Test(ga_dqn, enumerates_a_small_space_exactly)
+{
+    rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
+    rlt_space s;
+    make_space(op, &s);
+    uint64_t size = rlt_space_size(&s);
+    int n_valid = 0;
+    for (uint64_t i = 0; i < size; i++) {
+        rlt_config c;
+        rlt_space_config_of(&s, i, &c);
+        n_valid += rlt_space_is_valid(&s, &c);
+    }
+    cr_assert_gt(n_valid, 4);
+    rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 5});
+    bool *seen = calloc(size, 1);
+    int total = 0;
+    for (int round = 0; round < 10000; round++) {
+        rlt_config batch[7];
+        double scores[7];
+        int n = rlt_tuner_next_batch(t, 7, batch);
+        if (n == 0) break;
+        for (int i = 0; i < n; i++) {
+            uint64_t idx = rlt_space_index_of(&s, &batch[i]);
+            cr_assert_not(seen[idx], "proposed %llu twice", (unsigned long long)idx);
+            cr_assert(rlt_space_is_valid(&s, &batch[i]), "proposed an invalid config");
+            seen[idx] = true;
+            scores[i] = (double)(idx % 5);
+        }
+        total += n;
+        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
+    }
+    cr_assert_eq(total, n_valid, "proposed %d of %d valid configs", total, n_valid);
+    free(seen);
+    rlt_tuner_destroy(t);
+    rlt_op_destroy(op);
+    assert_no_leaks();
+}
+
+/* Past the point where learning starts: the same seed and scores give the
+ * same proposals, another seed others; all are valid and new. */
+Test(ga_dqn, proposals_are_valid_new_and_reproducible)
+{
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_config best;
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
+    enum { TRIALS = 320 };
+    rlt_config *a = calloc(TRIALS, sizeof *a), *b = calloc(TRIALS, sizeof *b), *c = calloc(TRIALS, sizeof *c);
+    rlt_tuner *ta = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 42});
+    rlt_tuner *tb = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 42});
+    rlt_tuner *tc = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 43});
+    drive(ta, &s, fixture_synthetic_score, &best, TRIALS, a);
+    drive(tb, &s, fixture_synthetic_score, &best, TRIALS, b);
+    drive(tc, &s, fixture_synthetic_score, &best, TRIALS, c);
+    cr_assert_gt(stats_of(ta).n_learn_steps, 100, "learning had started");
+    for (int i = 0; i < TRIALS; i++) {
+        cr_assert_eq(memcmp(a[i].choice, b[i].choice, sizeof a[i].choice), 0, "proposal %d differs", i);
+        cr_assert(rlt_space_is_valid(&s, &a[i]), "proposal %d is invalid", i);
+        uint64_t idx = rlt_space_index_of(&s, &a[i]);
+        for (int j = 0; j < i; j++) cr_assert_neq(rlt_space_index_of(&s, &a[j]), idx, "proposals %d and %d", j, i);
+    }
+    cr_assert_neq(memcmp(a, c, sizeof *a * TRIALS), 0, "another seed, other proposals");
+    rlt_ga_dqn_stats sa = stats_of(ta), sb = stats_of(tb);
+    cr_assert_eq(sa.crossover_loss, sb.crossover_loss, "the same learning");
+    rlt_tuner_destroy(ta);
+    rlt_tuner_destroy(tb);
+    rlt_tuner_destroy(tc);
+    free(a);
+    free(b);
+    free(c);
+    rlt_op_destroy(op);
+    assert_no_leaks();
+}
+
+/* A record read back on resume: accepted, counted toward the best (the
+ * reward's scale), never proposed, and no transition for the agents. */
+Test(ga_dqn, accepts_a_config_it_did_not_propose)
+{
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_config best;
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
+    rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 7});
+    enum { TRIALS = 200 };
+    rlt_config *proposed = calloc(TRIALS, sizeof *proposed);
+    drive(t, &s, fixture_synthetic_score, &best, 96, proposed);
+    /* a valid configuration it has not proposed, next to one it has */
+    rlt_config foreign[2];
+    rlt_rng rng;
+    rlt_rng_seed(&rng, 99);
+    bool is_new = false;
+    while (!is_new) {
+        do rlt_space_random(&s, &rng, &foreign[0]);
+        while (!rlt_space_is_valid(&s, &foreign[0]));
+        is_new = true;
+        uint64_t idx = rlt_space_index_of(&s, &foreign[0]);
+        for (int i = 0; i < 96; i++) is_new &= rlt_space_index_of(&s, &proposed[i]) != idx;
+    }
+    foreign[1] = proposed[70]; /* bred, and already scored */
+    rlt_ga_dqn_stats before = stats_of(t);
+    double scores[2] = {1000.0, 5.0};
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_update(t, 2, foreign, scores, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_ga_dqn_stats after = stats_of(t);
+    cr_assert_eq(after.best_score, 1000.0);
+    cr_assert_eq(after.n_transitions, before.n_transitions, "neither is a new transition");
+    uint64_t foreign_idx = rlt_space_index_of(&s, &foreign[0]);
+    drive(t, &s, fixture_synthetic_score, &best, TRIALS - 96, proposed + 96);
+    for (int i = 96; i < TRIALS; i++) cr_assert_neq(rlt_space_index_of(&s, &proposed[i]), foreign_idx);
+    cr_assert_gt(stats_of(t).n_transitions, before.n_transitions, "breeding went on");
+    free(proposed);
+    rlt_tuner_destroy(t);
+    rlt_op_destroy(op);
+    assert_no_leaks();
+}
+
+/* One transition per bred child; learning starts after learn_start of
+ * them, one step each after that, epsilon decays per step to its floor. */
+Test(ga_dqn, learning_follows_the_published_schedule)
+{
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_config best;
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
+    /* 4 generations of 64: the first random, 192 children bred */
+    rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3});
+    drive(t, &s, fixture_synthetic_score, &best, 256, NULL);
+    rlt_ga_dqn_stats st = stats_of(t);
+    cr_assert_eq(st.n_transitions + st.n_random_children, 192, "%lld + %lld", (long long)st.n_transitions,
+                 (long long)st.n_random_children);
+    cr_assert_eq(st.n_learn_steps, st.n_transitions - 100);
+    cr_assert_float_eq(st.epsilon, fmax(0.1, pow(0.99, (double)st.n_learn_steps)), 1e-9);
+    cr_assert(st.crossover_loss > 0 && isfinite(st.crossover_loss), "%g", st.crossover_loss);
+    cr_assert(st.mutation_loss > 0 && isfinite(st.mutation_loss), "%g", st.mutation_loss);
+    rlt_tuner_destroy(t);
+    /* options move it */
+    t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3, .ga_dqn_learn_start = 150, .ga_dqn_eps_min = 0.9});
+    drive(t, &s, fixture_synthetic_score, &best, 256, NULL);
+    st = stats_of(t);
+    cr_assert_eq(st.n_learn_steps, st.n_transitions - 150);
+    cr_assert_float_eq(st.epsilon, 0.9, 1e-9); /* 0.99^42 is below it */
+    rlt_tuner_destroy(t);
+    rlt_op_destroy(op);
+    assert_no_leaks();
+}
+
+/* The contrived problem: a configuration scores 100 with pack.A = i and
+ * 50 without, nothing else matters. The population soon holds pack.A = i,
+ * and from there mutating pack.A (two choices: it always flips) costs
+ * (reward -0.5) while every other mutation, or none, costs nothing. */
+static int contrived_knob;
+static double contrived_score(const rlt_space *s, const rlt_config *c, const rlt_config *best)
+{
+    (void)s, (void)best;
+    return c->choice[contrived_knob] == 1 ? 100.0 : 50.0;
+}
+
+/* The share of states with pack.A = i in which mutating pack.A has the
+ * lowest action value of the mutation DQN. */
+static double share_ranking_the_costly_mutation_last(const rlt_tuner *t, const rlt_space *s)
+{
+    rlt_rng rng;
+    rlt_rng_seed(&rng, 77);
+    int n_last = 0, n_states = 100;
+    for (int i = 0; i < n_states; i++) {
+        rlt_config c;
+        do {
+            rlt_space_random(s, &rng, &c);
+            c.choice[contrived_knob] = 1;
+        } while (!rlt_space_is_valid(s, &c));
+        float q[RLT_SPACE_MAX_KNOBS + 1];
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_tuner_ga_dqn_knob_values(t, &c, q, &d), RLT_STATUS_OK, "%s", d.message);
+        int lowest = 0;
+        for (int a = 1; a <= s->n_knobs; a++)
+            if (q[a] < q[lowest]) lowest = a;
+        n_last += lowest == contrived_knob + 1;
+    }
+    return (double)n_last / n_states;
+}
+
+/* The check that fails when learning is broken: with learning the mutation
+ * DQN ranks the costly mutation last in most states; the same runs without
+ * learning (learn_start past the run) rank it last about as often as
+ * chance (1 in 11 actions). */
+Test(ga_dqn, mutation_dqn_learns_which_mutation_costs)
+{
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    make_space(op, &s);
+    contrived_knob = knob_named(&s, "pack.A");
+    cr_assert_eq(s.knobs[contrived_knob].n_choices, 2);
+    double learned = 0, frozen = 0;
+    enum { SEEDS = 3 };
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed});
+        drive(t, &s, contrived_score, NULL, 640, NULL);
+        double share = share_ranking_the_costly_mutation_last(t, &s);
+        cr_log_info("seed %llu: mutating pack.A ranked last in %.0f%% of states (learned)", (unsigned long long)seed,
+                    100 * share);
+        learned += share / SEEDS;
+        rlt_tuner_destroy(t);
+        t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed, .ga_dqn_learn_start = 1 << 30});
+        drive(t, &s, contrived_score, NULL, 640, NULL);
+        cr_assert_eq(stats_of(t).n_learn_steps, 0);
+        frozen += share_ranking_the_costly_mutation_last(t, &s) / SEEDS;
+        rlt_tuner_destroy(t);
+    }
+    cr_log_info("mutating pack.A ranked last: %.0f%% of states learned, %.0f%% without learning", 100 * learned,
+                100 * frozen);
+    cr_assert_gt(learned, 0.7, "learned %.2f", learned);
+    cr_assert_gt(learned, frozen + 0.4, "learned %.2f vs without learning %.2f", learned, frozen);
+    rlt_op_destroy(op);
+}
+
+Test(ga_dqn, beats_random_on_a_known_optimum)
+{
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_config best;
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
+    double ga_dqn = 0, ga = 0, random = 0;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        ga_dqn += best_after("ga-dqn", &s, &best, seed, 640) / 5;
+        ga += best_after("ga", &s, &best, seed, 640) / 5;
+        random += best_after("random", &s, &best, seed, 640) / 5;
+    }
+    cr_log_info("mean best after 640 trials: ga-dqn %.1f, ga %.1f, random %.1f (optimum 100)", ga_dqn, ga, random);
+    cr_assert_gt(ga_dqn, random + 20.0, "ga-dqn %.1f vs random %.1f", ga_dqn, random);
+    cr_assert_gt(ga_dqn, 80.0, "ga-dqn %.1f", ga_dqn);
+    rlt_op_destroy(op);
+}
