@@ -11,24 +11,10 @@
 #include "search/tuner.h"
 
 #include "../common/fixtures.h"
+#include "../common/tuners.h"
 #include "../common/leaks.h"
 
 #define BATCH 16
-
-static void make_space(const rlt_op *op, rlt_space *s)
-{
-    rlt_diag d = {0};
-    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
-    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
-}
-
-static rlt_tuner *make_tuner(const char *name, const rlt_space *s, const rlt_tuner_opts *o)
-{
-    rlt_diag d = {0};
-    rlt_tuner *t = NULL;
-    cr_assert_eq(rlt_tuner_create(name, s, o, &t, &d), RLT_STATUS_OK, "%s", d.message);
-    return t;
-}
 
 /* What one run on the synthetic problem did. */
 typedef struct run_stats {
@@ -40,7 +26,7 @@ typedef struct run_stats {
 static run_stats run_synthetic(const char *name, const rlt_space *s, const rlt_config *best, const rlt_tuner_opts *o,
                                int trials)
 {
-    rlt_tuner *t = make_tuner(name, s, o);
+    rlt_tuner *t = tuner_make(name, s, o);
     run_stats r = {0};
     int n_window = 4 * BATCH;
     for (int done = 0; done < trials;) {
@@ -80,7 +66,7 @@ Test(bandit, beats_random_on_a_known_optimum)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     double bandit = mean_over_seeds("bandit", &s, &best, (rlt_tuner_opts){0}).best;
@@ -99,7 +85,7 @@ Test(bandit, proposals_improve_as_the_policy_learns)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     run_stats learnt = mean_over_seeds("bandit", &s, &best, (rlt_tuner_opts){0});
@@ -120,7 +106,7 @@ Test(bandit, a_large_entropy_bonus_holds_the_policy_back)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     double fine = mean_over_seeds("bandit", &s, &best, (rlt_tuner_opts){0}).mean_last;
@@ -131,17 +117,17 @@ Test(bandit, a_large_entropy_bonus_holds_the_policy_back)
     rlt_op_destroy(op);
 }
 
-/* Proposals are checked against everything proposed before, in the large
- * space over a whole run and in a small one until it is exhausted: every
- * valid configuration exactly once, then nothing. */
+/* Proposals are checked against everything proposed before over a whole
+ * run in the large space (a small space enumerated exactly: test_tuner.c,
+ * for every tuner). */
 Test(bandit, proposals_are_valid_and_new)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
-    rlt_tuner *t = make_tuner("bandit", &s, &(rlt_tuner_opts){.seed = 7});
+    rlt_tuner *t = tuner_make("bandit", &s, &(rlt_tuner_opts){.seed = 7});
     rlt_visited seen = {0};
     for (int round = 0; round < 60; round++) {
         rlt_config batch[BATCH];
@@ -159,39 +145,6 @@ Test(bandit, proposals_are_valid_and_new)
     rlt_visited_free(&seen);
     rlt_tuner_destroy(t);
     rlt_op_destroy(op);
-
-    op = fixture_op("matmul:M=3,N=2,K=2");
-    make_space(op, &s);
-    uint64_t size = rlt_space_size(&s);
-    int n_valid = 0;
-    for (uint64_t i = 0; i < size; i++) {
-        rlt_config c;
-        rlt_space_config_of(&s, i, &c);
-        n_valid += rlt_space_is_valid(&s, &c);
-    }
-    cr_assert_gt(n_valid, 4);
-    t = make_tuner("bandit", &s, &(rlt_tuner_opts){.seed = 5});
-    bool *is_seen = calloc(size, 1);
-    int total = 0;
-    for (int round = 0; round < 10000; round++) {
-        rlt_config batch[7];
-        double scores[7];
-        int n = rlt_tuner_next_batch(t, 7, batch);
-        if (n == 0) break;
-        for (int i = 0; i < n; i++) {
-            uint64_t index = rlt_space_index_of(&s, &batch[i]);
-            cr_assert_not(is_seen[index], "proposed %llu twice", (unsigned long long)index);
-            cr_assert(rlt_space_is_valid(&s, &batch[i]), "an invalid proposal");
-            is_seen[index] = true;
-            scores[i] = (double)(index % 5);
-        }
-        total += n;
-        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
-    }
-    cr_assert_eq(total, n_valid, "proposed %d of %d valid configurations", total, n_valid);
-    free(is_seen);
-    rlt_tuner_destroy(t);
-    rlt_op_destroy(op);
 }
 
 /* The same seed and scores give the same proposals, through several
@@ -200,14 +153,14 @@ Test(bandit, same_seed_same_proposals)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     enum { N_ROUNDS = 8 };
     static rlt_config proposals[3][N_ROUNDS * BATCH];
     static const uint64_t seeds[3] = {42, 42, 43};
     for (int r = 0; r < 3; r++) {
-        rlt_tuner *t = make_tuner("bandit", &s, &(rlt_tuner_opts){.seed = seeds[r]});
+        rlt_tuner *t = tuner_make("bandit", &s, &(rlt_tuner_opts){.seed = seeds[r]});
         for (int round = 0; round < N_ROUNDS; round++) {
             rlt_config *batch = &proposals[r][round * BATCH];
             double scores[BATCH];
@@ -234,7 +187,7 @@ Test(bandit, records_it_did_not_propose_are_learnt_from)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     /* records: the optimum with two knobs changed at random, and random
@@ -263,8 +216,8 @@ Test(bandit, records_it_did_not_propose_are_learnt_from)
     }
     double mean_fresh = 0, mean_taught = 0;
     for (uint64_t seed = 1; seed <= 3; seed++) {
-        rlt_tuner *fresh = make_tuner("bandit", &s, &(rlt_tuner_opts){.seed = seed});
-        rlt_tuner *taught = make_tuner("bandit", &s, &(rlt_tuner_opts){.seed = seed});
+        rlt_tuner *fresh = tuner_make("bandit", &s, &(rlt_tuner_opts){.seed = seed});
+        rlt_tuner *taught = tuner_make("bandit", &s, &(rlt_tuner_opts){.seed = seed});
         for (int i = 0; i < N_RECORDS; i += BATCH) {
             rlt_diag d = {0};
             cr_assert_eq(rlt_tuner_update(taught, BATCH, &records[i], &scores[i], &d), RLT_STATUS_OK, "%s",
@@ -294,7 +247,7 @@ Test(bandit, out_of_memory_is_reported_without_leaks)
 {
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     int n_failures = 0;
     for (long k = 1;; k++) {
         rlt_diag d = {0};

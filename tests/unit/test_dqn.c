@@ -13,66 +13,20 @@
 #include "search/dqn.h"
 
 #include "../common/fixtures.h"
+#include "../common/tuners.h"
 #include "../common/leaks.h"
-
-static void make_space(const rlt_op *op, rlt_space *s)
-{
-    rlt_diag d = {0};
-    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
-    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
-}
-
-static rlt_tuner *make_tuner(const char *name, const rlt_space *s, const rlt_tuner_opts *o)
-{
-    rlt_diag d = {0};
-    rlt_tuner *t = NULL;
-    cr_assert_eq(rlt_tuner_create(name, s, o, &t, &d), RLT_STATUS_OK, "%s", d.message);
-    return t;
-}
-
-static int knob_named(const rlt_space *s, const char *name)
-{
-    for (int k = 0; k < s->n_knobs; k++)
-        if (strcmp(s->knobs[k].name, name) == 0) return k;
-    cr_assert_fail("no knob %s", name);
-    return -1;
-}
-
-/* The best synthetic score after `trials` proposals in batches of 16 (as
- * test_tuner.c's best_after); every proposal must be valid. */
-static double best_after(const char *name, const rlt_space *s, const rlt_config *best, uint64_t seed, int trials)
-{
-    rlt_tuner_opts o = {.seed = seed};
-    rlt_tuner *t = make_tuner(name, s, &o);
-    double top = 0;
-    for (int done = 0; done < trials;) {
-        rlt_config batch[16];
-        double scores[16];
-        int n = rlt_tuner_next_batch(t, 16, batch);
-        if (n == 0) break;
-        for (int i = 0; i < n; i++) {
-            cr_assert(rlt_space_is_valid(s, &batch[i]), "%s proposed an invalid config", name);
-            scores[i] = fixture_synthetic_score(s, &batch[i], best);
-            top = fmax(top, scores[i]);
-        }
-        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
-        done += n;
-    }
-    rlt_tuner_destroy(t);
-    return top;
-}
 
 Test(dqn, beats_random_on_a_known_optimum)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     double dqn = 0, random = 0;
     for (uint64_t seed = 1; seed <= 5; seed++) {
-        dqn += best_after("dqn", &s, &best, seed, 640) / 5;
-        random += best_after("random", &s, &best, seed, 640) / 5;
+        dqn += tuner_best_after("dqn", &s, &best, &(rlt_tuner_opts){.seed = seed}, 640) / 5;
+        random += tuner_best_after("random", &s, &best, &(rlt_tuner_opts){.seed = seed}, 640) / 5;
     }
     cr_log_info("mean best after 640 trials: dqn %.1f, random %.1f (optimum 100)", dqn, random);
     cr_assert_gt(dqn, random + 25.0, "dqn %.1f vs random %.1f", dqn, random);
@@ -97,7 +51,7 @@ static double monotone_score(const rlt_space *s, const rlt_config *c, int k, boo
 static void count_helpful_moves(const rlt_space *s, int k, bool is_mirrored, int *out_helpful, int *out_probes)
 {
     rlt_tuner_opts o = {.seed = 11};
-    rlt_tuner *t = make_tuner("dqn", s, &o);
+    rlt_tuner *t = tuner_make("dqn", s, &o);
     for (int round = 0; round < 25; round++) {
         rlt_config batch[16];
         double scores[16];
@@ -131,8 +85,8 @@ Test(dqn, the_head_of_a_knob_that_always_helps_learns_its_direction)
 {
     rlt_op *op = fixture_op("matmul:M=2,N=1,K=256");
     rlt_space s;
-    make_space(op, &s);
-    int k = knob_named(&s, "k.tile");
+    tuner_space(op, &s);
+    int k = tuner_knob_named(&s, "k.tile");
     int up = 0, down = 0, n_up = 0, n_down = 0;
     count_helpful_moves(&s, k, false, &up, &n_up);
     count_helpful_moves(&s, k, true, &down, &n_down);
@@ -149,14 +103,14 @@ Test(dqn, same_seed_same_proposals)
 {
     rlt_op *op = fixture_op("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     rlt_rng rng;
     rlt_rng_seed(&rng, 3);
     do rlt_space_random(&s, &rng, &best);
     while (!rlt_space_is_valid(&s, &best));
     rlt_tuner_opts oa = {.seed = 42}, oc = {.seed = 43};
-    rlt_tuner *a = make_tuner("dqn", &s, &oa), *b = make_tuner("dqn", &s, &oa), *c = make_tuner("dqn", &s, &oc);
+    rlt_tuner *a = tuner_make("dqn", &s, &oa), *b = tuner_make("dqn", &s, &oa), *c = tuner_make("dqn", &s, &oc);
     bool is_other = false;
     for (int round = 0; round < 8; round++) {
         rlt_config ca[16], cb[16], cc[16];
@@ -183,54 +137,13 @@ Test(dqn, same_seed_same_proposals)
     assert_no_leaks();
 }
 
-/* Every valid configuration of a small space exactly once, then nothing:
- * the walkers run out of new configurations and the tuner still finishes
- * the space. */
-Test(dqn, proposals_are_new_and_valid_until_a_small_space_is_exhausted)
-{
-    rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
-    rlt_space s;
-    make_space(op, &s);
-    uint64_t size = rlt_space_size(&s);
-    int n_valid = 0;
-    for (uint64_t i = 0; i < size; i++) {
-        rlt_config c;
-        rlt_space_config_of(&s, i, &c);
-        n_valid += rlt_space_is_valid(&s, &c);
-    }
-    rlt_tuner_opts o = {.seed = 7};
-    rlt_tuner *t = make_tuner("dqn", &s, &o);
-    bool *seen = calloc(size, 1);
-    int total = 0;
-    for (int round = 0; round < 10000; round++) {
-        rlt_config batch[7];
-        double scores[7];
-        int n = rlt_tuner_next_batch(t, 7, batch);
-        if (n == 0) break;
-        for (int i = 0; i < n; i++) {
-            uint64_t idx = rlt_space_index_of(&s, &batch[i]);
-            cr_assert_not(seen[idx], "proposed %llu twice", (unsigned long long)idx);
-            cr_assert(rlt_space_is_valid(&s, &batch[i]), "proposed an invalid config");
-            seen[idx] = true;
-            scores[i] = 1.0 + (double)(idx % 5);
-        }
-        total += n;
-        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
-    }
-    cr_assert_eq(total, n_valid, "proposed %d of %d valid configs", total, n_valid);
-    free(seen);
-    rlt_tuner_destroy(t);
-    rlt_op_destroy(op);
-    assert_no_leaks();
-}
-
 /* Records read back on resume arrive in update before any proposal: they
  * are never proposed. Here they are every valid configuration but one. */
 Test(dqn, configs_reported_without_a_proposal_are_never_proposed)
 {
     rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     uint64_t size = rlt_space_size(&s);
     rlt_config *known = calloc(size, sizeof *known);
     double *scores = calloc(size, sizeof *scores);
@@ -251,7 +164,7 @@ Test(dqn, configs_reported_without_a_proposal_are_never_proposed)
     }
     cr_assert(has_left);
     rlt_tuner_opts o = {.seed = 1};
-    rlt_tuner *t = make_tuner("dqn", &s, &o);
+    rlt_tuner *t = tuner_make("dqn", &s, &o);
     cr_assert_eq(rlt_tuner_update(t, n_known, known, scores, NULL), RLT_STATUS_OK);
     rlt_config batch[8];
     int n = rlt_tuner_next_batch(t, 8, batch);
@@ -273,9 +186,9 @@ Test(dqn, failures_and_unreported_proposals_do_not_stop_it)
 {
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_tuner_opts o = {.seed = 2, .dqn_reset = "zeros"};
-    rlt_tuner *t = make_tuner("dqn", &s, &o);
+    rlt_tuner *t = tuner_make("dqn", &s, &o);
     for (int round = 0; round < 20; round++) {
         rlt_config batch[16];
         double scores[16] = {0};
@@ -293,7 +206,7 @@ Test(dqn, bad_options_are_refused_with_what_is_accepted)
 {
     rlt_op *op = fixture_op("matmul:M=8,N=8,K=8");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_tuner *t = NULL;
     rlt_diag d = {0};
     rlt_tuner_opts o = {.dqn_reset = "middle"};
@@ -307,7 +220,7 @@ Test(dqn, bad_options_are_refused_with_what_is_accepted)
     cr_assert_null(t);
     /* the greedy look is for dqn tuners only */
     o = (rlt_tuner_opts){0};
-    t = make_tuner("random", &s, &o);
+    t = tuner_make("random", &s, &o);
     int moves[RLT_SPACE_MAX_KNOBS];
     rlt_config c = {0};
     d = (rlt_diag){0};
@@ -329,7 +242,7 @@ Test(dqn, out_of_memory_is_reported_without_leaks)
      * scans the whole space */
     rlt_op *op = fixture_op("matmul:M=3,N=4,K=4");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     int n_failures = 0;
     for (long k = 1;; k += k < 64 ? 1 : 13) {
         rlt_diag d = {0};

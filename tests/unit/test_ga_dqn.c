@@ -13,22 +13,8 @@
 #include "search/ga_dqn.h"
 
 #include "../common/fixtures.h"
+#include "../common/tuners.h"
 #include "../common/leaks.h"
-
-static void make_space(const rlt_op *op, rlt_space *s)
-{
-    rlt_diag d = {0};
-    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
-    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
-}
-
-static rlt_tuner *make_tuner(const char *name, const rlt_space *s, const rlt_tuner_opts *o)
-{
-    rlt_diag d = {0};
-    rlt_tuner *t = NULL;
-    cr_assert_eq(rlt_tuner_create(name, s, o, &t, &d), RLT_STATUS_OK, "%s", d.message);
-    return t;
-}
 
 static rlt_ga_dqn_stats stats_of(const rlt_tuner *t)
 {
@@ -38,45 +24,6 @@ static rlt_ga_dqn_stats stats_of(const rlt_tuner *t)
     return st;
 }
 
-typedef double (*score_fn)(const rlt_space *s, const rlt_config *c, const rlt_config *best);
-
-/* Runs t for `trials` proposals in batches of 16, scored by f; returns the
- * best score and, when `out` is not NULL, keeps the proposals there. */
-static double drive(rlt_tuner *t, const rlt_space *s, score_fn f, const rlt_config *best, int trials, rlt_config *out)
-{
-    double top = 0;
-    for (int done = 0; done < trials;) {
-        rlt_config batch[16];
-        double scores[16];
-        int n = rlt_tuner_next_batch(t, RLT_MIN(16, trials - done), batch);
-        if (n == 0) break;
-        for (int i = 0; i < n; i++) {
-            scores[i] = f(s, &batch[i], best);
-            top = fmax(top, scores[i]);
-            if (out) out[done + i] = batch[i];
-        }
-        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
-        done += n;
-    }
-    return top;
-}
-
-static double best_after(const char *name, const rlt_space *s, const rlt_config *best, uint64_t seed, int trials)
-{
-    rlt_tuner *t = make_tuner(name, s, &(rlt_tuner_opts){.seed = seed});
-    double top = drive(t, s, fixture_synthetic_score, best, trials, NULL);
-    rlt_tuner_destroy(t);
-    return top;
-}
-
-static int knob_named(const rlt_space *s, const char *name)
-{
-    for (int k = 0; k < s->n_knobs; k++)
-        if (strcmp(s->knobs[k].name, name) == 0) return k;
-    cr_assert_fail("no knob %s", name);
-    return -1;
-}
-
 Test(ga_dqn, is_registered_and_refuses_options_out_of_range_by_name)
 {
     bool is_listed = false;
@@ -84,7 +31,7 @@ Test(ga_dqn, is_registered_and_refuses_options_out_of_range_by_name)
     cr_assert(is_listed, "ga-dqn is not in rlt_tuner_names()");
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     static const struct {
         rlt_tuner_opts opts;
         const char *name;
@@ -103,51 +50,12 @@ Test(ga_dqn, is_registered_and_refuses_options_out_of_range_by_name)
         cr_assert(strstr(d.message, cases[i].name), "%s", d.message);
     }
     /* the other tuners are not ga-dqn */
-    rlt_tuner *ga = make_tuner("ga", &s, NULL);
+    rlt_tuner *ga = tuner_make("ga", &s, NULL);
     rlt_ga_dqn_stats st;
     rlt_diag d = {0};
     cr_assert_eq(rlt_tuner_ga_dqn_stats(ga, &st, &d), RLT_STATUS_INVALID_ARGUMENT);
     cr_assert(strstr(d.message, "not ga-dqn"), "%s", d.message);
     rlt_tuner_destroy(ga);
-    rlt_op_destroy(op);
-    assert_no_leaks();
-}
-
-/* Every valid configuration of a small space exactly once, then nothing. */
-Test(ga_dqn, enumerates_a_small_space_exactly)
-{
-    rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
-    rlt_space s;
-    make_space(op, &s);
-    uint64_t size = rlt_space_size(&s);
-    int n_valid = 0;
-    for (uint64_t i = 0; i < size; i++) {
-        rlt_config c;
-        rlt_space_config_of(&s, i, &c);
-        n_valid += rlt_space_is_valid(&s, &c);
-    }
-    cr_assert_gt(n_valid, 4);
-    rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 5});
-    bool *seen = calloc(size, 1);
-    int total = 0;
-    for (int round = 0; round < 10000; round++) {
-        rlt_config batch[7];
-        double scores[7];
-        int n = rlt_tuner_next_batch(t, 7, batch);
-        if (n == 0) break;
-        for (int i = 0; i < n; i++) {
-            uint64_t idx = rlt_space_index_of(&s, &batch[i]);
-            cr_assert_not(seen[idx], "proposed %llu twice", (unsigned long long)idx);
-            cr_assert(rlt_space_is_valid(&s, &batch[i]), "proposed an invalid config");
-            seen[idx] = true;
-            scores[i] = (double)(idx % 5);
-        }
-        total += n;
-        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
-    }
-    cr_assert_eq(total, n_valid, "proposed %d of %d valid configs", total, n_valid);
-    free(seen);
-    rlt_tuner_destroy(t);
     rlt_op_destroy(op);
     assert_no_leaks();
 }
@@ -158,17 +66,17 @@ Test(ga_dqn, proposals_are_valid_new_and_reproducible)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     enum { TRIALS = 320 };
     rlt_config *a = calloc(TRIALS, sizeof *a), *b = calloc(TRIALS, sizeof *b), *c = calloc(TRIALS, sizeof *c);
-    rlt_tuner *ta = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 42});
-    rlt_tuner *tb = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 42});
-    rlt_tuner *tc = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 43});
-    drive(ta, &s, fixture_synthetic_score, &best, TRIALS, a);
-    drive(tb, &s, fixture_synthetic_score, &best, TRIALS, b);
-    drive(tc, &s, fixture_synthetic_score, &best, TRIALS, c);
+    rlt_tuner *ta = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 42});
+    rlt_tuner *tb = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 42});
+    rlt_tuner *tc = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 43});
+    tuner_drive(ta, &s, fixture_synthetic_score, &best, TRIALS, a, NULL, NULL);
+    tuner_drive(tb, &s, fixture_synthetic_score, &best, TRIALS, b, NULL, NULL);
+    tuner_drive(tc, &s, fixture_synthetic_score, &best, TRIALS, c, NULL, NULL);
     cr_assert_gt(stats_of(ta).n_learn_steps, 100, "learning had started");
     for (int i = 0; i < TRIALS; i++) {
         cr_assert_eq(memcmp(a[i].choice, b[i].choice, sizeof a[i].choice), 0, "proposal %d differs", i);
@@ -195,13 +103,13 @@ Test(ga_dqn, accepts_a_config_it_did_not_propose)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
-    rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 7});
+    rlt_tuner *t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 7});
     enum { TRIALS = 200 };
     rlt_config *proposed = calloc(TRIALS, sizeof *proposed);
-    drive(t, &s, fixture_synthetic_score, &best, 96, proposed);
+    tuner_drive(t, &s, fixture_synthetic_score, &best, 96, proposed, NULL, NULL);
     /* a valid configuration it has not proposed, next to one it has */
     rlt_config foreign[2];
     rlt_rng rng;
@@ -223,7 +131,7 @@ Test(ga_dqn, accepts_a_config_it_did_not_propose)
     cr_assert_eq(after.best_score, 1000.0);
     cr_assert_eq(after.n_transitions, before.n_transitions, "neither is a new transition");
     uint64_t foreign_idx = rlt_space_index_of(&s, &foreign[0]);
-    drive(t, &s, fixture_synthetic_score, &best, TRIALS - 96, proposed + 96);
+    tuner_drive(t, &s, fixture_synthetic_score, &best, TRIALS - 96, proposed + 96, NULL, NULL);
     for (int i = 96; i < TRIALS; i++) cr_assert_neq(rlt_space_index_of(&s, &proposed[i]), foreign_idx);
     cr_assert_gt(stats_of(t).n_transitions, before.n_transitions, "breeding went on");
     free(proposed);
@@ -238,12 +146,12 @@ Test(ga_dqn, learning_follows_the_published_schedule)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     /* 4 generations of 64: the first random, 192 children bred */
-    rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3});
-    drive(t, &s, fixture_synthetic_score, &best, 256, NULL);
+    rlt_tuner *t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3});
+    tuner_drive(t, &s, fixture_synthetic_score, &best, 256, NULL, NULL, NULL);
     rlt_ga_dqn_stats st = stats_of(t);
     cr_assert_eq(st.n_transitions + st.n_random_children, 192, "%lld + %lld", (long long)st.n_transitions,
                  (long long)st.n_random_children);
@@ -253,8 +161,8 @@ Test(ga_dqn, learning_follows_the_published_schedule)
     cr_assert(st.mutation_loss > 0 && isfinite(st.mutation_loss), "%g", st.mutation_loss);
     rlt_tuner_destroy(t);
     /* options move it */
-    t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3, .ga_dqn_learn_start = 150, .ga_dqn_eps_min = 0.9});
-    drive(t, &s, fixture_synthetic_score, &best, 256, NULL);
+    t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3, .ga_dqn_learn_start = 150, .ga_dqn_eps_min = 0.9});
+    tuner_drive(t, &s, fixture_synthetic_score, &best, 256, NULL, NULL, NULL);
     st = stats_of(t);
     cr_assert_eq(st.n_learn_steps, st.n_transitions - 150);
     cr_assert_float_eq(st.epsilon, 0.9, 1e-9); /* 0.99^42 is below it */
@@ -306,21 +214,21 @@ Test(ga_dqn, mutation_dqn_learns_which_mutation_costs)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
-    contrived_knob = knob_named(&s, "pack.A");
+    tuner_space(op, &s);
+    contrived_knob = tuner_knob_named(&s, "pack.A");
     cr_assert_eq(s.knobs[contrived_knob].n_choices, 2);
     double learned = 0, frozen = 0;
     enum { SEEDS = 3 };
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-        rlt_tuner *t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed});
-        drive(t, &s, contrived_score, NULL, 640, NULL);
+        rlt_tuner *t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed});
+        tuner_drive(t, &s, contrived_score, NULL, 640, NULL, NULL, NULL);
         double share = share_ranking_the_costly_mutation_last(t, &s);
         cr_log_info("seed %llu: mutating pack.A ranked last in %.0f%% of states (learned)", (unsigned long long)seed,
                     100 * share);
         learned += share / SEEDS;
         rlt_tuner_destroy(t);
-        t = make_tuner("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed, .ga_dqn_learn_start = 1 << 30});
-        drive(t, &s, contrived_score, NULL, 640, NULL);
+        t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed, .ga_dqn_learn_start = 1 << 30});
+        tuner_drive(t, &s, contrived_score, NULL, 640, NULL, NULL, NULL);
         cr_assert_eq(stats_of(t).n_learn_steps, 0);
         frozen += share_ranking_the_costly_mutation_last(t, &s) / SEEDS;
         rlt_tuner_destroy(t);
@@ -336,14 +244,14 @@ Test(ga_dqn, beats_random_on_a_known_optimum)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     double ga_dqn = 0, ga = 0, random = 0;
     for (uint64_t seed = 1; seed <= 5; seed++) {
-        ga_dqn += best_after("ga-dqn", &s, &best, seed, 640) / 5;
-        ga += best_after("ga", &s, &best, seed, 640) / 5;
-        random += best_after("random", &s, &best, seed, 640) / 5;
+        ga_dqn += tuner_best_after("ga-dqn", &s, &best, &(rlt_tuner_opts){.seed = seed}, 640) / 5;
+        ga += tuner_best_after("ga", &s, &best, &(rlt_tuner_opts){.seed = seed}, 640) / 5;
+        random += tuner_best_after("random", &s, &best, &(rlt_tuner_opts){.seed = seed}, 640) / 5;
     }
     cr_log_info("mean best after 640 trials: ga-dqn %.1f, ga %.1f, random %.1f (optimum 100)", ga_dqn, ga, random);
     cr_assert_gt(ga_dqn, random + 20.0, "ga-dqn %.1f vs random %.1f", ga_dqn, random);

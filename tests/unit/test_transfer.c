@@ -11,6 +11,7 @@
 #include "search/tuner.h"
 
 #include "../common/fixtures.h"
+#include "../common/tuners.h"
 #include "../common/tmp.h"
 
 static char *dir;
@@ -26,12 +27,6 @@ TestSuite(transfer, .fini = remove_dir);
 
 static const rlt_space_opts SPACE_OPTS = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
 
-static void make_space(const rlt_op *op, rlt_space *s)
-{
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_space_create(op, &SPACE_OPTS, s, &d), RLT_STATUS_OK, "%s", d.message);
-}
-
 static void random_valid(const rlt_space *s, rlt_rng *rng, rlt_config *c)
 {
     do rlt_space_random(s, rng, c);
@@ -44,7 +39,7 @@ static void add_records(rlt_db *db, const char *spec, const char *target, int n,
 {
     rlt_op *op = fixture_op(spec);
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_rng rng;
     rlt_rng_seed(&rng, seed);
     rlt_record *recs = calloc((size_t)n, sizeof *recs);
@@ -98,7 +93,7 @@ Test(transfer, rows_come_from_other_workloads_of_the_kind_and_target_normalised_
 
     rlt_op *op = fixture_op("matmul:M=64,N=96,K=64");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_transfer t;
     rlt_diag d = {0};
     cr_assert_eq(rlt_transfer_collect(db, op, &s, &SPACE_OPTS, "T", 0, &t, &d), RLT_STATUS_OK, "%s", d.message);
@@ -121,7 +116,7 @@ Test(transfer, rows_come_from_other_workloads_of_the_kind_and_target_normalised_
     /* the rows are the features of each config in its own workload's space */
     rlt_op *first = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space fs;
-    make_space(first, &fs);
+    tuner_space(first, &fs);
     rlt_rng rng;
     rlt_rng_seed(&rng, 1);
     rlt_config c;
@@ -170,7 +165,7 @@ Test(transfer, a_warm_started_tuner_proposes_good_configs_from_its_first_batch)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     rlt_diag d = {0};
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);

@@ -1,6 +1,7 @@
 /* Tests of src/search/tuner.c and tune.c: proposals are new, valid and
- * reproducible; small spaces are enumerated exactly; on a synthetic score
- * with a known optimum ga beats random; the tuning loop on a tiny real op. */
+ * reproducible; every tuner (agents included) enumerates a small space
+ * exactly; on a synthetic score with a known optimum ga and the xgb tuners
+ * beat random; the tuning loop on a tiny real op. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -8,29 +9,16 @@
 #include "search/tune.h"
 
 #include "../common/fixtures.h"
+#include "../common/tuners.h"
 
-static void make_space(const rlt_op *op, rlt_space *s)
-{
-    rlt_diag d = {0};
-    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
-    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
-}
-
-static rlt_tuner *make_tuner(const char *name, const rlt_space *s, uint64_t seed)
-{
-    rlt_diag d = {0};
-    rlt_tuner *t = NULL;
-    /* fewer annealing steps than AutoTVM's 500 keep the test short */
-    rlt_tuner_opts o = {.seed = seed, .sa_iterations = 100};
-    cr_assert_eq(rlt_tuner_create(name, s, &o, &t, &d), RLT_STATUS_OK, "%s", d.message);
-    return t;
-}
+/* fewer annealing steps than AutoTVM's 500 keep the tests short */
+#define FAST_ANNEALING(s) ((rlt_tuner_opts){.seed = (s), .sa_iterations = 100})
 
 Test(tuner, unknown_tuner_is_refused_with_the_list)
 {
     rlt_op *op = fixture_op("matmul:M=8,N=8,K=8");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_diag d = {0};
     rlt_tuner *t = NULL;
     cr_assert_eq(rlt_tuner_create("annealing", &s, NULL, &t, &d), RLT_STATUS_INVALID_ARGUMENT);
@@ -41,11 +29,11 @@ Test(tuner, unknown_tuner_is_refused_with_the_list)
 }
 
 /* Every valid configuration of a small space exactly once, then nothing. */
-Test(tuner, random_grid_and_ga_enumerate_a_small_space_exactly)
+Test(tuner, every_tuner_enumerates_a_small_space_exactly)
 {
     rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     uint64_t size = rlt_space_size(&s);
     int n_valid = 0;
     for (uint64_t i = 0; i < size; i++) {
@@ -54,9 +42,9 @@ Test(tuner, random_grid_and_ga_enumerate_a_small_space_exactly)
         n_valid += rlt_space_is_valid(&s, &c);
     }
     cr_assert_gt(n_valid, 4);
-    static const char *const names[] = {"random", "grid", "ga"};
-    for (int k = 0; k < 3; k++) {
-        rlt_tuner *t = make_tuner(names[k], &s, 5);
+    const char *const *names = rlt_tuner_names();
+    for (int k = 0; names[k]; k++) {
+        rlt_tuner *t = tuner_make(names[k], &s, &FAST_ANNEALING(5));
         bool *seen = calloc(size, 1);
         int total = 0;
         for (int round = 0; round < 10000; round++) {
@@ -85,10 +73,12 @@ Test(tuner, same_seed_same_proposals)
 {
     rlt_op *op = fixture_op("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     static const char *const names[] = {"random", "ga"};
     for (int k = 0; k < 2; k++) {
-        rlt_tuner *a = make_tuner(names[k], &s, 42), *b = make_tuner(names[k], &s, 42), *c = make_tuner(names[k], &s, 43);
+        rlt_tuner *a = tuner_make(names[k], &s, &FAST_ANNEALING(42));
+        rlt_tuner *b = tuner_make(names[k], &s, &FAST_ANNEALING(42));
+        rlt_tuner *c = tuner_make(names[k], &s, &FAST_ANNEALING(43));
         rlt_config ca[32], cb[32], cc[32];
         cr_assert_eq(rlt_tuner_next_batch(a, 32, ca), 32);
         cr_assert_eq(rlt_tuner_next_batch(b, 32, cb), 32);
@@ -102,37 +92,17 @@ Test(tuner, same_seed_same_proposals)
     rlt_op_destroy(op);
 }
 
-static double best_after(const char *name, const rlt_space *s, const rlt_config *best, uint64_t seed, int trials)
-{
-    rlt_tuner *t = make_tuner(name, s, seed);
-    double top = 0;
-    for (int done = 0; done < trials;) {
-        rlt_config batch[16];
-        double scores[16];
-        int n = rlt_tuner_next_batch(t, 16, batch);
-        if (n == 0) break;
-        for (int i = 0; i < n; i++) {
-            scores[i] = fixture_synthetic_score(s, &batch[i], best);
-            top = fmax(top, scores[i]);
-        }
-        rlt_tuner_update(t, n, batch, scores, NULL);
-        done += n;
-    }
-    rlt_tuner_destroy(t);
-    return top;
-}
-
 Test(tuner, ga_beats_random_on_a_known_optimum)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     double ga = 0, random = 0;
     for (uint64_t seed = 1; seed <= 5; seed++) {
-        ga += best_after("ga", &s, &best, seed, 640) / 5;
-        random += best_after("random", &s, &best, seed, 640) / 5;
+        ga += tuner_best_after("ga", &s, &best, &FAST_ANNEALING(seed), 640) / 5;
+        random += tuner_best_after("random", &s, &best, &FAST_ANNEALING(seed), 640) / 5;
     }
     cr_log_info("mean best after 640 trials: ga %.1f, random %.1f (optimum 100)", ga, random);
     cr_assert_gt(ga, random + 5.0, "ga %.1f vs random %.1f", ga, random);
@@ -144,15 +114,15 @@ Test(tuner, xgb_beats_random_on_a_known_optimum)
 {
     rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
     static const char *const names[] = {"xgb", "xgb-rank"};
     for (int k = 0; k < 2; k++) {
         double model = 0, random = 0;
         for (uint64_t seed = 1; seed <= 3; seed++) {
-            model += best_after(names[k], &s, &best, seed, 320) / 3;
-            random += best_after("random", &s, &best, seed, 320) / 3;
+            model += tuner_best_after(names[k], &s, &best, &FAST_ANNEALING(seed), 320) / 3;
+            random += tuner_best_after("random", &s, &best, &FAST_ANNEALING(seed), 320) / 3;
         }
         cr_log_info("mean best after 320 trials: %s %.1f, random %.1f (optimum 100)", names[k], model, random);
         cr_assert_gt(model, random + 10.0, "%s %.1f vs random %.1f", names[k], model, random);
@@ -164,7 +134,7 @@ Test(tuner, features_have_the_space_length_and_differ_between_configs)
 {
     rlt_op *op = fixture_op("conv2d:N=1,C=16,H=14,W=14,K=32,R=3,S=3,stride=1,pad=1");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     int n = rlt_space_n_features(&s);
     cr_assert_gt(n, 2 * s.n_knobs);
     float *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b);

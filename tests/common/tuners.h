@@ -1,0 +1,88 @@
+/* tuners.h - driving a tuner in a test: the space tuner tests search
+ * (8-float vectors, one thread, no clang), a tuner that must be created,
+ * a knob by name, and runs on a scored problem (fixtures.h's synthetic
+ * score, or a test's own) in batches of 16, every proposal checked to be
+ * valid. Header-only, like fixtures.h. Shared by tests/unit/test_tuner.c,
+ * test_transfer.c, test_ga_dqn.c, test_dqn.c and test_bandit.c. */
+#ifndef RLT_TESTS_TUNERS_H
+#define RLT_TESTS_TUNERS_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "search/tuner.h"
+
+#include "fixtures.h"
+
+/* The space of `op` the tuner tests use. */
+static inline void tuner_space(const rlt_op *op, rlt_space *s)
+{
+    rlt_diag d = {0};
+    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
+    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
+}
+
+/* Tuner `name` over s; it must be created. Destroy with rlt_tuner_destroy. */
+static inline rlt_tuner *tuner_make(const char *name, const rlt_space *s, const rlt_tuner_opts *o)
+{
+    rlt_diag d = {0};
+    rlt_tuner *t = NULL;
+    cr_assert_eq(rlt_tuner_create(name, s, o, &t, &d), RLT_STATUS_OK, "%s: %s", name, d.message);
+    return t;
+}
+
+/* The index of the knob with this name; it must exist. */
+static inline int tuner_knob_named(const rlt_space *s, const char *name)
+{
+    for (int k = 0; k < s->n_knobs; k++)
+        if (strcmp(s->knobs[k].name, name) == 0) return k;
+    cr_assert_fail("no knob %s", name);
+    return -1;
+}
+
+typedef double (*tuner_score_fn)(const rlt_space *s, const rlt_config *c, const rlt_config *best);
+
+/* Runs t for up to `trials` proposals in batches of 16, each scored by
+ * f(s, c, best) and reported back; every proposal must be valid. Keeps the
+ * proposals and their scores, in order, where the outputs are not NULL
+ * (room for `trials`). Returns how many proposals there were (fewer when
+ * the tuner ran dry); *out_best (may be NULL) gets the best score. */
+static inline int tuner_drive(rlt_tuner *t, const rlt_space *s, tuner_score_fn f, const rlt_config *best, int trials,
+                              rlt_config *out_configs, double *out_scores, double *out_best)
+{
+    double top = 0;
+    int done = 0;
+    while (done < trials) {
+        rlt_config batch[16];
+        double scores[16];
+        int n = rlt_tuner_next_batch(t, trials - done < 16 ? trials - done : 16, batch);
+        if (n == 0) break;
+        for (int i = 0; i < n; i++) {
+            cr_assert(rlt_space_is_valid(s, &batch[i]), "%s proposed an invalid config", rlt_tuner_name(t));
+            scores[i] = f(s, &batch[i], best);
+            top = fmax(top, scores[i]);
+            if (out_configs) out_configs[done + i] = batch[i];
+            if (out_scores) out_scores[done + i] = scores[i];
+        }
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, &d), RLT_STATUS_OK, "%s", d.message);
+        done += n;
+    }
+    if (out_best) *out_best = top;
+    return done;
+}
+
+/* The best synthetic score (fixtures.h) a new tuner `name` with options o
+ * finds in `trials` proposals. */
+static inline double tuner_best_after(const char *name, const rlt_space *s, const rlt_config *best,
+                                      const rlt_tuner_opts *o, int trials)
+{
+    rlt_tuner *t = tuner_make(name, s, o);
+    double top = 0;
+    tuner_drive(t, s, fixture_synthetic_score, best, trials, NULL, NULL, &top);
+    rlt_tuner_destroy(t);
+    return top;
+}
+
+#endif /* RLT_TESTS_TUNERS_H */
