@@ -925,6 +925,17 @@ static bool vector_condition(gen *g, int pos, rlt_str *cond)
     return true;
 }
 
+/* The tail copy of a versioned tile runs rarely, so its loops stay rolled:
+ * "#pragma GCC unroll 1" keeps gcc -O3 from unrolling them again (compile
+ * time). Not a loop that indexes an accumulator tile, though: unrolled by
+ * the compiler, the tile lives in registers; rolled, in memory, which made a
+ * conv2d whose tail is a sixth of the work 40% slower. */
+static void emit_keep_rolled(gen *g, const plan *p, int pos, int indent)
+{
+    bool uses_acc = p->kind != BODY_OUT_ZERO && p->kind != BODY_EPILOGUE && g->acc_depth >= 0 && pos >= g->acc_depth;
+    if (g->slow_depth > 0 && !uses_acc) out(g, indent, "#pragma GCC unroll 1\n");
+}
+
 static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
 {
     int pos = p->pos[idx];
@@ -947,7 +958,7 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
     if (!is_vector_ok || cond.len) {
         /* Lanes one at a time, each under its guards: the tail. */
         int inner = is_vector_ok ? indent + 1 : indent;
-        out(g, inner, "#pragma GCC unroll 1\n");
+        emit_keep_rolled(g, p, pos, inner);
         out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", g->cname[v], g->cname[v], g->vec_width, g->cname[v]);
         emit_inside(g, p, idx, inner + 1);
         out(g, inner, "}\n");
@@ -985,7 +996,7 @@ static void emit_loop(gen *g, const plan *p, int idx, int indent)
          * registers everywhere. */
         if (p->kind == BODY_OUT_ZERO || p->kind == BODY_EPILOGUE ||
             (g->slow_depth > 0 && (g->acc_depth < 0 || pos < g->acc_depth || g->is_acc_in_slow))) {
-            if (g->slow_depth > 0) out(g, indent, "#pragma GCC unroll 1\n");
+            emit_keep_rolled(g, p, pos, indent);
             out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name, ext, name);
             emit_inside(g, p, idx, indent + 1);
             out(g, indent, "}\n");
