@@ -243,22 +243,6 @@ static bool pending_take(bandit_agent *a, uint64_t index, float *out_log_prob)
     return false;
 }
 
-/* The next unvisited valid configuration in index order: a small space's
- * last configurations, once random draws stop finding them. */
-static bool scan_next(rlt_tuner *t, rlt_config *out)
-{
-    bandit_agent *a = t->state;
-    uint64_t size = rlt_space_size(t->space);
-    while (a->scan_cursor < size) {
-        uint64_t index = a->scan_cursor++;
-        if (rlt_visited_has(&t->visited, index)) continue;
-        rlt_space_config_of(t->space, index, out);
-        rlt_visited_add(&t->visited, index);
-        if (rlt_space_is_valid(t->space, out)) return true;
-    }
-    return false;
-}
-
 static int bandit_next(rlt_tuner *t, int max, rlt_config *out)
 {
     bandit_agent *a = t->state;
@@ -277,7 +261,8 @@ static int bandit_next(rlt_tuner *t, int max, rlt_config *out)
             is_new = rlt_space_is_valid(s, &out[n]);
         }
         if (!is_new) {
-            if (!rlt_tuner_draw_new(t, BANDIT_DRAW_TRIES, &out[n]) && !scan_next(t, &out[n])) break; /* exhausted */
+            if (!rlt_tuner_draw_new(t, BANDIT_DRAW_TRIES, &out[n]) && !rlt_tuner_scan_new(t, &a->scan_cursor, &out[n]))
+                break; /* exhausted */
             a->n_fallbacks++;
         }
         if (has_policy) pending_add(a, rlt_space_index_of(s, &out[n]), config_log_prob(a, logp, &out[n]));

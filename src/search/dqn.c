@@ -449,21 +449,6 @@ static bool walker_advance(rlt_tuner *t, dqn_walker *w, rlt_config *out)
     }
 }
 
-/* The next unvisited valid configuration in index order. */
-static bool scan_next(rlt_tuner *t, rlt_config *out)
-{
-    dqn_agent *a = t->state;
-    uint64_t size = rlt_space_size(t->space);
-    while (a->scan_cursor < size) {
-        uint64_t index = a->scan_cursor++;
-        if (rlt_visited_has(&t->visited, index)) continue;
-        rlt_space_config_of(t->space, index, out);
-        rlt_visited_add(&t->visited, index);
-        if (rlt_space_is_valid(t->space, out)) return true;
-    }
-    return false;
-}
-
 /* Makes walkers up to `n` (a fixed count when dqn_walkers was given). */
 static bool grow_walkers(rlt_tuner *t, int n)
 {
@@ -492,7 +477,9 @@ static int dqn_next(rlt_tuner *t, int max, rlt_config *out)
         a->next_walker = (a->next_walker + i) % a->n_walkers;
     }
     /* walkers that found nothing new leave their places to random draws */
-    while (n < max && (rlt_tuner_draw_new(t, DQN_DRAW_TRIES, &out[n]) || scan_next(t, &out[n]))) n++;
+    while (n < max &&
+           (rlt_tuner_draw_new(t, DQN_DRAW_TRIES, &out[n]) || rlt_tuner_scan_new(t, &a->scan_cursor, &out[n])))
+        n++;
     a->n_proposed += n;
     return n;
 }

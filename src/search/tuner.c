@@ -89,10 +89,7 @@ bool rlt_tuner_draw_new(rlt_tuner *t, int tries, rlt_config *out)
     return false;
 }
 
-/* Walks indices from `*cursor` upward for the next unvisited valid one:
- * grid order, and random's fallback once random draws stop finding new
- * configurations in a small space. */
-static bool scan_next(rlt_tuner *t, uint64_t *cursor, rlt_config *out)
+bool rlt_tuner_scan_new(rlt_tuner *t, uint64_t *cursor, rlt_config *out)
 {
     uint64_t size = rlt_space_size(t->space);
     while (*cursor < size) {
@@ -122,7 +119,7 @@ static int random_next(rlt_tuner *t, int max, rlt_config *out)
     random_state *st = t->state;
     int n = 0;
     while (n < max) {
-        if (rlt_tuner_draw_new(t, 256, &out[n]) || scan_next(t, &st->cursor, &out[n])) n++;
+        if (rlt_tuner_draw_new(t, 256, &out[n]) || rlt_tuner_scan_new(t, &st->cursor, &out[n])) n++;
         else break;
     }
     return n;
@@ -144,7 +141,7 @@ static int grid_next(rlt_tuner *t, int max, rlt_config *out)
 {
     random_state *st = t->state;
     int n = 0;
-    while (n < max && scan_next(t, &st->cursor, &out[n])) n++;
+    while (n < max && rlt_tuner_scan_new(t, &st->cursor, &out[n])) n++;
     return n;
 }
 

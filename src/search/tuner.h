@@ -129,6 +129,12 @@ struct rlt_tuner {
  * attempts); false when none was found. Marks it visited. */
 bool rlt_tuner_draw_new(rlt_tuner *t, int tries, rlt_config *out);
 
+/* Walks indices from `*cursor` upward for the next unvisited valid
+ * configuration and marks it (and the invalid ones passed) visited; false
+ * when the space is exhausted. Grid order, and every tuner's fallback once
+ * random draws stop finding new configurations in a small space. */
+bool rlt_tuner_scan_new(rlt_tuner *t, uint64_t *cursor, rlt_config *out);
+
 /* ---- the genetic algorithm of ga and ga-dqn (tuner.c) ------------------
  *
  * AutoTVM's GATuner: generations of `pop` configurations; each is proposed
