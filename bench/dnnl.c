@@ -68,6 +68,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 #define N_SAMPLES 7
 #define MIN_SAMPLE_S 0.05
 #define INPUT_SEED 1
@@ -443,43 +445,24 @@ cleanup:
 
 /* ---- timing, as bench_sgemm --------------------------------------------- */
 
-static double now_s(void)
+typedef struct steps_call {
+    const bench *b;
+    const step *steps;
+    int n_steps;
+} steps_call;
+
+static bool run_steps_call(void *arg)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    const steps_call *c = arg;
+    return run_steps(c->b, c->steps, c->n_steps);
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Warm-up, then N_SAMPLES samples of `number` calls (doubled until a sample
- * lasts MIN_SAMPLE_S); the median seconds per call. */
+/* The median seconds per call of the steps (bench/timing.h). */
 static bool time_steps(const bench *b, const step *steps, int n_steps, double *median_s)
 {
-    double samples[N_SAMPLES];
-    int number = 1;
-    if (!run_steps(b, steps, n_steps)) return dnnl_ok(dnnl_runtime_error, "execute (warm-up)");
-    for (int r = 0; r < N_SAMPLES; r++) {
-        for (;;) {
-            double t0 = now_s();
-            bool ok = true;
-            for (int i = 0; i < number; i++) ok &= run_steps(b, steps, n_steps);
-            double dt = now_s() - t0;
-            if (!ok) return dnnl_ok(dnnl_runtime_error, "execute");
-            if (dt >= MIN_SAMPLE_S || number >= (1 << 20)) {
-                samples[r] = dt / number;
-                break;
-            }
-            number *= 2;
-        }
-    }
-    qsort(samples, N_SAMPLES, sizeof *samples, cmp);
-    *median_s = samples[N_SAMPLES / 2];
-    return true;
+    steps_call c = {b, steps, n_steps};
+    *median_s = bench_time_calls(run_steps_call, &c, N_SAMPLES, MIN_SAMPLE_S);
+    return *median_s >= 0 || dnnl_ok(dnnl_runtime_error, "execute");
 }
 
 /* ---- threads ------------------------------------------------------------ */

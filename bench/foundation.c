@@ -28,6 +28,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 #ifndef RLTUNE_SOURCE_DIR
 #define RLTUNE_SOURCE_DIR "."
 #endif
@@ -46,25 +48,6 @@ static const workload_spec WORKLOADS[] = {
      "conv2d:N=1,C=128,H=28,W=28,K=128,R=3,S=3,stride=1,pad=1", "conv2d_128_28.sched", 1},
 };
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Pins this process to the last allowed CPU (as the runner pins its child),
  * or to all of them; returns the previous mask through `saved`. */
 static void pin(int n_threads, cpu_set_t *saved)
@@ -80,32 +63,18 @@ static void pin(int n_threads, cpu_set_t *saved)
     sched_setaffinity(0, sizeof one, &one);
 }
 
-typedef void (*baseline_fn)(void *ctx);
+typedef bool (*baseline_fn)(void *ctx);
 
-/* Times fn the way the runner times kernels: a warm-up call, then `repeat`
- * samples of `number` calls, number doubled until a sample lasts >= min_s. */
+/* Times fn the way the runner times kernels (bench/timing.h), pinned as
+ * the runner pins, with OpenBLAS on n_threads threads. */
 static double time_baseline(baseline_fn fn, void *ctx, int n_threads, int repeat, double min_s)
 {
     cpu_set_t saved;
     pin(n_threads, &saved);
     openblas_set_num_threads(n_threads);
-    fn(ctx);
-    int number = 1;
-    double samples[64];
-    for (int r = 0; r < repeat; r++) {
-        for (;;) {
-            double t0 = now_s();
-            for (int i = 0; i < number; i++) fn(ctx);
-            double dt = now_s() - t0;
-            if (dt >= min_s || number >= (1 << 20)) {
-                samples[r] = dt / number;
-                break;
-            }
-            number *= 2;
-        }
-    }
+    double t = bench_time_calls(fn, ctx, repeat, min_s);
     sched_setaffinity(0, sizeof saved, &saved);
-    return median(samples, repeat);
+    return t;
 }
 
 /* ---- OpenBLAS baselines ------------------------------------------------- */
@@ -115,11 +84,12 @@ typedef struct gemm_ctx {
     float *a, *b, *c;
 } gemm_ctx;
 
-static void run_sgemm(void *p)
+static bool run_sgemm(void *p)
 {
     gemm_ctx *g = p;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f,
                 g->c, g->n);
+    return true;
 }
 
 typedef struct conv_ctx {
@@ -128,7 +98,7 @@ typedef struct conv_ctx {
 } conv_ctx;
 
 /* im2col for stride 1 (the benchmarked layer), then one sgemm. */
-static void run_im2col_sgemm(void *arg)
+static bool run_im2col_sgemm(void *arg)
 {
     conv_ctx *x = arg;
     long row = 0;
@@ -148,6 +118,7 @@ static void run_im2col_sgemm(void *arg)
     int kk = x->c * x->r * x->s, pq = x->p * x->q;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, x->k, pq, kk, 1.0f, x->weight, kk, x->col, pq, 0.0f,
                 x->out, pq);
+    return true;
 }
 
 static float *filled(long n, uint64_t seed)
@@ -270,12 +241,12 @@ int main(int argc, char **argv)
             if (is_conv) t_im2col[r] = time_baseline(run_im2col_sgemm, &conv, ws->n_threads, repeat, 0.05);
         }
         double f = op->flops * 1e-9;
-        double g_def = f / median(t_def, rounds), g_hand = f / median(t_hand, rounds);
-        double g_blas = f / median(t_blas, rounds);
+        double g_def = f / bench_median(t_def, rounds), g_hand = f / bench_median(t_hand, rounds);
+        double g_blas = f / bench_median(t_blas, rounds);
         printf("| %s | %d | %.1f | %.1f | %.1f%s | %.2fx |\n", ws->name, ws->n_threads, g_def, g_hand, g_blas,
                is_conv ? " (sgemm on the im2col shape, im2col not counted)" : " (sgemm)", g_hand / g_blas);
         if (is_conv) {
-            double g_im2col = f / median(t_im2col, rounds);
+            double g_im2col = f / bench_median(t_im2col, rounds);
             printf("| %s | %d | %.1f | %.1f | %.1f (im2col + sgemm) | %.2fx |\n", ws->name, ws->n_threads, g_def,
                    g_hand, g_im2col, g_hand / g_im2col);
         }

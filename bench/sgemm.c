@@ -13,17 +13,20 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "timing.h"
 
-static int cmp(const void *a, const void *b)
+typedef struct gemm {
+    int m, n, k;
+    const float *a, *b;
+    float *c;
+} gemm;
+
+static bool run_sgemm(void *arg)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    const gemm *g = arg;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f,
+                g->c, g->n);
+    return true;
 }
 
 int main(int argc, char **argv)
@@ -58,30 +61,15 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < (size_t)m * (size_t)k; i++) a[i] = (float)(i % 7) * 0.1f;
     for (size_t i = 0; i < (size_t)k * (size_t)n; i++) b[i] = (float)(i % 5) * 0.2f;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-    double samples[7];
-    int number = 1;
-    for (int r = 0; r < 7; r++) {
-        for (;;) {
-            double t0 = now_s();
-            for (int i = 0; i < number; i++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-            double dt = now_s() - t0;
-            if (dt >= 0.05 || number >= (1 << 20)) {
-                samples[r] = dt / number;
-                break;
-            }
-            number *= 2;
-        }
-    }
-    qsort(samples, 7, sizeof *samples, cmp);
-    double gflops = 2.0 * m * n * k / samples[3] * 1e-9;
+    gemm g = {m, n, k, a, b, c};
+    double time_s = bench_time_calls(run_sgemm, &g, 7, 0.05);
+    double gflops = 2.0 * m * n * k / time_s * 1e-9;
     if (is_json)
         printf("{\"m\":%d,\"n\":%d,\"k\":%d,\"threads\":%d,\"time_ms\":%.6f,\"gflops\":%.3f}\n", m, n, k, threads,
-               samples[3] * 1e3, gflops);
+               time_s * 1e3, gflops);
     else
         printf("OpenBLAS sgemm %dx%dx%d, %d thread%s: %.3f ms, %.2f GFLOP/s (median of 7)\n", m, n, k, threads,
-               threads == 1 ? "" : "s", samples[3] * 1e3, gflops);
+               threads == 1 ? "" : "s", time_s * 1e3, gflops);
     free(a);
     free(b);
     free(c);

@@ -33,6 +33,8 @@
 #include "sched/sched.h"
 #include "search/tune.h"
 
+#include "timing.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -78,21 +80,6 @@ typedef struct run_result {
     char cc[16];
     double remeasured[MAX_ROUNDS];
 } run_result;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n)
-{
-    double s[64];
-    if (n <= 0) return 0;
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
 
 static void die(int code, const char *fmt, ...) RLT_PRINTF(2, 3);
 
@@ -297,7 +284,7 @@ int main(int argc, char **argv)
                 tune_once(op, tp_tuners[t], (uint64_t)s, throughput_trials, threads, &rr);
                 per_s[s] = rr.per_s;
             }
-            printf("| %s | %.2f |", tp_tuners[t], median(per_s, n_seeds));
+            printf("| %s | %.2f |", tp_tuners[t], bench_median(per_s, n_seeds));
             for (int s = 0; s < n_seeds; s++) printf(" %.2f", per_s[s]);
             printf(" |\n");
             fflush(stdout);
@@ -344,13 +331,14 @@ int main(int argc, char **argv)
             plain[r] = has_dnnl ? run_baseline(dnnl_plain, "gflops") : 0;
         }
         rlt_workload_destroy(w);
-        double blas_g = median(blas, rounds), pref_g = median(pref, rounds), plain_g = median(plain, rounds);
+        double blas_g = bench_median(blas, rounds), pref_g = bench_median(pref, rounds);
+        double plain_g = bench_median(plain, rounds);
         /* (the conv2d's im2col GEMM does the conv's multiply-adds: the same FLOP count) */
 
         double best_found = 0, best_tuned = 0;
         for (int t = 0; t < n_tuners; t++)
             for (int s = 0; s < n_seeds; s++) {
-                best_found = fmax(best_found, median(runs[t][s].remeasured, rounds));
+                best_found = fmax(best_found, bench_median(runs[t][s].remeasured, rounds));
                 best_tuned = fmax(best_tuned, runs[t][s].tuned_gflops);
             }
 
@@ -377,19 +365,19 @@ int main(int argc, char **argv)
             for (int c = 0; c < N_CHECKPOINTS; c++) {
                 if (CHECKPOINTS[c] > trials) continue;
                 for (int s = 0; s < n_seeds; s++) v[s] = runs[t][s].at[c];
-                print_cell(median(v, n_seeds));
+                print_cell(bench_median(v, n_seeds));
             }
-            for (int s = 0; s < n_seeds; s++) v[s] = median(runs[t][s].remeasured, rounds);
-            double fin = median(v, n_seeds);
+            for (int s = 0; s < n_seeds; s++) v[s] = bench_median(runs[t][s].remeasured, rounds);
+            double fin = bench_median(v, n_seeds);
             print_cell(fin);
             printf(" %.2f | %.2f |", best_found > 0 ? fin / best_found : 0, blas_g > 0 ? fin / blas_g : 0);
             if (has_dnnl) printf(" %.2f |", pref_g > 0 ? fin / pref_g : 0);
             for (int s = 0; s < n_seeds; s++) v[s] = runs[t][s].wall_s;
-            printf(" %.0f |", median(v, n_seeds));
+            printf(" %.0f |", bench_median(v, n_seeds));
             for (int s = 0; s < n_seeds; s++) v[s] = runs[t][s].per_s;
-            printf(" %.2f |", median(v, n_seeds));
+            printf(" %.2f |", bench_median(v, n_seeds));
             for (int s = 0; s < n_seeds; s++) v[s] = runs[t][s].n_failed;
-            printf(" %.0f |\n", median(v, n_seeds));
+            printf(" %.0f |\n", bench_median(v, n_seeds));
         }
         /* Target: xgb within 10% of the best ever found after 256 trials; both
          * numbers are tuning-time measurements, which share their bias. */
@@ -398,7 +386,7 @@ int main(int argc, char **argv)
                 if (strncmp(tuners[t], "xgb", 3) != 0) continue;
                 double v[MAX_SEEDS];
                 for (int s = 0; s < n_seeds; s++) v[s] = runs[t][s].at[1];
-                double r = best_tuned > 0 ? median(v, n_seeds) / best_tuned : 0;
+                double r = best_tuned > 0 ? bench_median(v, n_seeds) / best_tuned : 0;
                 printf("\n%s after 256 trials: %.2f of the best tuning-time GFLOP/s of all runs (%.1f); target >= 0.90: %s.",
                        tuners[t], r, best_tuned, r >= 0.9 ? "met" : "MISSED");
             }
