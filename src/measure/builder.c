@@ -121,19 +121,26 @@ static const char *resolve_cflags(const rlt_build_opts *opts)
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+/* The next white-space separated word at *p (its length in *n), moving
+ * *p past it; NULL when there is none. */
+static const char *next_word(const char **p, size_t *n)
+{
+    while (is_space(**p)) (*p)++;
+    const char *word = *p;
+    *n = 0;
+    while (word[*n] && !is_space(word[*n])) (*n)++;
+    *p += *n;
+    return *n ? word : NULL;
+}
+
 /* Appends the words of `text` to `out`, each preceded by one space when
  * `out` is not empty. */
 static void append_words(rlt_str *out, const char *text)
 {
-    const char *p = text;
-    while (*p) {
-        while (is_space(*p)) p++;
-        size_t n = 0;
-        while (p[n] && !is_space(p[n])) n++;
-        if (n == 0) break;
+    size_t n;
+    for (const char *word; (word = next_word(&text, &n));) {
         if (out->len > 0) rlt_str_append(out, " ");
-        rlt_str_appendn(out, p, n);
-        p += n;
+        rlt_str_appendn(out, word, n);
     }
 }
 
@@ -155,12 +162,9 @@ void rlt_build_describe(const rlt_build_opts *opts, bool needs_openmp, rlt_str *
 static rlt_status split_into_argv(build_cfg *cfg, size_t *used, const char *text, const char *what,
                                   rlt_diag *diag)
 {
-    const char *p = text;
-    while (*p) {
-        while (is_space(*p)) p++;
-        size_t n = 0;
-        while (p[n] && !is_space(p[n])) n++;
-        if (n == 0) break;
+    const char *p = text, *word;
+    size_t n;
+    while ((word = next_word(&p, &n))) {
         if (cfg->n_argv >= BUILD_MAX_WORDS)
             return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                             "the compiler command has too many words (at most %d with its flags): %s '%s'",
@@ -169,12 +173,11 @@ static rlt_status split_into_argv(build_cfg *cfg, size_t *used, const char *text
             return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                             "the compiler command is too long (at most %zu characters): %s '%.60s...'",
                             sizeof cfg->words - 1, what, text);
-        char *word = cfg->words + *used;
-        memcpy(word, p, n);
-        word[n] = '\0';
+        char *copy = cfg->words + *used;
+        memcpy(copy, word, n);
+        copy[n] = '\0';
         *used += n + 1;
-        cfg->argv[cfg->n_argv++] = word;
-        p += n;
+        cfg->argv[cfg->n_argv++] = copy;
     }
     return RLT_STATUS_OK;
 }

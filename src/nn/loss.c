@@ -189,6 +189,23 @@ static double log_sum_exp(const float *x, int n)
 
 /* ---- softmax and log-softmax ---------------------------------------------- */
 
+/* logits - log(sum(exp(logits))) per group (exp of it when is_exp: the
+ * softmax), groups following one another, row after row. */
+static void grouped_log_softmax(const rlt_nn_groups *g, int n_rows, const float *logits, float *out, bool is_exp)
+{
+    size_t off = 0; /* the group's first element */
+    for (int i = 0; i < n_rows; i++)
+        for (int k = 0; k < g->n_groups; k++) {
+            int size = group_size(g, k);
+            double lse = log_sum_exp(logits + off, size);
+            for (int j = 0; j < size; j++) {
+                double v = (double)logits[off + (size_t)j] - lse;
+                out[off + (size_t)j] = (float)(is_exp ? exp(v) : v);
+            }
+            off += (size_t)size;
+        }
+}
+
 rlt_status rlt_nn_softmax(const rlt_nn_groups *g, int n_rows, const float *logits, float *out_probs,
                           rlt_diag *diag)
 {
@@ -196,15 +213,7 @@ rlt_status rlt_nn_softmax(const rlt_nn_groups *g, int n_rows, const float *logit
     if (st == RLT_STATUS_OK)
         st = check_finite("softmax", "logits", (size_t)n_rows * (size_t)g->n_cols, logits, diag);
     if (st != RLT_STATUS_OK) return st;
-    size_t off = 0; /* the group's first element: groups follow one another, row after row */
-    for (int i = 0; i < n_rows; i++)
-        for (int k = 0; k < g->n_groups; k++) {
-            int size = group_size(g, k);
-            double lse = log_sum_exp(logits + off, size);
-            for (int j = 0; j < size; j++)
-                out_probs[off + (size_t)j] = (float)exp((double)logits[off + (size_t)j] - lse);
-            off += (size_t)size;
-        }
+    grouped_log_softmax(g, n_rows, logits, out_probs, true);
     return RLT_STATUS_OK;
 }
 
@@ -235,14 +244,7 @@ rlt_status rlt_nn_log_softmax(const rlt_nn_groups *g, int n_rows, const float *l
     if (st == RLT_STATUS_OK)
         st = check_finite("log_softmax", "logits", (size_t)n_rows * (size_t)g->n_cols, logits, diag);
     if (st != RLT_STATUS_OK) return st;
-    size_t off = 0;
-    for (int i = 0; i < n_rows; i++)
-        for (int k = 0; k < g->n_groups; k++) {
-            int size = group_size(g, k);
-            double lse = log_sum_exp(logits + off, size);
-            for (int j = 0; j < size; j++) out_logp[off + (size_t)j] = (float)((double)logits[off + (size_t)j] - lse);
-            off += (size_t)size;
-        }
+    grouped_log_softmax(g, n_rows, logits, out_logp, false);
     return RLT_STATUS_OK;
 }
 
