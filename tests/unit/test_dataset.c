@@ -5,7 +5,7 @@
  * validity; replays of made-up datasets (the description written with
  * rlt_dataset_info_put, records appended directly): every tuner stays in
  * the dataset (no absent trial), finds its best when the trials cover it,
- * is reproducible per seed, and runs thousands of trials a second; the
+ * is reproducible per seed (its speed is logged; bench/RESULTS.md has it); the
  * refusals of rlt_replay_open; and a real measured dataset of a tiny op
  * stopped after its first batch, refused as unfinished, then resumed
  * without measuring anything twice. */
@@ -285,9 +285,9 @@ Test(dataset, a_restricted_space_is_its_members)
 
 /* A sample of 2048 of a large space: every tuner proposes only the
  * sample's configurations; random and ga, given as many trials as the
- * sample has, find its best; each curve is the same for the same seed;
- * random and ga run thousands of trials a second. */
-Test(dataset, replay_of_a_sample_keeps_tuners_inside_it_and_is_fast, .timeout = 300)
+ * sample has, find its best; each curve is the same for the same seed.
+ * The trials per second are logged, not asserted. */
+Test(dataset, replay_of_a_sample_keeps_tuners_inside_it, .timeout = 300)
 {
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     const char *path = tmp_path("fake.db");
@@ -326,7 +326,7 @@ Test(dataset, replay_of_a_sample_keeps_tuners_inside_it_and_is_fast, .timeout = 
         } else {
             cr_assert_gt(a.n_trials, 1900, "ga: %d trials", a.n_trials);
         }
-        cr_assert_gt(a.measurements_per_s, 1000, "%s: %.0f trials/s", names[k], a.measurements_per_s);
+        /* speed is the benchmark's business (bench/RESULTS.md), not a test's */
         cr_log_info("%s: %d trials, %.0f trials/s", names[k], a.n_trials, a.measurements_per_s);
         rlt_tune_result_free(&a);
         rlt_tune_result_free(&b);
