@@ -13,6 +13,7 @@ packages=(
     libdnnl-dev                           # oneDNN baseline in benchmarks (bench_dnnl only)
     libsqlite3-dev                        # tuning records
     libxgboost-dev                        # cost model (XGBoost C API)
+    gnuplot-nox                           # PNG plots of `rltune experiment` (optional at run time)
 )
 
 missing=()

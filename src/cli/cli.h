@@ -48,11 +48,14 @@ extern const rlt_cli_cmd rlt_cli_cmd_ops;
 extern const rlt_cli_cmd rlt_cli_cmd_show;
 extern const rlt_cli_cmd rlt_cli_cmd_measure;
 extern const rlt_cli_cmd rlt_cli_cmd_tune;
+extern const rlt_cli_cmd rlt_cli_cmd_tuners;
 extern const rlt_cli_cmd rlt_cli_cmd_best;
 extern const rlt_cli_cmd rlt_cli_cmd_history;
 extern const rlt_cli_cmd rlt_cli_cmd_records;
 extern const rlt_cli_cmd rlt_cli_cmd_export;
 extern const rlt_cli_cmd rlt_cli_cmd_dataset;
+extern const rlt_cli_cmd rlt_cli_cmd_env;
+extern const rlt_cli_cmd rlt_cli_cmd_experiment;
 
 /* Prints "rltune: error: MESSAGE" and a newline to stderr. */
 void rlt_cli_error(const char *fmt, ...) RLT_PRINTF(1, 2);

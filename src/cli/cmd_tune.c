@@ -29,14 +29,18 @@ static const rlt_cli_opt tune_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
-    {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), or the learning agents ga-dqn, dqn, bandit"},
+    {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), or the learning agents ga-dqn, dqn, bandit, ppo"},
     {"trials", "N", "configurations to evaluate, at least 1 (default 200)"},
     {"seed", "S", "seed of the tuner, a whole number >= 0 (default 0)"},
     {"early-stopping", "N", "stop after N trials without a better configuration (default: never)"},
     {"measure", "MODE", "live (default: build, run and time here) or replay:FILE (answer from a dataset)"},
     {"db", "FILE", "records database (default rltune.db in the working directory; none with a replay)"},
-    {"transfer", "FILE", "warm-start xgb / xgb-rank from the records of other workloads of the op's kind "
+    {"transfer", "FILE", "warm-start xgb / xgb-rank / ppo from the records of other workloads of the op's kind "
                          "in FILE (may be the --db)"},
+    {"tuner-config", "FILE", "the tuner's hyper-parameters from a JSON object of NAME: value ('rltune tuners')"},
+    {"tuner-opt", "NAME=V,...", "hyper-parameters on the command line, applied after --tuner-config"},
+    {"agent-in", "FILE", "start a learning tuner (ga-dqn, dqn, bandit, ppo) from the agent saved in FILE"},
+    {"agent-out", "FILE", "save the learning tuner's agent to FILE when the run ends (may be --agent-in)"},
     RLT_CLI_MEASURE_OPTS,
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
@@ -96,8 +100,73 @@ int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_tune_opts *o)
 
 /* ---- tune ------------------------------------------------------------------ */
 
+/* The tuner's hyper-parameters: --tuner-config's JSON object, then
+ * --tuner-opt's NAME=VALUE list; every option must be one `tuner` reads. */
+static int tuner_opts_get(const rlt_cli_args *args, const char *tuner, rlt_tuner_opts *o)
+{
+    int rc = RLT_CLI_EXIT_USAGE;
+    rlt_diag d = {0};
+    char *text = NULL, *list = NULL;
+    cJSON *json = NULL;
+    const char *path = rlt_cli_args_get(args, "tuner-config");
+    if (path) {
+        size_t len;
+        if (rlt_file_read(path, &text, &len, &d) != RLT_STATUS_OK) {
+            rlt_cli_error("--tuner-config: %s", d.message);
+            goto done;
+        }
+        json = cJSON_ParseWithLength(text, len);
+        if (!json || !cJSON_IsObject(json)) {
+            rlt_cli_error("--tuner-config: %s: not a JSON object of tuner options (NAME: value)", path);
+            goto done;
+        }
+        if (rlt_tuner_opts_set_json(o, tuner, json, path, &d) != RLT_STATUS_OK) {
+            rlt_cli_error("--tuner-config: %s", d.message);
+            goto done;
+        }
+    }
+    const char *given = rlt_cli_args_get(args, "tuner-opt");
+    if (given) {
+        if (!(list = rlt_strdup(given))) {
+            rlt_cli_error("out of memory");
+            rc = RLT_CLI_EXIT_INTERNAL;
+            goto done;
+        }
+        char *save = NULL;
+        for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(item, '=');
+            if (!eq) {
+                rlt_cli_error("--tuner-opt: '%s' is not NAME=VALUE", item);
+                goto done;
+            }
+            *eq = '\0';
+            const rlt_tuner_opt_info *info = rlt_tuner_opt_find(item);
+            if (info && !rlt_tuner_opt_applies(info, tuner)) {
+                rlt_cli_error("--tuner-opt: %s is an option of %s, not of %s", item, info->tuners, tuner);
+                goto done;
+            }
+            if (rlt_tuner_opts_set(o, item, eq + 1, &d) != RLT_STATUS_OK) {
+                rlt_cli_error("--tuner-opt: %s", d.message);
+                goto done;
+            }
+        }
+    }
+    rc = RLT_CLI_EXIT_OK;
+done:
+    cJSON_Delete(json);
+    rlt_free(text);
+    rlt_free(list);
+    return rc;
+}
+
+/* A string member, or null when value is NULL. */
+static bool add_string_or_null(cJSON *o, const char *name, const char *value)
+{
+    return (value ? cJSON_AddStringToObject(o, name, value) : cJSON_AddNullToObject(o, name)) != NULL;
+}
+
 static char *format_json(const rlt_op *op, const char *tuner, const char *db_path, const char *replay_path,
-                         const rlt_tune_result *r)
+                         const rlt_tune_opts *opts, const rlt_tune_result *r)
 {
     char *text = NULL;
     bool is_ok = true;
@@ -110,14 +179,13 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
     is_ok &= cJSON_AddNumberToObject(o, "from_records", r->n_from_db) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "failed", r->n_failed) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "measure", replay_path ? "replay" : "live") != NULL;
-    if (replay_path)
-        is_ok &= cJSON_AddStringToObject(o, "dataset", replay_path) != NULL;
-    else
-        is_ok &= cJSON_AddNullToObject(o, "dataset") != NULL;
+    is_ok &= add_string_or_null(o, "dataset", replay_path);
     is_ok &= cJSON_AddNumberToObject(o, "replayed", r->n_replayed) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "n_absent", r->n_absent) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "transfer_rows", r->n_transfer_rows) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
+    is_ok &= add_string_or_null(o, "agent_in", opts->agent_in);
+    is_ok &= add_string_or_null(o, "agent_out", opts->agent_out);
     cJSON *best = cJSON_AddObjectToObject(o, "best");
     if (!best) goto cleanup;
     is_ok &= cJSON_AddNumberToObject(best, "gflops", r->best_gflops) != NULL;
@@ -137,11 +205,9 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
         is_ok &= x && cJSON_AddItemToArray(curve, x);
     }
     is_ok &= cJSON_AddNumberToObject(o, "wall_s", r->wall_s) != NULL;
+    is_ok &= cJSON_AddNumberToObject(o, "tuner_s", r->tuner_s) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "measurements_per_s", r->measurements_per_s) != NULL;
-    if (db_path)
-        is_ok &= cJSON_AddStringToObject(o, "db", db_path) != NULL;
-    else
-        is_ok &= cJSON_AddNullToObject(o, "db") != NULL;
+    is_ok &= add_string_or_null(o, "db", db_path);
     is_ok &= cJSON_AddBoolToObject(o, "interrupted", r->was_stopped) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "stopped_early", r->was_stopped_early) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "space_exhausted", r->was_exhausted) != NULL;
@@ -241,6 +307,7 @@ static int run_tune(const rlt_cli_args *args)
         goto cleanup;
     }
     if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;
+    if ((rc = tuner_opts_get(args, tuner, &o.tuner_opts)) != RLT_CLI_EXIT_OK) goto cleanup;
     rc = RLT_CLI_EXIT_USAGE;
     if ((st = rlt_cli_op_load(args, &op, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
@@ -268,8 +335,9 @@ static int run_tune(const rlt_cli_args *args)
     }
     const char *transfer_path = rlt_cli_args_get(args, "transfer");
     if (transfer_path) {
-        if (strncmp(tuner, "xgb", 3) != 0) {
-            rlt_cli_error("--transfer warm-starts a cost model: it needs --tuner xgb or xgb-rank, not %s", tuner);
+        if (strncmp(tuner, "xgb", 3) != 0 && strcmp(tuner, "ppo") != 0) {
+            rlt_cli_error("--transfer warm-starts a cost model: it needs --tuner xgb, xgb-rank or ppo, not %s",
+                          tuner);
             goto cleanup;
         }
         rlt_status ts = rlt_db_open(transfer_path, &(rlt_db_opts){.is_read_only = true}, &transfer_db, &d);
@@ -289,6 +357,8 @@ static int run_tune(const rlt_cli_args *args)
     o.db = db;
     o.replay = replay;
     o.transfer_db = transfer_db;
+    o.agent_in = rlt_cli_args_get(args, "agent-in");
+    o.agent_out = rlt_cli_args_get(args, "agent-out");
     o.stop = &rlt_cli_stop_requested;
     o.progress = rlt_cli_progress_show;
     o.progress_ctx = &pc;
@@ -306,7 +376,7 @@ static int run_tune(const rlt_cli_args *args)
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "json")) {
-        json = format_json(op, tuner, db_path, replay_path, &r);
+        json = format_json(op, tuner, db_path, replay_path, &o, &r);
         if (!json) {
             rlt_cli_error("out of memory formatting the result");
             rc = RLT_CLI_EXIT_INTERNAL;
@@ -364,17 +434,24 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
                "nothing is compiled or run, no records are written, and the tuner searches only the\n"
                "dataset's configurations; its op and its --threads, --cc and --cflags must be this\n"
                "run's (the CPU may differ: a replay answers for the machine that measured it).\n"
-               "With --transfer FILE, xgb and xgb-rank first learn from FILE's records of other\n"
+               "With --transfer FILE, xgb, xgb-rank and ppo first learn from FILE's records of other\n"
                "workloads of the same op kind on this target (AutoTVM's transfer learning), so even\n"
                "the first batch comes from the model instead of at random.",
     .details = "Ctrl-C stops after the batch in flight, with everything measured stored; a second\n"
                "Ctrl-C ends at once (committed batches are kept).\n"
                "With --json, stdout holds exactly one JSON object: op, tuner, trials, measured,\n"
                "from_records, failed, best {gflops, time_ms, config, schedule, cc}, curve (best\n"
-               "GFLOP/s after each trial), wall_s, measurements_per_s, db (null in a replay),\n"
-               "interrupted, stopped_early, space_exhausted, measure (live or replay), dataset (its\n"
-               "file, or null), replayed (trials answered by it), n_absent (trials it lacks),\n"
-               "transfer_rows and transfer_workloads (the --transfer warm start; 0 without).",
+               "GFLOP/s after each trial), wall_s, tuner_s (the part of it in the tuner),\n"
+               "measurements_per_s, db (null in a replay), interrupted, stopped_early,\n"
+               "space_exhausted, measure (live or replay), dataset (its file, or null), replayed\n"
+               "(trials answered by it), n_absent (trials it lacks), transfer_rows and\n"
+               "transfer_workloads (the --transfer warm start; 0 without), agent_in and agent_out\n"
+               "(the files, or null).\n"
+               "A learning tuner's agent (networks, optimiser state, exploration counters) is saved\n"
+               "with --agent-out when the run ends, interrupted or not, and loaded with --agent-in\n"
+               "before its first proposal: on the same workload, or on another of the same op kind\n"
+               "(ktune's transfer between layers; bandit needs the same knob choices).\n"
+               "Hyper-parameters: 'rltune tuners' lists them with their defaults.",
     .n_opts = (int)RLT_ARRAY_LEN(tune_opts),
     .opts = tune_opts,
     .run = run_tune,

@@ -1,6 +1,6 @@
 /*
- * main.c - the rltune command's entry point: finds the sub-command (ops,
- * show, measure, tune, dataset, best, history, records, export, help),
+ * main.c - the rltune command's entry point: finds the sub-command (the
+ * `commands` table below, and help),
  * answers --help and --version, parses the command's options with the
  * shared parser (args.c) and runs it.
  *
@@ -13,9 +13,20 @@
 #include <stdio.h>
 #include <string.h>
 
-static const rlt_cli_cmd *const commands[] = {&rlt_cli_cmd_ops,     &rlt_cli_cmd_show,    &rlt_cli_cmd_measure,
-                                              &rlt_cli_cmd_tune,    &rlt_cli_cmd_dataset, &rlt_cli_cmd_best,
-                                              &rlt_cli_cmd_history, &rlt_cli_cmd_records, &rlt_cli_cmd_export};
+static const rlt_cli_cmd *const commands[] = {
+    &rlt_cli_cmd_ops,
+    &rlt_cli_cmd_show,
+    &rlt_cli_cmd_measure,
+    &rlt_cli_cmd_tune,
+    &rlt_cli_cmd_tuners,
+    &rlt_cli_cmd_dataset,
+    &rlt_cli_cmd_experiment,
+    &rlt_cli_cmd_best,
+    &rlt_cli_cmd_history,
+    &rlt_cli_cmd_records,
+    &rlt_cli_cmd_export,
+    &rlt_cli_cmd_env,
+};
 
 static const char exit_status_text[] =
     "exit status:\n"
@@ -45,8 +56,8 @@ static void print_main_help(FILE *f)
             "commands:\n",
             RLTUNE_VERSION);
     for (size_t i = 0; i < RLT_ARRAY_LEN(commands); i++)
-        fprintf(f, "  %-9s %s\n", commands[i]->name, commands[i]->brief);
-    fprintf(f, "  %-9s %s\n\n", "help", "print the usage of a command");
+        fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->brief);
+    fprintf(f, "  %-10s %s\n\n", "help", "print the usage of a command");
     fprintf(f, "%s\n", exit_status_text);
     fprintf(f, "environment:\n"
                "  RLTUNE_CACHE_DIR  where compiled kernels are kept (default $XDG_CACHE_HOME/rltune\n"

@@ -329,6 +329,20 @@ uint64_t rlt_hash_bytes(uint64_t seed, const void *data, size_t n)
     return h;
 }
 
+void rlt_le_store(unsigned char *p, uint64_t v, int n_bytes)
+{
+    RLT_ASSERT(n_bytes >= 1 && n_bytes <= 8);
+    for (int i = 0; i < n_bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint64_t rlt_le_load(const unsigned char *p, int n_bytes)
+{
+    RLT_ASSERT(n_bytes >= 1 && n_bytes <= 8);
+    uint64_t v = 0;
+    for (int i = 0; i < n_bytes; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
 uint64_t rlt_hash_str(uint64_t seed, const char *s) { return rlt_hash_bytes(seed, s, strlen(s)); }
 
 /* ---- numbers in text ------------------------------------------------------ */

@@ -113,6 +113,13 @@ char *rlt_str_take(rlt_str *s);
 uint64_t rlt_hash_bytes(uint64_t seed, const void *data, size_t n);
 uint64_t rlt_hash_str(uint64_t seed, const char *s);
 
+/* ---- little-endian integers in bytes (the binary file formats) ----------- */
+
+/* The low n_bytes (1..8) of v into p[0 .. n_bytes-1], least significant
+ * first; and back. */
+void rlt_le_store(unsigned char *p, uint64_t v, int n_bytes);
+uint64_t rlt_le_load(const unsigned char *p, int n_bytes);
+
 /* ---- numbers in text --------------------------------------------------- */
 
 /* A decimal whole number of digits only ("0" to "18446744073709551615", no

@@ -55,12 +55,14 @@ typedef struct writer {
 
 static void put_u32(writer *w, uint32_t v)
 {
-    for (int i = 0; i < 4; i++) w->p[w->at++] = (unsigned char)(v >> (8 * i));
+    rlt_le_store(w->p + w->at, v, 4);
+    w->at += 4;
 }
 
 static void put_u64(writer *w, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) w->p[w->at++] = (unsigned char)(v >> (8 * i));
+    rlt_le_store(w->p + w->at, v, 8);
+    w->at += 8;
 }
 
 static void put_f64(writer *w, double v)
@@ -143,16 +145,14 @@ static rlt_status need(reader *r, size_t n, const char *what, rlt_diag *diag)
 
 static uint32_t get_u32(reader *r)
 {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)r->p[r->at++] << (8 * i);
-    return v;
+    r->at += 4;
+    return (uint32_t)rlt_le_load(r->p + r->at - 4, 4);
 }
 
 static uint64_t get_u64(reader *r)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)r->p[r->at++] << (8 * i);
-    return v;
+    r->at += 8;
+    return rlt_le_load(r->p + r->at - 8, 8);
 }
 
 static double get_f64(reader *r)

@@ -19,6 +19,7 @@
  * Entry point: rlt_tuner_bandit_ops (created through rlt_tuner_create).
  */
 #include "nn/nn.h"
+#include "search/agent_file.h"
 #include "search/tuner.h"
 
 #include <cblas.h>
@@ -418,4 +419,61 @@ static rlt_status bandit_update(rlt_tuner *t, int n, const rlt_config *configs, 
     return a->n_rows >= BANDIT_ROLLOUT_ROWS ? train(t, diag) : RLT_STATUS_OK;
 }
 
-const rlt_tuner_ops rlt_tuner_bandit_ops = {"bandit", bandit_init, bandit_next, bandit_update, bandit_fini};
+/* ---- saved agents ------------------------------------------------------- */
+
+/* Kept: the policy with Adam's state and the reward baseline (a fraction of
+ * the best score, so it carries over to another workload's scale).
+ * Restarted: the best score, the rollout and the proposals in flight. The
+ * heads are one per choice, so the space must have the same knobs with the
+ * same numbers of choices; the context (the workload's loop features) is
+ * this run's own. */
+static rlt_status bandit_save(const rlt_tuner *t, rlt_agent_file *f, rlt_diag *diag)
+{
+    const bandit_agent *a = t->state;
+    rlt_status st;
+    if ((st = rlt_agent_file_put_mlp(f, "policy", a->policy, a->adam, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_put_real(f, "baseline", a->has_baseline ? a->baseline : -1.0, diag)) != RLT_STATUS_OK)
+        return st;
+    return rlt_agent_file_put_real(f, "n_updates", (double)a->n_updates, diag);
+}
+
+static rlt_status bandit_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *diag)
+{
+    bandit_agent *a = t->state;
+    rlt_mlp *policy = NULL;
+    rlt_adam *adam = NULL;
+    double baseline = 0, n_updates = 0;
+    rlt_status st;
+    if ((st = rlt_agent_file_check_knobs(f, t->space, true, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_get_mlp(f, "policy", rlt_mlp_get_spec(a->policy), &policy, &adam, diag)) !=
+            RLT_STATUS_OK ||
+        (st = rlt_agent_file_get_real(f, "baseline", &baseline, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_get_real(f, "n_updates", &n_updates, diag)) != RLT_STATUS_OK)
+        goto fail;
+    if (!adam || !(baseline == -1.0 || (baseline >= 0 && baseline <= 1)) || !(n_updates >= 0 && n_updates < 1e15)) {
+        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
+                      "agent file '%s': the bandit's optimiser, baseline or counter is missing or out of range",
+                      rlt_agent_file_source(f));
+        goto fail;
+    }
+    rlt_mlp_destroy(a->policy);
+    rlt_adam_destroy(a->adam);
+    a->policy = policy;
+    a->adam = adam;
+    a->has_baseline = baseline >= 0;
+    a->baseline = a->has_baseline ? baseline : 0;
+    a->n_updates = (int64_t)n_updates;
+    return RLT_STATUS_OK;
+fail:
+    rlt_mlp_destroy(policy);
+    rlt_adam_destroy(adam);
+    return st;
+}
+
+const rlt_tuner_ops rlt_tuner_bandit_ops = {.name = "bandit",
+                                            .init = bandit_init,
+                                            .next_batch = bandit_next,
+                                            .update = bandit_update,
+                                            .fini = bandit_fini,
+                                            .save = bandit_save,
+                                            .load = bandit_load};

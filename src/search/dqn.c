@@ -36,6 +36,7 @@
  * rlt_tuner_dqn_greedy (search/dqn.h).
  */
 #include "search/dqn.h"
+#include "search/agent_file.h"
 
 #include "nn/nn.h"
 
@@ -83,13 +84,6 @@ typedef struct dqn_walker {
     int step; /* steps taken in the current episode */
 } dqn_walker;
 
-/* The scores the tuner knows, by configuration index (open addressing). */
-typedef struct dqn_scores {
-    uint64_t *keys; /* UINT64_MAX = empty */
-    double *values; /* GFLOP/s, 0 for failures, DQN_INVALID */
-    size_t cap, n;
-} dqn_scores;
-
 /* All of the agent's state: what a later save / load has to keep. */
 typedef struct dqn_agent {
     /* hyper-parameters, defaults resolved */
@@ -105,7 +99,7 @@ typedef struct dqn_agent {
     int n_replay, replay_next;
     dqn_pending *pending;
     int n_pending, cap_pending;
-    dqn_scores scores;
+    rlt_score_map scores; /* by configuration index: GFLOP/s, 0 for failures, DQN_INVALID */
     double best_score;
     /* walkers */
     dqn_walker *walkers;
@@ -120,64 +114,6 @@ typedef struct dqn_agent {
     int *cols;
     bool *is_last;
 } dqn_agent;
-
-/* ---- the score memory --------------------------------------------------- */
-
-#define SCORES_EMPTY UINT64_MAX
-
-static size_t scores_slot(uint64_t key, size_t cap)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (size_t)key & (cap - 1);
-}
-
-static bool scores_get(const dqn_scores *m, uint64_t key, double *out)
-{
-    if (m->cap == 0) return false;
-    for (size_t i = scores_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        if (m->keys[i] == key) {
-            *out = m->values[i];
-            return true;
-        }
-        if (m->keys[i] == SCORES_EMPTY) return false;
-    }
-}
-
-static bool scores_put(dqn_scores *m, uint64_t key, double value)
-{
-    RLT_ASSERT(key != SCORES_EMPTY);
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 1024;
-        uint64_t *keys = rlt_malloc(cap * sizeof *keys);
-        double *values = rlt_malloc(cap * sizeof *values);
-        if (!keys || !values) {
-            rlt_free(keys);
-            rlt_free(values);
-            return false;
-        }
-        for (size_t i = 0; i < cap; i++) keys[i] = SCORES_EMPTY;
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->keys[i] == SCORES_EMPTY) continue;
-            size_t j = scores_slot(m->keys[i], cap);
-            while (keys[j] != SCORES_EMPTY) j = (j + 1) & (cap - 1);
-            keys[j] = m->keys[i];
-            values[j] = m->values[i];
-        }
-        rlt_free(m->keys);
-        rlt_free(m->values);
-        m->keys = keys;
-        m->values = values;
-        m->cap = cap;
-    }
-    size_t i = scores_slot(key, m->cap);
-    while (m->keys[i] != SCORES_EMPTY && m->keys[i] != key) i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == SCORES_EMPTY) m->n++;
-    m->keys[i] = key;
-    m->values[i] = value;
-    return true;
-}
 
 /* ---- states, actions, rewards ------------------------------------------- */
 
@@ -211,7 +147,7 @@ static float reward_of(const dqn_agent *a, double score)
 static float transition_reward(const dqn_agent *a, const dqn_transition *tr)
 {
     double score = 0;
-    bool is_scored = scores_get(&a->scores, tr->index_to, &score) && score != DQN_INVALID;
+    bool is_scored = rlt_score_map_get(&a->scores, tr->index_to, &score) && score != DQN_INVALID;
     float r = is_scored ? reward_of(a, score) : DQN_PENALTY;
     return tr->is_invalid ? r - DQN_INVALID_PENALTY : r;
 }
@@ -339,7 +275,7 @@ static bool check_valid(rlt_tuner *t, const rlt_config *c, uint64_t index)
 {
     dqn_agent *a = t->state;
     if (rlt_space_is_valid(t->space, c)) return true;
-    scores_put(&a->scores, index, DQN_INVALID);
+    rlt_score_map_put(&a->scores, index, DQN_INVALID);
     rlt_visited_add(&t->visited, index);
     return false;
 }
@@ -427,7 +363,7 @@ static bool walker_advance(rlt_tuner *t, dqn_walker *w, rlt_config *out)
         w->step++;
         tr.index_to = rlt_space_index_of(s, &tr.to);
         double score;
-        bool is_known = scores_get(&a->scores, tr.index_to, &score);
+        bool is_known = rlt_score_map_get(&a->scores, tr.index_to, &score);
         if ((is_known && score == DQN_INVALID) || (!is_known && !check_valid(t, &tr.to, tr.index_to))) {
             tr.to = tr.from; /* stay */
             tr.index_to = rlt_space_index_of(s, &tr.from);
@@ -541,7 +477,7 @@ static rlt_status dqn_update(rlt_tuner *t, int n, const rlt_config *configs, con
     dqn_agent *a = t->state;
     for (int i = 0; i < n; i++) {
         double score = isfinite(scores[i]) && scores[i] > 0 ? scores[i] : 0.0;
-        if (!scores_put(&a->scores, rlt_space_index_of(t->space, &configs[i]), score))
+        if (!rlt_score_map_put(&a->scores, rlt_space_index_of(t->space, &configs[i]), score))
             return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping the dqn tuner's scores");
         a->best_score = RLT_MAX(a->best_score, score);
     }
@@ -550,7 +486,7 @@ static rlt_status dqn_update(rlt_tuner *t, int n, const rlt_config *configs, con
     for (int i = 0; i < a->n_pending; i++) {
         dqn_pending *p = &a->pending[i];
         double score;
-        if (scores_get(&a->scores, p->tr.index_to, &score)) {
+        if (rlt_score_map_get(&a->scores, p->tr.index_to, &score)) {
             replay_push(a, &p->tr);
         } else if (++p->age <= DQN_PENDING_MAX_AGE) {
             a->pending[kept++] = *p;
@@ -659,8 +595,7 @@ static void dqn_fini(rlt_tuner *t)
     rlt_adam_destroy(a->adam);
     rlt_free(a->replay);
     rlt_free(a->pending);
-    rlt_free(a->scores.keys);
-    rlt_free(a->scores.values);
+    rlt_score_map_free(&a->scores);
     rlt_free(a->walkers);
     float *arrays[] = {a->x,      a->x_next,        a->net_out, a->dnet, a->q_out,
                        a->q_next, a->q_next_target, a->targets, a->dq,   a->y};
@@ -670,7 +605,65 @@ static void dqn_fini(rlt_tuner *t)
     rlt_free(a);
 }
 
-const rlt_tuner_ops rlt_tuner_dqn_ops = {"dqn", dqn_init, dqn_next, dqn_update, dqn_fini};
+/* ---- saved agents ------------------------------------------------------- */
+
+/* Kept: the Q network with Adam's state, the target network, and the two
+ * clocks (exploration's and the target copies'). Restarted: the replay
+ * buffer, the walkers and the scores, which belong to the workload. */
+static rlt_status dqn_save(const rlt_tuner *t, rlt_agent_file *f, rlt_diag *diag)
+{
+    const dqn_agent *a = t->state;
+    rlt_status st;
+    if ((st = rlt_agent_file_put_mlp(f, "q", a->q, a->adam, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_put_mlp(f, "q_target", a->q_target, NULL, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_put_real(f, "n_proposed", (double)a->n_proposed, diag)) != RLT_STATUS_OK)
+        return st;
+    return rlt_agent_file_put_real(f, "n_train_steps", (double)a->n_train_steps, diag);
+}
+
+static rlt_status dqn_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *diag)
+{
+    dqn_agent *a = t->state;
+    rlt_mlp *q = NULL, *q_target = NULL;
+    rlt_adam *adam = NULL;
+    double n_proposed = 0, n_train_steps = 0;
+    const rlt_mlp_spec *spec = rlt_mlp_get_spec(a->q);
+    rlt_status st;
+    if ((st = rlt_agent_file_check_knobs(f, t->space, false, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_get_mlp(f, "q", spec, &q, &adam, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_get_mlp(f, "q_target", spec, &q_target, NULL, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_get_real(f, "n_proposed", &n_proposed, diag)) != RLT_STATUS_OK ||
+        (st = rlt_agent_file_get_real(f, "n_train_steps", &n_train_steps, diag)) != RLT_STATUS_OK)
+        goto fail;
+    if (!adam || !(n_proposed >= 0 && n_proposed < 1e15) || !(n_train_steps >= 0 && n_train_steps < 1e15)) {
+        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
+                      "agent file '%s': the dqn agent's optimiser or counters are missing or out of range",
+                      rlt_agent_file_source(f));
+        goto fail;
+    }
+    rlt_mlp_destroy(a->q);
+    rlt_mlp_destroy(a->q_target);
+    rlt_adam_destroy(a->adam);
+    a->q = q;
+    a->q_target = q_target;
+    a->adam = adam;
+    a->n_proposed = (int64_t)n_proposed;
+    a->n_train_steps = (int64_t)n_train_steps;
+    return RLT_STATUS_OK;
+fail:
+    rlt_mlp_destroy(q);
+    rlt_mlp_destroy(q_target);
+    rlt_adam_destroy(adam);
+    return st;
+}
+
+const rlt_tuner_ops rlt_tuner_dqn_ops = {.name = "dqn",
+                                         .init = dqn_init,
+                                         .next_batch = dqn_next,
+                                         .update = dqn_update,
+                                         .fini = dqn_fini,
+                                         .save = dqn_save,
+                                         .load = dqn_load};
 
 rlt_status rlt_tuner_dqn_greedy(const rlt_tuner *t, const rlt_config *c, int step, int *out_moves, rlt_diag *diag)
 {

@@ -23,6 +23,7 @@
  * look at the agents in ga_dqn.h.
  */
 #include "search/ga_dqn.h"
+#include "search/agent_file.h"
 
 #include "nn/nn.h"
 
@@ -467,7 +468,76 @@ static rlt_status ga_dqn_update(rlt_tuner *t, int n, const rlt_config *configs, 
     return RLT_STATUS_OK;
 }
 
-const rlt_tuner_ops rlt_tuner_ga_dqn_ops = {"ga-dqn", ga_dqn_init, ga_dqn_next, ga_dqn_update, ga_dqn_fini};
+/* ---- saved agents ------------------------------------------------------- */
+
+/* Kept: both DQNs (Q network with Adam's state, target network), epsilon
+ * and the learning clocks. Restarted: the population, the replay buffers
+ * and the best score, which belong to the workload. */
+static rlt_status ga_dqn_save(const rlt_tuner *t, rlt_agent_file *f, rlt_diag *diag)
+{
+    const ga_dqn_agent *ag = &((const ga_dqn_state *)t->state)->agent;
+    rlt_status st;
+    if ((st = rlt_agent_file_put_mlp(f, "crossover.q", ag->crossover.q, ag->crossover.adam, diag)) ||
+        (st = rlt_agent_file_put_mlp(f, "crossover.q_target", ag->crossover.q_target, NULL, diag)) ||
+        (st = rlt_agent_file_put_mlp(f, "mutation.q", ag->mutation.q, ag->mutation.adam, diag)) ||
+        (st = rlt_agent_file_put_mlp(f, "mutation.q_target", ag->mutation.q_target, NULL, diag)) ||
+        (st = rlt_agent_file_put_real(f, "epsilon", ag->epsilon, diag)) ||
+        (st = rlt_agent_file_put_real(f, "n_transitions", (double)ag->n_transitions, diag)))
+        return st;
+    return rlt_agent_file_put_real(f, "n_learn_steps", (double)ag->n_learn_steps, diag);
+}
+
+static rlt_status ga_dqn_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *diag)
+{
+    ga_dqn_agent *ag = &((ga_dqn_state *)t->state)->agent;
+    rlt_mlp *q[4] = {NULL};
+    rlt_adam *adam[2] = {NULL};
+    double epsilon = 0, n_transitions = 0, n_learn_steps = 0;
+    rlt_status st;
+    if ((st = rlt_agent_file_check_knobs(f, t->space, false, diag)) ||
+        (st = rlt_agent_file_get_mlp(f, "crossover.q", rlt_mlp_get_spec(ag->crossover.q), &q[0], &adam[0], diag)) ||
+        (st = rlt_agent_file_get_mlp(f, "crossover.q_target", rlt_mlp_get_spec(ag->crossover.q), &q[1], NULL,
+                                     diag)) ||
+        (st = rlt_agent_file_get_mlp(f, "mutation.q", rlt_mlp_get_spec(ag->mutation.q), &q[2], &adam[1], diag)) ||
+        (st = rlt_agent_file_get_mlp(f, "mutation.q_target", rlt_mlp_get_spec(ag->mutation.q), &q[3], NULL,
+                                     diag)) ||
+        (st = rlt_agent_file_get_real(f, "epsilon", &epsilon, diag)) ||
+        (st = rlt_agent_file_get_real(f, "n_transitions", &n_transitions, diag)) ||
+        (st = rlt_agent_file_get_real(f, "n_learn_steps", &n_learn_steps, diag)))
+        goto fail;
+    if (!adam[0] || !adam[1] || !(epsilon >= 0 && epsilon <= 1) || !(n_transitions >= 0 && n_transitions < 1e15) ||
+        !(n_learn_steps >= 0 && n_learn_steps < 1e15)) {
+        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
+                      "agent file '%s': ga-dqn's optimisers, epsilon or counters are missing or out of range",
+                      rlt_agent_file_source(f));
+        goto fail;
+    }
+    dqn *nets[2] = {&ag->crossover, &ag->mutation};
+    for (int i = 0; i < 2; i++) {
+        rlt_mlp_destroy(nets[i]->q);
+        rlt_mlp_destroy(nets[i]->q_target);
+        rlt_adam_destroy(nets[i]->adam);
+        nets[i]->q = q[2 * i];
+        nets[i]->q_target = q[2 * i + 1];
+        nets[i]->adam = adam[i];
+    }
+    ag->epsilon = epsilon;
+    ag->n_transitions = (int64_t)n_transitions;
+    ag->n_learn_steps = (int64_t)n_learn_steps;
+    return RLT_STATUS_OK;
+fail:
+    for (int i = 0; i < 4; i++) rlt_mlp_destroy(q[i]);
+    for (int i = 0; i < 2; i++) rlt_adam_destroy(adam[i]);
+    return st;
+}
+
+const rlt_tuner_ops rlt_tuner_ga_dqn_ops = {.name = "ga-dqn",
+                                            .init = ga_dqn_init,
+                                            .next_batch = ga_dqn_next,
+                                            .update = ga_dqn_update,
+                                            .fini = ga_dqn_fini,
+                                            .save = ga_dqn_save,
+                                            .load = ga_dqn_load};
 
 /* ---- a look at the agents (ga_dqn.h) ------------------------------------- */
 

@@ -249,9 +249,9 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     }
     rlt_tune_target_key(&o.build, o.n_threads, &target);
     if (o.transfer_db && !o.plan) {
-        if (strncmp(o.tuner, "xgb", 3) != 0) {
+        if (strncmp(o.tuner, "xgb", 3) != 0 && strcmp(o.tuner, "ppo") != 0) {
             st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                          "transfer from other workloads' records needs a model-based tuner (xgb, xgb-rank), "
+                          "transfer from other workloads' records needs a model-based tuner (xgb, xgb-rank, ppo), "
                           "not %s", o.tuner);
             goto done;
         }
@@ -270,7 +270,16 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
         out->n_transfer_rows = transfer.n_rows;
         out->n_transfer_workloads = transfer.n_workloads;
     }
+    uint64_t tuner_start_ns = rlt_time_ns();
     if (!o.plan && (st = rlt_tuner_create(o.tuner, &space, &o.tuner_opts, &tuner, diag)) != RLT_STATUS_OK) goto done;
+    if ((o.agent_in || o.agent_out) && (!tuner || !rlt_tuner_has_agent(tuner))) {
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                      "tuner %s has no agent to load or save (the learning tuners are ga-dqn, dqn, bandit and ppo)",
+                      o.tuner);
+        goto done;
+    }
+    if (o.agent_in && (st = rlt_tuner_load(tuner, o.agent_in, diag)) != RLT_STATUS_OK) goto done;
+    out->tuner_s += (double)(rlt_time_ns() - tuner_start_ns) * 1e-9;
     if (!o.replay && (st = rlt_workload_create(op, &o.build, 0, &w, diag)) != RLT_STATUS_OK) goto done;
     out->curve = rlt_calloc((size_t)o.n_trials, sizeof *out->curve);
     if (!batch_alloc(&b, o.batch_size) || !out->curve || target.has_failed) {
@@ -289,7 +298,9 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
             memcpy(b.configs, o.plan + n_planned, sizeof *b.configs * (size_t)n);
             n_planned += n;
         } else {
+            uint64_t t0 = rlt_time_ns();
             n = rlt_tuner_next_batch(tuner, want, b.configs);
+            out->tuner_s += (double)(rlt_time_ns() - t0) * 1e-9;
         }
         if (n == 0) {
             out->was_exhausted = true;
@@ -313,7 +324,12 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
                 out->n_measured += n_new;
             }
         }
-        if (tuner && (st = rlt_tuner_update(tuner, n, b.configs, b.scores, diag)) != RLT_STATUS_OK) goto done;
+        if (tuner) {
+            uint64_t t0 = rlt_time_ns();
+            st = rlt_tuner_update(tuner, n, b.configs, b.scores, diag);
+            out->tuner_s += (double)(rlt_time_ns() - t0) * 1e-9;
+            if (st != RLT_STATUS_OK) goto done;
+        }
         /* the curve, the best, early stopping */
         for (int i = 0; i < n; i++) {
             if (b.scores[i] > out->best_gflops) {
@@ -337,6 +353,8 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
             break;
         }
     }
+    /* the agent as it stands after the last batch (also when stopped) */
+    if (o.agent_out && (st = rlt_tuner_save(tuner, o.agent_out, diag)) != RLT_STATUS_OK) goto done;
 done:
     out->wall_s = (double)(rlt_time_ns() - start_ns) * 1e-9;
     out->measurements_per_s = out->wall_s > 0 ? out->n_trials / out->wall_s : 0;

@@ -61,6 +61,13 @@ typedef struct rlt_tune_opts {
      * (xgb, xgb-rank; INVALID_ARGUMENT for the others). Borrowed; may be
      * `db` itself. */
     rlt_db *transfer_db;
+    /* NULL: none. Else a learning tuner (rlt_tuner_has_agent; others are
+     * INVALID_ARGUMENT) starts from the agent saved in agent_in
+     * (rlt_tuner_load) and, when the run ends without an error (stopped,
+     * early or not, included), saves its agent to agent_out
+     * (rlt_tuner_save). They may name the same file. */
+    const char *agent_in;
+    const char *agent_out;
     const volatile sig_atomic_t *stop; /* when it becomes non-zero, stop after the batch in flight */
     rlt_tune_progress_fn progress;     /* called after every batch (may be NULL) */
     void *progress_ctx;
@@ -82,6 +89,7 @@ typedef struct rlt_tune_result {
     char best_cc[16];
     double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
     double wall_s;
+    double tuner_s;           /* of which in the tuner: creating (and loading) it, proposing, learning */
     double measurements_per_s;
     bool was_stopped;         /* by *stop */
     bool was_stopped_early;   /* by early_stopping */

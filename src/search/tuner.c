@@ -70,6 +70,71 @@ void rlt_visited_free(rlt_visited *v)
     *v = (rlt_visited){0};
 }
 
+/* ---- scores by index ------------------------------------------------------ */
+
+bool rlt_score_map_get(const rlt_score_map *m, uint64_t index, double *out)
+{
+    if (m->cap == 0) return false;
+    for (size_t i = mix(index) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == index) {
+            *out = m->values[i];
+            return true;
+        }
+        if (m->keys[i] == VISITED_EMPTY) return false;
+    }
+}
+
+static bool score_map_grow(rlt_score_map *m)
+{
+    size_t cap = m->cap ? 2 * m->cap : 1024;
+    uint64_t *keys = rlt_malloc(cap * sizeof *keys);
+    double *values = rlt_malloc(cap * sizeof *values);
+    if (!keys || !values) {
+        rlt_free(keys);
+        rlt_free(values);
+        return false;
+    }
+    for (size_t i = 0; i < cap; i++) keys[i] = VISITED_EMPTY;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i] == VISITED_EMPTY) continue;
+        size_t j = mix(m->keys[i]) & (cap - 1);
+        while (keys[j] != VISITED_EMPTY) j = (j + 1) & (cap - 1);
+        keys[j] = m->keys[i];
+        values[j] = m->values[i];
+    }
+    rlt_free(m->keys);
+    rlt_free(m->values);
+    m->keys = keys;
+    m->values = values;
+    m->cap = cap;
+    return true;
+}
+
+bool rlt_score_map_put(rlt_score_map *m, uint64_t index, double value)
+{
+    RLT_ASSERT(index != VISITED_EMPTY);
+    if ((m->n + 1) * 2 > m->cap && !score_map_grow(m)) return false;
+    size_t i = mix(index) & (m->cap - 1);
+    while (m->keys[i] != VISITED_EMPTY && m->keys[i] != index) i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == VISITED_EMPTY) m->n++;
+    m->keys[i] = index;
+    m->values[i] = value;
+    return true;
+}
+
+void rlt_score_map_clear(rlt_score_map *m)
+{
+    for (size_t i = 0; i < m->cap; i++) m->keys[i] = VISITED_EMPTY;
+    m->n = 0;
+}
+
+void rlt_score_map_free(rlt_score_map *m)
+{
+    rlt_free(m->keys);
+    rlt_free(m->values);
+    *m = (rlt_score_map){0};
+}
+
 /* ---- helpers shared by the tuners --------------------------------------- */
 
 bool rlt_tuner_draw_new(rlt_tuner *t, int tries, rlt_config *out)
@@ -133,7 +198,8 @@ static rlt_status no_update(rlt_tuner *t, int n, const rlt_config *c, const doub
 
 static void free_state(rlt_tuner *t) { rlt_free(t->state); }
 
-static const rlt_tuner_ops random_ops = {"random", random_init, random_next, no_update, free_state};
+static const rlt_tuner_ops random_ops = {
+    .name = "random", .init = random_init, .next_batch = random_next, .update = no_update, .fini = free_state};
 
 /* ---- grid --------------------------------------------------------------- */
 
@@ -145,7 +211,8 @@ static int grid_next(rlt_tuner *t, int max, rlt_config *out)
     return n;
 }
 
-static const rlt_tuner_ops grid_ops = {"grid", random_init, grid_next, no_update, free_state};
+static const rlt_tuner_ops grid_ops = {
+    .name = "grid", .init = random_init, .next_batch = grid_next, .update = no_update, .fini = free_state};
 
 /* ---- ga ----------------------------------------------------------------
  *
@@ -344,18 +411,19 @@ static rlt_status ga_update(rlt_tuner *t, int n, const rlt_config *configs, cons
     return RLT_STATUS_OK;
 }
 
-static const rlt_tuner_ops ga_ops = {"ga", ga_init, ga_next, ga_update, ga_fini};
+static const rlt_tuner_ops ga_ops = {
+    .name = "ga", .init = ga_init, .next_batch = ga_next, .update = ga_update, .fini = ga_fini};
 
 /* ---- the interface ------------------------------------------------------ */
 
 static const rlt_tuner_ops *const all_ops[] = {&random_ops, &grid_ops, &ga_ops, &rlt_tuner_xgb_ops,
                                               &rlt_tuner_xgb_rank_ops, &rlt_tuner_bandit_ops, &rlt_tuner_dqn_ops,
-                                              &rlt_tuner_ga_dqn_ops};
+                                              &rlt_tuner_ga_dqn_ops, &rlt_tuner_ppo_ops};
 
 const char *const *rlt_tuner_names(void)
 {
     static const char *const names[] = {"random",  "grid", "ga",     "xgb", "xgb-rank",
-                                        "bandit", "dqn",  "ga-dqn", NULL};
+                                        "bandit", "dqn",  "ga-dqn", "ppo", NULL};
     return names;
 }
 

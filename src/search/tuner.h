@@ -63,7 +63,62 @@ typedef struct rlt_tuner_opts {
     int ga_dqn_target_every;     /* transitions between target-network copies; 0 = 200 */
     double ga_dqn_grad_clip;     /* gradient-norm clip; 0 = 10 */
     double ga_dqn_best_bonus;    /* reward factor for a new best; 0 = 5 */
+    /* ppo (Chameleon: PPO walkers over the cost model, k-means adaptive
+     * sampling; docs/tuners.md); n_transfer etc. above warm-start its model */
+    double ppo_lr;           /* Adam's learning rate of the actor-critic; 0 = 1e-3 */
+    int ppo_epochs;          /* passes over each segment of walker steps; 0 = 3 */
+    int ppo_minibatch;       /* transitions per gradient step; 0 = 32 */
+    double ppo_gamma;        /* discount, < 1; 0 = 0.9 */
+    double ppo_lambda;       /* GAE's lambda, <= 1; 0 = 0.99 */
+    double ppo_clip;         /* PPO's ratio clip, < 1; 0 = 0.2 */
+    double ppo_entropy_coef; /* entropy bonus; 0 = 0.3, < 0 = none */
+    int ppo_walkers;         /* parallel walkers over the cost model; 0 = 128 */
+    int ppo_episode_steps;   /* walker steps per episode (random restart after); 0 = 500 */
+    int ppo_explore_steps;   /* walker steps per exploration of a fitted model, at most; 0 = 100 */
+    int ppo_stall_steps;     /* an exploration stops after this many steps without a new top candidate; 0 = 50 */
 } rlt_tuner_opts;
+
+/* ---- hyper-parameters by name (tuner_opts.c) ----------------------------
+ *
+ * Each settable field of rlt_tuner_opts has a name (the field's), a type,
+ * the tuners it applies to, and its default; `rltune tuners` prints them.
+ * The setters check a value's syntax (whole numbers >= 1, positive finite
+ * reals, or a choice); the tuner checks the rest at rlt_tuner_create. */
+typedef enum rlt_tuner_opt_type {
+    RLT_TUNER_OPT_INT,          /* int, >= 1 */
+    RLT_TUNER_OPT_REAL,         /* double, > 0 */
+    RLT_TUNER_OPT_REAL_OR_NONE, /* double, >= 0; 0 (none) is stored as -1 */
+    RLT_TUNER_OPT_CHOICE        /* const char *, one of a fixed set (static strings) */
+} rlt_tuner_opt_type;
+
+typedef struct rlt_tuner_opt_info {
+    const char *name;   /* "dqn_horizon" */
+    rlt_tuner_opt_type type;
+    size_t offset;      /* of the field in rlt_tuner_opts */
+    const char *tuners; /* the tuners that read it, space-separated: "ga ga-dqn" */
+    const char *def;    /* the default, as text */
+    const char *help;   /* one line */
+} rlt_tuner_opt_info;
+
+int rlt_tuner_opt_count(void);
+const rlt_tuner_opt_info *rlt_tuner_opt_at(int i); /* 0 <= i < count (asserted); static */
+const rlt_tuner_opt_info *rlt_tuner_opt_find(const char *key); /* NULL when unknown */
+/* True when `tuner` reads the option. */
+bool rlt_tuner_opt_applies(const rlt_tuner_opt_info *info, const char *tuner);
+
+/* Sets option `key` of o from its text. Errors (INVALID_ARGUMENT): an
+ * unknown key, a value of the wrong syntax or range; the message names the
+ * option and the value. o is unchanged on error. */
+rlt_status rlt_tuner_opts_set(rlt_tuner_opts *o, const char *key, const char *value, rlt_diag *diag);
+
+/* Sets every member of the JSON object `obj` (numbers or strings) as
+ * rlt_tuner_opts_set does. With `tuner` not NULL, an option that tuner does
+ * not read is an error too (a typo or a misplaced setting must not pass
+ * silently). `where` prefixes messages ("exp.json: tuners[1].options"),
+ * followed by ".key". Stops at the first error; members before it stay set. */
+struct cJSON;
+rlt_status rlt_tuner_opts_set_json(rlt_tuner_opts *o, const char *tuner, const struct cJSON *obj, const char *where,
+                                   rlt_diag *diag);
 
 /* Names of the tuners rlt_tuner_create knows, NULL-terminated. */
 const char *const *rlt_tuner_names(void);
@@ -85,6 +140,29 @@ rlt_status rlt_tuner_update(rlt_tuner *t, int n, const rlt_config *configs, cons
 
 const char *rlt_tuner_name(const rlt_tuner *t);
 
+/* ---- saved agents (agent_file.c; docs/tuners.md, "Saved agents") ---------
+ *
+ * A learning tuner (ga-dqn, dqn, bandit, ppo) saves what it learned
+ * (networks, optimiser state, exploration counters) to a file, and a new
+ * tuner of the same name loads it before its first proposal, on the same
+ * workload or on another of the same op kind (ktune's transfer between
+ * layers). What each tuner keeps and what restarts is in docs/tuners.md. */
+
+/* True when the tuner has an agent to save and load. */
+bool rlt_tuner_has_agent(const rlt_tuner *t);
+
+/* Writes the agent to `path` (atomically). Errors: INVALID_ARGUMENT for a
+ * tuner without an agent; IO_ERROR; OUT_OF_MEMORY. */
+rlt_status rlt_tuner_save(const rlt_tuner *t, const char *path, rlt_diag *diag);
+
+/* Replaces t's agent by the one in `path`; t must not have proposed yet.
+ * Errors: INVALID_ARGUMENT for a tuner without an agent, a file saved by
+ * another tuner, knobs or network shapes that do not fit this space or
+ * these hyper-parameters (the message says which); IO_ERROR and
+ * PARSE_ERROR for the file (agent_file.h); OUT_OF_MEMORY. t is unchanged
+ * on error. */
+rlt_status rlt_tuner_load(rlt_tuner *t, const char *path, rlt_diag *diag);
+
 /* ---- for tuner implementations (the files of src/search) -------------- */
 
 /* A set of configuration indices: what has been proposed or measured. */
@@ -98,12 +176,38 @@ bool rlt_visited_has(const rlt_visited *v, uint64_t index);
 bool rlt_visited_add(rlt_visited *v, uint64_t index);
 void rlt_visited_free(rlt_visited *v);
 
+/* Scores by configuration index (open addressing): what dqn knows of the
+ * configurations it walked through, ppo's cache of model scores.
+ * Zero-initialise; free with rlt_score_map_free. */
+typedef struct rlt_score_map {
+    uint64_t *keys; /* UINT64_MAX = empty */
+    double *values;
+    size_t cap, n;
+} rlt_score_map;
+
+/* index's score into *out; false when the map has none. */
+bool rlt_score_map_get(const rlt_score_map *m, uint64_t index, double *out);
+/* Sets index's score (index < UINT64_MAX); false when out of memory, and
+ * then the map is unchanged. */
+bool rlt_score_map_put(rlt_score_map *m, uint64_t index, double value);
+/* Forgets every score, keeping the memory. */
+void rlt_score_map_clear(rlt_score_map *m);
+void rlt_score_map_free(rlt_score_map *m);
+
+typedef struct rlt_agent_file rlt_agent_file; /* search/agent_file.h */
+
 typedef struct rlt_tuner_ops {
     const char *name;
     rlt_status (*init)(rlt_tuner *t, rlt_diag *diag);
     int (*next_batch)(rlt_tuner *t, int max, rlt_config *out);
     rlt_status (*update)(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag);
     void (*fini)(rlt_tuner *t);
+    /* Learning tuners only (NULL for the others): add what the agent
+     * learned to f (save), or replace it by f's (load, on a tuner that has
+     * proposed nothing yet; f's tuner is this one, its knobs are not yet
+     * checked against the space). */
+    rlt_status (*save)(const rlt_tuner *t, rlt_agent_file *f, rlt_diag *diag);
+    rlt_status (*load)(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *diag);
 } rlt_tuner_ops;
 
 /* The model-based tuners (xgb_tuner.c). */
@@ -115,6 +219,8 @@ extern const rlt_tuner_ops rlt_tuner_dqn_ops;
 extern const rlt_tuner_ops rlt_tuner_bandit_ops;
 /* GA-DQN: ga with a DQN for the crossover point and one for the mutation (ga_dqn.c). */
 extern const rlt_tuner_ops rlt_tuner_ga_dqn_ops;
+/* Chameleon: PPO walkers over the cost model, adaptive sampling (ppo.c). */
+extern const rlt_tuner_ops rlt_tuner_ppo_ops;
 
 struct rlt_tuner {
     const rlt_tuner_ops *ops;

@@ -20,7 +20,7 @@
  * refit uses them and the own rows (normalised by the own best) together;
  * the features' loop part tells the workloads apart.
  */
-#include "search/cost_model.h"
+#include "search/cost_rows.h"
 #include "search/tuner.h"
 
 #include <math.h>
@@ -28,12 +28,7 @@
 
 typedef struct xgb_state {
     rlt_cost_model *model;
-    int n_features;
-    float *xs;      /* training features, n x n_features: the transferred rows first */
-    double *ys;     /* transferred rows: normalised scores; own rows: raw scores (GFLOP/s) */
-    int n, cap;
-    int n_transfer; /* leading rows from other workloads */
-    double best_y;
+    rlt_cost_rows rows; /* training data: the transferred rows first */
     int plan_size, chains, iterations;
     rlt_config *plan; /* proposals from the last annealing, best first */
     int n_plan, plan_pt;
@@ -50,12 +45,12 @@ static rlt_status xgb_init_loss(rlt_tuner *t, rlt_cost_loss loss, rlt_diag *diag
     xgb_state *x = rlt_calloc(1, sizeof *x);
     if (!x) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a tuner");
     t->state = x;
-    x->n_features = rlt_space_n_features(t->space);
+    x->rows.n_features = rlt_space_n_features(t->space);
     x->plan_size = t->opts.plan_size > 0 ? t->opts.plan_size : 64;
     x->chains = t->opts.sa_chains > 0 ? t->opts.sa_chains : 128;
     x->iterations = t->opts.sa_iterations > 0 ? t->opts.sa_iterations : 500;
     rlt_cost_model_opts mo = {.loss = loss, .seed = t->opts.seed};
-    rlt_status st = rlt_cost_model_create(&mo, x->n_features, &x->model, diag);
+    rlt_status st = rlt_cost_model_create(&mo, x->rows.n_features, &x->model, diag);
     if (st != RLT_STATUS_OK) return st;
     x->plan = rlt_calloc((size_t)x->plan_size, sizeof *x->plan);
     x->walkers = rlt_calloc((size_t)x->chains, sizeof *x->walkers);
@@ -73,8 +68,7 @@ static void xgb_fini(rlt_tuner *t)
     xgb_state *x = t->state;
     if (!x) return;
     rlt_cost_model_destroy(x->model);
-    rlt_free(x->xs);
-    rlt_free(x->ys);
+    rlt_cost_rows_free(&x->rows);
     rlt_free(x->plan);
     rlt_free(x->walkers);
     rlt_free(x->walker_score);
@@ -85,16 +79,7 @@ static void xgb_fini(rlt_tuner *t)
 static void predict(rlt_tuner *t, int n, const rlt_config *c, double *out, float *scratch)
 {
     xgb_state *x = t->state;
-    bool is_valid[512];
-    for (int i = 0; i < n; i++) {
-        is_valid[i] = rlt_space_features(t->space, &c[i], scratch + (size_t)i * (size_t)x->n_features, NULL) ==
-                      RLT_STATUS_OK;
-        if (!is_valid[i]) memset(scratch + (size_t)i * (size_t)x->n_features, 0, sizeof(float) * (size_t)x->n_features);
-    }
-    if (rlt_cost_model_predict(x->model, n, scratch, out, NULL) != RLT_STATUS_OK)
-        for (int i = 0; i < n; i++) out[i] = 0;
-    for (int i = 0; i < n; i++)
-        if (!is_valid[i]) out[i] = -INFINITY;
+    rlt_cost_rows_predict(x->model, t->space, n, c, scratch, out);
 }
 
 /* Keeps the plan (best first, no repeats, nothing visited) as the annealing
@@ -125,7 +110,7 @@ static rlt_status anneal(rlt_tuner *t, rlt_diag *diag)
     rlt_config *next = rlt_calloc((size_t)n, sizeof *next);
     double *next_score = rlt_calloc((size_t)n, sizeof *next_score);
     double *plan_score = rlt_calloc((size_t)x->plan_size, sizeof *plan_score);
-    float *scratch = rlt_calloc((size_t)n * (size_t)x->n_features, sizeof *scratch);
+    float *scratch = rlt_calloc((size_t)RLT_MIN(n, RLT_COST_ROWS_CHUNK) * (size_t)x->rows.n_features, sizeof *scratch);
     rlt_status st = RLT_STATUS_OK;
     if (!next || !next_score || !plan_score || !scratch) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning with the cost model");
@@ -191,21 +176,6 @@ static int xgb_next(rlt_tuner *t, int max, rlt_config *out)
     return n;
 }
 
-/* Room for `more` rows of training data. */
-static rlt_status reserve_rows(xgb_state *x, int more, rlt_diag *diag)
-{
-    if (x->n + more <= x->cap) return RLT_STATUS_OK;
-    int cap = x->cap ? x->cap : 256;
-    while (cap < x->n + more) cap *= 2;
-    float *xs = rlt_realloc(x->xs, sizeof *xs * (size_t)cap * (size_t)x->n_features);
-    if (xs) x->xs = xs;
-    double *ys = rlt_realloc(x->ys, sizeof *ys * (size_t)cap);
-    if (ys) x->ys = ys;
-    if (!xs || !ys) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping training data");
-    x->cap = cap;
-    return RLT_STATUS_OK;
-}
-
 /* Trains on the transferred rows alone and plans from that model. */
 static rlt_status warm_start(rlt_tuner *t, rlt_diag *diag)
 {
@@ -213,40 +183,28 @@ static rlt_status warm_start(rlt_tuner *t, rlt_diag *diag)
     int n = t->opts.n_transfer;
     if (!t->opts.transfer_xs || !t->opts.transfer_ys)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%d transferred rows announced but none given", n);
-    rlt_status st = reserve_rows(x, n, diag);
+    rlt_status st = rlt_cost_rows_add_transfer(&x->rows, n, t->opts.transfer_xs, t->opts.transfer_ys, diag);
     if (st != RLT_STATUS_OK) return st;
-    memcpy(x->xs, t->opts.transfer_xs, sizeof *x->xs * (size_t)n * (size_t)x->n_features);
-    memcpy(x->ys, t->opts.transfer_ys, sizeof *x->ys * (size_t)n);
-    x->n = x->n_transfer = n;
     if (n < 2) return RLT_STATUS_OK;
-    if ((st = rlt_cost_model_fit(x->model, n, x->xs, x->ys, diag)) != RLT_STATUS_OK) return st;
+    if ((st = rlt_cost_rows_fit(&x->rows, x->model, diag)) != RLT_STATUS_OK) return st;
     return anneal(t, diag);
 }
 
 static rlt_status xgb_update(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag)
 {
     xgb_state *x = t->state;
-    rlt_status st = reserve_rows(x, n, diag);
+    /* a configuration read back from old records may not be valid in this
+     * space any more: it is only marked visited */
+    rlt_status st = rlt_cost_rows_add(&x->rows, t->space, n, configs, scores, diag);
     if (st != RLT_STATUS_OK) return st;
-    for (int i = 0; i < n; i++) {
-        /* a configuration read back from old records may not be valid in
-         * this space any more: it is only marked visited */
-        if (rlt_space_features(t->space, &configs[i], x->xs + (size_t)x->n * (size_t)x->n_features, NULL) !=
-            RLT_STATUS_OK)
-            continue;
-        x->ys[x->n++] = scores[i];
-        x->best_y = fmax(x->best_y, scores[i]);
-    }
-    if (x->n - x->n_transfer < x->plan_size * (x->n_fits + 1) || x->best_y <= 1e-9) return RLT_STATUS_OK;
-    double *norm = rlt_malloc(sizeof *norm * (size_t)x->n);
-    if (!norm) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory fitting the cost model");
-    for (int i = 0; i < x->n; i++) norm[i] = i < x->n_transfer ? x->ys[i] : x->ys[i] / x->best_y;
-    st = rlt_cost_model_fit(x->model, x->n, x->xs, norm, diag);
-    rlt_free(norm);
-    if (st != RLT_STATUS_OK) return st;
+    if (x->rows.n - x->rows.n_transfer < x->plan_size * (x->n_fits + 1) || x->rows.best_y <= 1e-9)
+        return RLT_STATUS_OK;
+    if ((st = rlt_cost_rows_fit(&x->rows, x->model, diag)) != RLT_STATUS_OK) return st;
     x->n_fits++;
     return anneal(t, diag);
 }
 
-const rlt_tuner_ops rlt_tuner_xgb_ops = {"xgb", xgb_init, xgb_next, xgb_update, xgb_fini};
-const rlt_tuner_ops rlt_tuner_xgb_rank_ops = {"xgb-rank", xgb_rank_init, xgb_next, xgb_update, xgb_fini};
+const rlt_tuner_ops rlt_tuner_xgb_ops = {
+    .name = "xgb", .init = xgb_init, .next_batch = xgb_next, .update = xgb_update, .fini = xgb_fini};
+const rlt_tuner_ops rlt_tuner_xgb_rank_ops = {
+    .name = "xgb-rank", .init = xgb_rank_init, .next_batch = xgb_next, .update = xgb_update, .fini = xgb_fini};

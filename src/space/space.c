@@ -19,11 +19,17 @@
  */
 #include "space/space.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 /* ---- building the knobs ------------------------------------------------- */
 
@@ -119,9 +125,25 @@ static int dim_indexed_by(const rlt_op *op, int t, int axis)
     return found;
 }
 
+/* Whether `clang --version` runs and succeeds. Spawned and waited for
+ * here rather than through system(), which blocks SIGINT while it waits
+ * and would lose a Ctrl-C that arrives meanwhile. */
 static bool clang_is_installed(void)
 {
-    return system("clang --version >/dev/null 2>&1") == 0;
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0) return false;
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    char *const argv[] = {"clang", "--version", NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, "clang", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return false;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 static int detect_vector_floats(void)

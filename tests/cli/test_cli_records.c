@@ -197,7 +197,7 @@ Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
     assert_ok(&n);
     cJSON *k = parse_json(&n);
     cr_assert_eq(cJSON_GetObjectItem(k, "transfer_rows")->valueint, 0);
-    EXPECT_USAGE_ERROR("needs --tuner xgb or xgb-rank", "tune", "--op", other, "--tuner", "ga", "--db", db_path,
+    EXPECT_USAGE_ERROR("needs --tuner xgb, xgb-rank or ppo", "tune", "--op", other, "--tuner", "ga", "--db", db_path,
                        "--transfer", db_path);
     EXPECT_USAGE_ERROR("--transfer", "tune", "--op", other, "--db", db_path, "--transfer", tmp_path("none.db"));
     cr_assert_eq(access(tmp_path("none.db"), F_OK), -1, "--transfer created its file");

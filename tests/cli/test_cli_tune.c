@@ -562,3 +562,88 @@ Test(cli_tune, a_second_ctrl_c_ends_the_run_at_once)
               status);
     cr_assert_eq(db_count_checked(db, OP), n_stored, "the batch in flight was stored: the run did not end at once");
 }
+
+/* ---- hyper-parameters and saved agents ---------------------------------- */
+
+Test(cli_tune, tuner_options_come_from_the_command_line_and_a_file_and_are_checked)
+{
+    cli_run r = CLI("tuners", "--tuner", "dqn");
+    assert_ok(&r);
+    assert_has(r.out, "dqn_horizon", "tuners");
+    assert_has(r.out, "20", "tuners");
+    cr_assert_null(strstr(r.out, "bandit_lr"), "tuners --tuner dqn lists bandit's options:\n%s", r.out);
+    cli_run_free(&r);
+
+    const char *db = tmp_path("opts.db");
+    r = CLI("tune", "--op", OP, "--tuner", "dqn", "--trials", "4", "--batch", BATCH_TEXT, "--db", db,
+            "--tuner-opt", "dqn_horizon=3,dqn_reset=zeros", "--json");
+    assert_ok(&r);
+    cli_run_free(&r);
+    const char *config = tmp_path("dqn.json");
+    tmp_file_write_text(config, "{\"dqn_hidden\": 16, \"dqn_lr\": 0.0005, \"dqn_reset\": \"median\"}");
+    r = CLI("tune", "--op", OP, "--tuner", "dqn", "--trials", "4", "--batch", BATCH_TEXT, "--db", db,
+            "--tuner-config", config, "--tuner-opt", "dqn_horizon=2", "--json");
+    assert_ok(&r);
+    cli_run_free(&r);
+
+    EXPECT_USAGE_ERROR("dqn_horizon: 'abc'", "tune", "--op", OP, "--tuner", "dqn", "--db", db, "--tuner-opt",
+                       "dqn_horizon=abc");
+    EXPECT_USAGE_ERROR("dqn_horizon is an option of dqn, not of ga", "tune", "--op", OP, "--tuner", "ga", "--db",
+                       db, "--tuner-opt", "dqn_horizon=5");
+    EXPECT_USAGE_ERROR("unknown tuner option 'dqn_horizn'", "tune", "--op", OP, "--tuner", "dqn", "--db", db,
+                       "--tuner-opt", "dqn_horizn=5");
+    EXPECT_USAGE_ERROR("'dqn_horizon' is not NAME=VALUE", "tune", "--op", OP, "--tuner", "dqn", "--db", db,
+                       "--tuner-opt", "dqn_horizon");
+    EXPECT_USAGE_ERROR("dqn_reset: 'sideways'", "tune", "--op", OP, "--tuner", "dqn", "--db", db, "--tuner-opt",
+                       "dqn_reset=sideways");
+    tmp_file_write_text(config, "{\"dqn_gamma\": 0.9, \"bandit_lr\": 0.01}");
+    EXPECT_USAGE_ERROR("dqn.json.bandit_lr: an option of bandit, not of dqn", "tune", "--op", OP, "--tuner", "dqn",
+                       "--db", db, "--tuner-config", config);
+    tmp_file_write_text(config, "[1, 2]");
+    EXPECT_USAGE_ERROR("not a JSON object", "tune", "--op", OP, "--tuner", "dqn", "--db", db, "--tuner-config",
+                       config);
+    tmp_file_write_text(config, "{\"dqn_gamma\": [0.9]}");
+    EXPECT_USAGE_ERROR("expected a number or a string", "tune", "--op", OP, "--tuner", "dqn", "--db", db,
+                       "--tuner-config", config);
+    EXPECT_USAGE_ERROR("--tuner-config", "tune", "--op", OP, "--tuner", "dqn", "--db", db, "--tuner-config",
+                       tmp_path("absent.json"));
+}
+
+Test(cli_tune, an_agent_saved_on_one_workload_starts_the_next)
+{
+    const char *db = tmp_path("agent.db");
+    char agent[320];
+    snprintf(agent, sizeof agent, "%s", tmp_path("dqn.rla"));
+    cli_run r = CLI("tune", "--op", OP, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db,
+                    "--agent-out", agent, "--json");
+    assert_ok(&r);
+    cJSON *o = parse_tune_json(r.out);
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "agent_out")->valuestring, agent);
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "agent_in")));
+    cJSON_Delete(o);
+    cli_run_free(&r);
+    struct stat st;
+    cr_assert_eq(stat(agent, &st), 0, "no agent file");
+
+    /* another shape of the same op kind, reading and rewriting the agent */
+    r = CLI("tune", "--op", OP2, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db, "--agent-in",
+            agent, "--agent-out", agent, "--json");
+    assert_ok(&r);
+    o = parse_tune_json(r.out);
+    cr_assert_eq(number_at(o, "trials"), 8);
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "agent_in")->valuestring, agent);
+    cJSON_Delete(o);
+    cli_run_free(&r);
+
+    EXPECT_USAGE_ERROR("holds a dqn agent, not a bandit one", "tune", "--op", OP, "--tuner", "bandit", "--db", db,
+                       "--agent-in", agent);
+    EXPECT_USAGE_ERROR("no agent", "tune", "--op", OP, "--tuner", "random", "--db", db, "--agent-out",
+                       tmp_path("random.rla"));
+    EXPECT_USAGE_ERROR("knob", "tune", "--op", "conv2d:N=1,C=4,H=6,W=6,K=4,R=3,S=3", "--tuner", "dqn", "--db", db,
+                       "--agent-in", agent);
+    const char *junk = tmp_path("junk.rla");
+    tmp_file_write_text(junk, "not an agent");
+    EXPECT_USAGE_ERROR("not an rltune agent file", "tune", "--op", OP, "--tuner", "dqn", "--db", db, "--agent-in",
+                       junk);
+    cr_assert_eq(stat(tmp_path("random.rla"), &st), -1, "a refused run wrote an agent");
+}

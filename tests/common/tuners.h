@@ -3,7 +3,8 @@
  * a knob by name, and runs on a scored problem (fixtures.h's synthetic
  * score, or a test's own) in batches of 16, every proposal checked to be
  * valid. Header-only, like fixtures.h. Shared by tests/unit/test_tuner.c,
- * test_transfer.c, test_ga_dqn.c, test_dqn.c and test_bandit.c. */
+ * test_transfer.c, test_ga_dqn.c, test_dqn.c, test_bandit.c, test_ppo.c and
+ * test_agent_file.c. */
 #ifndef RLT_TESTS_TUNERS_H
 #define RLT_TESTS_TUNERS_H
 
@@ -83,6 +84,49 @@ static inline double tuner_best_after(const char *name, const rlt_space *s, cons
     tuner_drive(t, s, fixture_synthetic_score, best, trials, NULL, NULL, &top);
     rlt_tuner_destroy(t);
     return top;
+}
+
+/* Out of memory everywhere: runs tuner `name` over s for `rounds` batches
+ * of `batch` (at most 16) proposals, scored 1 + index % 7, with the Nth
+ * allocation failing, for N = 1, 2, ... (after 64, N grows by `stride`),
+ * until a run goes through (with `is_whole_needed`, only a run whose every
+ * batch was full counts: a tuner may run short of proposals when memory
+ * fails). Every run that fails must fail with OUT_OF_MEMORY and a message
+ * saying so. (Validity is not checked here: rlt_space_is_valid builds the
+ * configuration's nest, which fails too while allocations do.) Returns
+ * how many failing allocations were tried; N must stay below max_n. The
+ * caller checks for leaks (leaks.h). */
+static inline int tuner_out_of_memory_runs(const char *name, const rlt_space *s, const rlt_tuner_opts *o, int rounds,
+                                           int batch, long stride, bool is_whole_needed, long max_n)
+{
+    cr_assert(batch >= 1 && batch <= 16);
+    int n_failures = 0;
+    for (long k = 1;; k += k < 64 ? 1 : stride) {
+        rlt_diag d = {0};
+        rlt_tuner *t = NULL;
+        rlt_alloc_fail_after(k);
+        rlt_status st = rlt_tuner_create(name, s, o, &t, &d);
+        bool is_whole = true;
+        for (int round = 0; round < rounds && st == RLT_STATUS_OK; round++) {
+            rlt_config configs[16];
+            double scores[16];
+            int n = rlt_tuner_next_batch(t, batch, configs);
+            is_whole &= n == batch;
+            for (int i = 0; i < n; i++) scores[i] = 1.0 + (double)(rlt_space_index_of(s, &configs[i]) % 7);
+            st = rlt_tuner_update(t, n, configs, scores, &d);
+        }
+        rlt_alloc_fail_after(0);
+        rlt_tuner_destroy(t);
+        if (st == RLT_STATUS_OK && (is_whole || !is_whole_needed)) break;
+        n_failures++;
+        cr_assert_lt(k, max_n, "%s: allocations never stop failing", name);
+        if (st == RLT_STATUS_OK) continue;
+        cr_assert_eq(st, RLT_STATUS_OUT_OF_MEMORY, "%s, failing allocation %ld: %s (%s)", name, k,
+                     rlt_status_str(st), d.message);
+        cr_assert(strstr(d.message, "out of memory"), "%s, allocation %ld: %s", name, k, d.message);
+    }
+    cr_log_info("%s: %d failing allocations tried", name, n_failures);
+    return n_failures;
 }
 
 #endif /* RLT_TESTS_TUNERS_H */

@@ -248,29 +248,7 @@ Test(bandit, out_of_memory_is_reported_without_leaks)
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space s;
     tuner_space(op, &s);
-    int n_failures = 0;
-    for (long k = 1;; k++) {
-        rlt_diag d = {0};
-        rlt_tuner *t = NULL;
-        rlt_alloc_fail_after(k);
-        rlt_status st = rlt_tuner_create("bandit", &s, &(rlt_tuner_opts){.seed = 3}, &t, &d);
-        for (int round = 0; round < 2 && st == RLT_STATUS_OK; round++) {
-            rlt_config batch[BATCH];
-            double scores[BATCH];
-            int n = rlt_tuner_next_batch(t, BATCH, batch);
-            for (int i = 0; i < n; i++) scores[i] = (double)(rlt_space_index_of(&s, &batch[i]) % 7);
-            st = rlt_tuner_update(t, n, batch, scores, &d);
-        }
-        rlt_alloc_fail_after(0);
-        rlt_tuner_destroy(t);
-        if (st == RLT_STATUS_OK) break;
-        cr_assert_eq(st, RLT_STATUS_OUT_OF_MEMORY, "failing allocation %ld: %s (%s)", k, rlt_status_str(st),
-                     d.message);
-        cr_assert(strstr(d.message, "out of memory"), "allocation %ld: %s", k, d.message);
-        n_failures++;
-        cr_assert_lt(k, 1000, "allocations never stop failing");
-    }
-    cr_log_info("%d failing allocations tried", n_failures);
+    int n_failures = tuner_out_of_memory_runs("bandit", &s, &(rlt_tuner_opts){.seed = 3}, 2, BATCH, 1, false, 1000);
     cr_assert_geq(n_failures, 8, "only %d allocations were tried", n_failures);
     rlt_op_destroy(op);
     assert_no_leaks();

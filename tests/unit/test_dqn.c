@@ -243,33 +243,8 @@ Test(dqn, out_of_memory_is_reported_without_leaks)
     rlt_op *op = fixture_op("matmul:M=3,N=4,K=4");
     rlt_space s;
     tuner_space(op, &s);
-    int n_failures = 0;
-    for (long k = 1;; k += k < 64 ? 1 : 13) {
-        rlt_diag d = {0};
-        rlt_tuner *t = NULL;
-        rlt_alloc_fail_after(k);
-        rlt_tuner_opts o = {.seed = 3, .dqn_minibatch = 8};
-        rlt_status st = rlt_tuner_create("dqn", &s, &o, &t, &d);
-        bool is_whole = true;
-        for (int round = 0; round < 4 && st == RLT_STATUS_OK; round++) {
-            rlt_config batch[16];
-            double scores[16];
-            int n = rlt_tuner_next_batch(t, 16, batch);
-            is_whole &= n == 16;
-            for (int i = 0; i < n; i++) scores[i] = 1.0 + (double)(rlt_space_index_of(&s, &batch[i]) % 7);
-            st = rlt_tuner_update(t, n, batch, scores, &d);
-        }
-        rlt_alloc_fail_after(0);
-        rlt_tuner_destroy(t);
-        if (st == RLT_STATUS_OK && is_whole) break;
-        n_failures++;
-        if (st == RLT_STATUS_OK) continue;
-        cr_assert_eq(st, RLT_STATUS_OUT_OF_MEMORY, "failing allocation %ld: %s (%s)", k, rlt_status_str(st),
-                     d.message);
-        cr_assert(strstr(d.message, "out of memory"), "allocation %ld: %s", k, d.message);
-        cr_assert_lt(k, 20000, "allocations never stop failing");
-    }
-    cr_log_info("%d failing allocations tried", n_failures);
+    rlt_tuner_opts o = {.seed = 3, .dqn_minibatch = 8};
+    int n_failures = tuner_out_of_memory_runs("dqn", &s, &o, 4, 16, 13, true, 20000);
     cr_assert_geq(n_failures, 100, "only %d allocations were tried", n_failures);
     rlt_op_destroy(op);
     assert_no_leaks();

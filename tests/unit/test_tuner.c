@@ -183,3 +183,60 @@ Test(tuner, tuning_a_tiny_op_end_to_end)
     cr_assert_eq(rlt_tune(op, &o, &r, &d), RLT_STATUS_INVALID_ARGUMENT);
     rlt_op_destroy(op);
 }
+
+/* The table of hyper-parameters (tuner_opts.c): every option names only
+ * known tuners, takes a value of its own kind and stores it in its field,
+ * and each tuner that reads it is created with that value set; values of
+ * the wrong form are refused, leaving the options as they were. */
+Test(tuner, every_hyper_parameter_is_settable_by_name)
+{
+    rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
+    rlt_space s;
+    tuner_space(op, &s);
+    cr_assert_gt(rlt_tuner_opt_count(), 40);
+    for (int i = 0; i < rlt_tuner_opt_count(); i++) {
+        const rlt_tuner_opt_info *info = rlt_tuner_opt_at(i);
+        cr_assert_eq(rlt_tuner_opt_find(info->name), info);
+        rlt_tuner_opts o = {.seed = 1};
+        const char *value = info->type == RLT_TUNER_OPT_CHOICE ? "median"
+                            : info->type == RLT_TUNER_OPT_INT  ? "7"
+                                                               : "0.5";
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_tuner_opts_set(&o, info->name, value, &d), RLT_STATUS_OK, "%s: %s", info->name, d.message);
+        const char *field = (const char *)&o + info->offset;
+        if (info->type == RLT_TUNER_OPT_INT) cr_assert_eq(*(const int *)field, 7, "%s", info->name);
+        if (info->type == RLT_TUNER_OPT_REAL || info->type == RLT_TUNER_OPT_REAL_OR_NONE)
+            cr_assert_eq(*(const double *)field, 0.5, "%s", info->name);
+        if (info->type == RLT_TUNER_OPT_CHOICE) cr_assert_str_eq(*(const char *const *)field, "median");
+        int n_tuners = 0;
+        for (const char *const *name = rlt_tuner_names(); *name; name++) {
+            if (!rlt_tuner_opt_applies(info, *name)) continue;
+            n_tuners++;
+            rlt_tuner *t = NULL;
+            cr_assert_eq(rlt_tuner_create(*name, &s, &o, &t, &d), RLT_STATUS_OK, "%s with %s=%s: %s", *name,
+                         info->name, value, d.message);
+            rlt_tuner_destroy(t);
+        }
+        cr_assert_gt(n_tuners, 0, "%s names no known tuner (%s)", info->name, info->tuners);
+        /* the wrong form: refused, nothing changed */
+        rlt_tuner_opts before = o;
+        const char *bad[] = {"", "x", "-1", "0", "1e999", "nan"};
+        for (size_t b = 0; b < RLT_ARRAY_LEN(bad); b++) {
+            if (info->type == RLT_TUNER_OPT_REAL_OR_NONE && strcmp(bad[b], "0") == 0) continue; /* 0 = none */
+            d = (rlt_diag){0};
+            cr_assert_eq(rlt_tuner_opts_set(&o, info->name, bad[b], &d), RLT_STATUS_INVALID_ARGUMENT, "%s='%s'",
+                         info->name, bad[b]);
+            cr_assert(strstr(d.message, info->name), "%s", d.message);
+            cr_assert_eq(memcmp(&o, &before, sizeof o), 0, "%s='%s' changed the options", info->name, bad[b]);
+        }
+    }
+    rlt_tuner_opts o = {0};
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_opts_set(&o, "no_such_option", "1", &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "unknown tuner option 'no_such_option'"), "%s", d.message);
+    /* an entropy coefficient of 0 means none, stored as -1 (0 is the default) */
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_tuner_opts_set(&o, "bandit_entropy_coef", "0", &d), RLT_STATUS_OK);
+    cr_assert_eq(o.bandit_entropy_coef, -1.0);
+    rlt_op_destroy(op);
+}

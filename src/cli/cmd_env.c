@@ -1,0 +1,267 @@
+/*
+ * cmd_env.c - `rltune env`: the LoopTune environment (rlt_env, src/env) as an
+ * interactive session. Prints the loop tree with the cursor, the GFLOP/s and
+ * the legal actions; reads one action name a line from stdin (a terminal or
+ * a pipe); an unknown or illegal action gets a message and the prompt again.
+ * `stop`, the step limit or the end of input prints the final schedule.
+ */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* RLT_CLI_OP_OPTS, but --schedule starts the episode and cannot be stdin. */
+static const rlt_cli_opt env_opts[] = {
+    {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},
+    {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
+    {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
+    {"schedule", "FILE", "start from this schedule's nest (splits, reorders, annotations); default: the op's"},
+    {"threads", "N", "run-time threads of a parallel loop, 1..256 (default 1)"},
+    {"seed", "S", "seed of the input data, a whole number >= 0 (default 0)"},
+    {"cc", "CMD", "compiler command (default $RLTUNE_CC, else gcc)"},
+    {"cflags", "FLAGS", "compiler flags, one argument (default \"" RLT_DEFAULT_CFLAGS "\")"},
+    {"repeat", "N", "timed samples per new state, at least 1 (default 3)"},
+    {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10)"},
+    {"timeout", "S", "time limit in seconds for one kernel's run, above 0 (default 10)"},
+    {"peak", "GFLOPS", "one core's peak to normalise rewards by (default: measured once per target, cached)"},
+    {"max-steps", "N", "end the episode after N steps, 1..100000 (default: only stop or end of input end it)"},
+    {"save", "FILE", "also write the final schedule to FILE"},
+};
+
+static void print_legal(const rlt_env *env)
+{
+    bool mask[RLT_ENV_N_ACTIONS];
+    rlt_env_action_mask(env, mask);
+    printf("legal:   ");
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
+        if (mask[a]) printf(" %s", rlt_env_action_name(a));
+    printf("\n");
+}
+
+static void print_gflops(const rlt_env *env)
+{
+    const char *message = NULL;
+    rlt_status st = rlt_env_eval_status(env, &message);
+    printf("GFLOP/s:  %.2f (%.3f of peak), %s", rlt_env_gflops(env), rlt_env_gflops(env) / rlt_env_peak_gflops(env),
+           rlt_status_str(st));
+    if (st != RLT_STATUS_OK && message && message[0]) printf(": %s", message);
+    printf("\n");
+}
+
+/* The tree, the GFLOP/s and the legal actions. False when out of memory. */
+static bool print_state(const rlt_env *env)
+{
+    char *tree = rlt_env_tree(env);
+    if (!tree) return false;
+    printf("\nloop tree (> marks the cursor):\n%s", tree);
+    rlt_free(tree);
+    print_gflops(env);
+    print_legal(env);
+    return true;
+}
+
+static void print_actions_help(const rlt_env *env)
+{
+    bool mask[RLT_ENV_N_ACTIONS];
+    rlt_env_action_mask(env, mask);
+    printf("actions (* legal now):");
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) printf(" %s%s", rlt_env_action_name(a), mask[a] ? "*" : "");
+    printf("\nalso: help, and end of input (Ctrl-D) to finish like stop; docs/env.md has the rules\n");
+}
+
+/* Reads and range-checks the numeric options into o. */
+static rlt_status read_opts(const rlt_cli_args *args, rlt_env_opts *o, rlt_diag *diag)
+{
+    int64_t threads = 0, seed = 0, repeat = 0, max_steps = 0;
+    double min_repeat_ms = 0, timeout_s = 0, peak = 0;
+    rlt_status st = rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, diag);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, diag);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "repeat", 3, 1, 100000, &repeat, diag);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "max-steps", 0, 1, 100000, &max_steps, diag);
+    if (st == RLT_STATUS_OK)
+        st = rlt_cli_args_double(args, "min-repeat-ms", 10.0, 0.0, true, 600000.0, &min_repeat_ms, diag);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "timeout", 10.0, 0.0, true, 86400.0, &timeout_s, diag);
+    if (st == RLT_STATUS_OK && rlt_cli_args_has(args, "peak"))
+        st = rlt_cli_args_double(args, "peak", 0.0, 0.0, true, 1e9, &peak, diag);
+    const char *cc = rlt_cli_args_get(args, "cc");
+    if (st == RLT_STATUS_OK && cc && cc[strspn(cc, " \t")] == '\0')
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "--cc must name a compiler, got an empty value");
+    const char *sched = rlt_cli_args_get(args, "schedule");
+    if (st == RLT_STATUS_OK && sched && strcmp(sched, "-") == 0)
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                      "--schedule - would read stdin, which holds the actions: give the schedule as a file");
+    if (st != RLT_STATUS_OK) return st;
+    *o = (rlt_env_opts){
+        .cc = cc,
+        .cflags = rlt_cli_args_get(args, "cflags"),
+        .n_threads = (int)threads,
+        .repeat = (int)repeat,
+        .min_repeat_ms = min_repeat_ms,
+        .timeout_s = timeout_s,
+        .seed = (uint64_t)seed,
+        .peak_gflops = peak,
+        .max_steps = (int)max_steps,
+    };
+    return RLT_STATUS_OK;
+}
+
+/* The word on a line: leading and trailing blanks dropped; "" for a blank
+ * line or a comment ('#'). */
+static char *line_word(char *line)
+{
+    char *p = line + strspn(line, " \t\r\n");
+    if (*p == '#') return p + strlen(p);
+    size_t n = strlen(p);
+    while (n > 0 && strchr(" \t\r\n", p[n - 1])) n--;
+    p[n] = '\0';
+    return p;
+}
+
+static int finish(const rlt_env *env, const char *save_path)
+{
+    char *text = rlt_env_schedule(env);
+    if (!text) {
+        rlt_cli_error("out of memory printing the schedule");
+        return RLT_CLI_EXIT_INTERNAL;
+    }
+    printf("\nfinal schedule (%.2f GFLOP/s, %s, %d step%s):\n%s", rlt_env_gflops(env),
+           rlt_status_str(rlt_env_eval_status(env, NULL)), rlt_env_n_steps(env),
+           rlt_env_n_steps(env) == 1 ? "" : "s", text);
+    int rc = RLT_CLI_EXIT_OK;
+    if (save_path) {
+        rlt_diag d = {0};
+        if (rlt_file_write(save_path, text, strlen(text), &d) != RLT_STATUS_OK) {
+            fflush(stdout);
+            rlt_cli_error("cannot save the schedule: %s", d.message);
+            rc = RLT_CLI_EXIT_INTERNAL;
+        } else {
+            printf("saved to %s\n", save_path);
+        }
+    }
+    rlt_free(text);
+    return rc;
+}
+
+static int run_env(const rlt_cli_args *args)
+{
+    int rc = RLT_CLI_EXIT_OK;
+    rlt_diag d = {0};
+    rlt_op *op = NULL;
+    rlt_env *env = NULL;
+    char *sched_text = NULL, *line = NULL;
+    size_t line_cap = 0;
+    rlt_env_opts opts;
+    const char *sched_path = rlt_cli_args_get(args, "schedule");
+
+    rlt_status st = read_opts(args, &opts, &d);
+    if (st == RLT_STATUS_OK) st = rlt_cli_op_load(args, &op, &d);
+    if (st == RLT_STATUS_OK && sched_path) {
+        size_t len = 0;
+        st = rlt_file_read(sched_path, &sched_text, &len, &d);
+        if (st != RLT_STATUS_OK) {
+            rlt_diag_prefix(&d, "--schedule");
+            st = RLT_STATUS_INVALID_ARGUMENT; /* a missing file is bad input */
+        }
+    }
+    if (st == RLT_STATUS_OK) st = rlt_env_create(op->spec, &opts, &env, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_error("%s", d.message);
+        rc = rlt_cli_exit_for(st);
+        goto cleanup;
+    }
+    st = sched_text ? rlt_env_reset_schedule(env, sched_text, &d) : rlt_env_reset(env, &d);
+    if (st != RLT_STATUS_OK) {
+        if (sched_text) rlt_diag_prefix(&d, "--schedule %s", sched_path);
+        rlt_cli_error("%s", d.message);
+        rc = rlt_cli_exit_for(st);
+        goto cleanup;
+    }
+
+    bool is_tty = isatty(STDIN_FILENO) != 0, is_stopped = false;
+    printf("op:       %s\n", op->spec);
+    printf("peak:     %.2f GFLOP/s (one core, FP32 FMA%s)\n", rlt_env_peak_gflops(env),
+           opts.peak_gflops > 0 ? ", given by --peak" : ", measured");
+    printf("actions:  one a line; 'help' lists them; 'stop' or the end of input finishes\n");
+    if (!print_state(env)) goto out_of_memory;
+
+    while (!rlt_env_is_done(env)) {
+        if (is_tty) printf("action> ");
+        fflush(stdout);
+        if (getline(&line, &line_cap, stdin) < 0) break;
+        char *word = line_word(line);
+        if (!word[0]) continue;
+        if (!is_tty) printf("\n> %s\n", word);
+        if (strcmp(word, "help") == 0 || strcmp(word, "?") == 0) {
+            print_actions_help(env);
+            continue;
+        }
+        int action = rlt_env_action_from_name(word);
+        if (action < 0) {
+            fflush(stdout);
+            fprintf(stderr, "rltune: unknown action '%.64s'; actions: ", word);
+            for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) fprintf(stderr, "%s%s", a ? ", " : "", rlt_env_action_name(a));
+            fprintf(stderr, " (or help)\n");
+            continue;
+        }
+        double before = rlt_env_gflops(env), reward = 0;
+        d = (rlt_diag){0};
+        fflush(stdout); /* the runner forks: nothing buffered may be written twice */
+        st = rlt_env_step(env, action, &reward, NULL, &d);
+        if (st == RLT_STATUS_ILLEGAL_SCHEDULE) {
+            fprintf(stderr, "rltune: %s is not legal here: %s\n", word, d.message);
+            continue;
+        }
+        if (st != RLT_STATUS_OK) {
+            rlt_cli_error("%s: %s", word, d.message);
+            rc = rlt_cli_exit_for(st) == RLT_CLI_EXIT_USAGE ? RLT_CLI_EXIT_INTERNAL : rlt_cli_exit_for(st);
+            goto cleanup;
+        }
+        if (action == RLT_ENV_ACTION_STOP) {
+            is_stopped = true;
+            break;
+        }
+        printf("reward:   %+.4f (%.2f -> %.2f GFLOP/s)\n", reward, before, rlt_env_gflops(env));
+        if (!print_state(env)) goto out_of_memory;
+    }
+    if (!rlt_env_is_done(env))
+        printf("\n(end of input)\n");
+    else if (!is_stopped)
+        printf("\n(step limit reached: --max-steps %d)\n", opts.max_steps);
+    rc = finish(env, rlt_cli_args_get(args, "save"));
+    goto cleanup;
+
+out_of_memory:
+    rlt_cli_error("out of memory printing the state");
+    rc = RLT_CLI_EXIT_INTERNAL;
+cleanup:
+    fflush(stdout);
+    free(line); /* from getline: libc's allocator */
+    rlt_free(sched_text);
+    rlt_env_destroy(env);
+    rlt_op_destroy(op);
+    return rc;
+}
+
+const rlt_cli_cmd rlt_cli_cmd_env = {
+    .name = "env",
+    .brief = "step through the LoopTune environment of an op, one action a line",
+    .synopsis = "(--op SPEC | --expr EXPR --shape SHAPE) [--schedule FILE] [options] < actions",
+    .summary = "The reinforcement-learning environment over the op's loop nest, by hand: prints the loop\n"
+               "tree with the cursor (>), the GFLOP/s of the state (each new state is built, run and\n"
+               "checked against the reference) and the legal actions, then reads action names one a\n"
+               "line from stdin (a terminal or a pipe): up, down, swap_up, swap_down, split_2 ...\n"
+               "split_256, merge, unroll, vectorize, parallel, stop. An unknown or illegal action is\n"
+               "refused with a message and the session goes on. stop, --max-steps or the end of input\n"
+               "prints the final schedule, which `rltune measure --schedule` takes.",
+    .details = "Example:\n"
+               "  printf 'down\\nsplit_8\\ndown\\nswap_down\\nvectorize\\nstop\\n' | \\\n"
+               "    rltune env --op matmul:M=64,N=64,K=64\n"
+               "Exit status: 0 when the session ends (stop or end of input); 2 bad input (the op, an\n"
+               "option, a --schedule the env cannot express); 3 environment or internal error (no\n"
+               "compiler, the reference cannot be built). Rules of the actions: docs/env.md.",
+    .n_opts = (int)RLT_ARRAY_LEN(env_opts),
+    .opts = env_opts,
+    .run = run_env,
+};

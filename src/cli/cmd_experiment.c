@@ -1,0 +1,196 @@
+/*
+ * cmd_experiment.c - `rltune experiment --config FILE.json`: runs every
+ * tuner of the config on every workload with every seed (rlt_exp_run_all,
+ * report/report.h), live or replayed from datasets, and writes the report
+ * into the output directory: report.html, results.json, table.md and a
+ * plot per workload (SVG, and PNG through gnuplot when it is installed).
+ * stdout gets the table (or one JSON object with --json).
+ *
+ * The config is checked whole (every key, every tuner's options on every
+ * workload's space, every dataset opened) before anything runs or the
+ * output directory is made. On a terminal, stderr shows the run in flight
+ * and a line per finished run; elsewhere nothing (as `tune`). The first
+ * Ctrl-C lets the run in flight finish, starts no other and still writes
+ * the report of what finished; a second one ends the process at once.
+ */
+#include "cli/cli.h"
+#include "report/report.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const rlt_cli_opt experiment_opts[] = {
+    {"config", "FILE", "the experiment's JSON config (docs/experiment.md)"},
+    {"out", "DIR", "output directory (default: the config's \"out\", else experiment-NAME)"},
+    {"json", NULL, "print exactly one JSON object on stdout (results.json's, plus \"out\") instead of the table"},
+};
+
+typedef struct progress_state {
+    bool is_tty;
+    bool has_line; /* a line in progress is on the terminal */
+} progress_state;
+
+static void show_progress(const rlt_exp_progress *p, void *ctx)
+{
+    progress_state *ps = ctx;
+    if (!ps->is_tty) return;
+    int n = p->run ? p->n_done : p->n_done + 1;
+    if (p->run) {
+        fprintf(stderr, "\r\033[K[experiment] run %d/%d: %s, seed %" PRIu64 ", %s: best %.2f GFLOP/s after %d trials, "
+                        "%.2f s%s\n",
+                n, p->n_total, p->label, p->seed, p->spec, p->run->tune.best_gflops, p->run->tune.n_trials,
+                p->run->tune.wall_s, rlt_cli_stop_requested ? " (stopping: no further run starts)" : "");
+        ps->has_line = false;
+    } else {
+        fprintf(stderr, "\r\033[K[experiment] run %d/%d: %s, seed %" PRIu64 ", %s", n, p->n_total, p->label, p->seed,
+                p->spec);
+        if (p->tune)
+            fprintf(stderr, ": %d/%d trials, best %.2f GFLOP/s", p->tune->n_done, p->tune->n_total,
+                    p->tune->best_gflops);
+        if (rlt_cli_stop_requested) fprintf(stderr, " (stopping after this run)");
+        ps->has_line = true;
+    }
+    fflush(stderr);
+}
+
+/* The config's errors are the user's input (2), except memory (3). */
+static int exit_for_config(rlt_status st)
+{
+    return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
+}
+
+static int print_json(const rlt_exp_config *c, const rlt_exp_result *r, const char *dir)
+{
+    char *text = rlt_report_json(c, r);
+    cJSON *o = text ? cJSON_Parse(text) : NULL;
+    rlt_free(text);
+    char *printed = NULL;
+    if (o && cJSON_AddStringToObject(o, "out", dir)) printed = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!printed) {
+        rlt_cli_error("out of memory formatting the result");
+        return RLT_CLI_EXIT_INTERNAL;
+    }
+    printf("%s\n", printed);
+    cJSON_free(printed);
+    return RLT_CLI_EXIT_OK;
+}
+
+static int run_experiment(const rlt_cli_args *args)
+{
+    int rc = RLT_CLI_EXIT_USAGE;
+    rlt_diag d = {0};
+    rlt_exp_config *c = NULL;
+    rlt_exp *e = NULL;
+    rlt_exp_result r = {0};
+    rlt_str table;
+    rlt_str_init(&table);
+    char dir_buf[512];
+    rlt_status st;
+    const char *path = rlt_cli_args_get(args, "config");
+    if (!path) {
+        rlt_cli_error("no --config given: name the experiment's JSON config, e.g. --config "
+                      "examples/experiment_replay.json (its keys: docs/experiment.md)");
+        goto cleanup;
+    }
+    if ((st = rlt_exp_config_load(path, &c, &d)) != RLT_STATUS_OK) {
+        rlt_cli_error("--config: %s", d.message);
+        rc = exit_for_config(st);
+        goto cleanup;
+    }
+    const char *dir = rlt_cli_args_get(args, "out");
+    if (!dir) dir = rlt_exp_config_out_dir(c, dir_buf, sizeof dir_buf);
+    if ((st = rlt_exp_open(c, &e, &d)) != RLT_STATUS_OK) {
+        rlt_cli_error("--config: %s", d.message);
+        rc = exit_for_config(st);
+        goto cleanup;
+    }
+    if ((st = rlt_mkdir_p(dir, &d)) != RLT_STATUS_OK) {
+        rlt_cli_error("--out: %s", d.message);
+        rc = RLT_CLI_EXIT_INTERNAL;
+        goto cleanup;
+    }
+    /* found now, not after the runs: a file in the way, a directory we may not write */
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK) != 0) {
+        rlt_cli_error("--out: '%s' is not a directory this process can write into", dir);
+        rc = RLT_CLI_EXIT_USAGE;
+        goto cleanup;
+    }
+    progress_state ps = {.is_tty = isatty(STDERR_FILENO)};
+    rlt_exp_run_opts ro = {.stop = &rlt_cli_stop_requested, .progress = show_progress, .progress_ctx = &ps};
+    rlt_cli_interrupt_catch();
+    rlt_status run_st = rlt_exp_run_all(e, &ro, &r, &d);
+    rlt_cli_interrupt_release();
+    if (ps.has_line) fprintf(stderr, "\n");
+    rlt_diag wd = {0};
+    rlt_report_files files;
+    rlt_status write_st = RLT_STATUS_OK;
+    if (r.workloads && r.stats) write_st = rlt_report_write(c, &r, dir, &files, &wd);
+    if (run_st != RLT_STATUS_OK) {
+        if (write_st == RLT_STATUS_OK && r.workloads && r.stats)
+            rlt_cli_error("experiment stopped (%s): %s; the report of the %d runs that finished is in %s",
+                          rlt_status_str(run_st), d.message, r.n_runs, dir);
+        else
+            rlt_cli_error("experiment stopped (%s): %s", rlt_status_str(run_st), d.message);
+        rc = rlt_cli_exit_for(run_st);
+        goto cleanup;
+    }
+    if (write_st != RLT_STATUS_OK) {
+        rlt_cli_error("--out: %s", wd.message);
+        rc = write_st == RLT_STATUS_INVALID_ARGUMENT ? RLT_CLI_EXIT_USAGE : RLT_CLI_EXIT_INTERNAL;
+        goto cleanup;
+    }
+    if (files.is_gnuplot_absent)
+        fprintf(stderr, "rltune: note: gnuplot not found: PNG plots skipped (the SVG plots and report.html have "
+                        "them; scripts/install-deps.sh installs gnuplot-nox)\n");
+    else if (files.png_problem[0])
+        fprintf(stderr, "rltune: note: PNG plots skipped: %s\n", files.png_problem);
+    if (rlt_cli_args_has(args, "json")) {
+        rc = print_json(c, &r, dir);
+        goto cleanup;
+    }
+    rlt_report_table_md(c, &r, &table);
+    if (table.has_failed) {
+        rlt_cli_error("out of memory formatting the table");
+        rc = RLT_CLI_EXIT_INTERNAL;
+        goto cleanup;
+    }
+    printf("%s\nreport: %s/report.html (results.json, table.md and the plots beside it)\n", table.data, dir);
+    rc = RLT_CLI_EXIT_OK;
+cleanup:
+    rlt_str_free(&table);
+    rlt_exp_result_free(&r);
+    rlt_exp_close(e);
+    rlt_exp_config_destroy(c);
+    return rc;
+}
+
+const rlt_cli_cmd rlt_cli_cmd_experiment = {
+    .name = "experiment",
+    .brief = "compare tuners on workloads over seeds, live or replayed, and write a report",
+    .synopsis = "--config FILE.json [--out DIR] [--json]",
+    .summary = "Runs every tuner of the config on every workload with every seed, each run an\n"
+               "'rltune tune' (live: built, run, timed and recorded in the config's database; replay:\n"
+               "answered by each workload's dataset from 'rltune dataset'), and writes into the\n"
+               "output directory report.html (self-contained: tables, plots, the config),\n"
+               "results.json (every run's curve and the metrics), table.md and a plot per workload\n"
+               "(SVG; PNG too when gnuplot is installed). Per workload and tuner: the best GFLOP/s\n"
+               "over the seeds, the measurements needed to reach 90, 95 and 99% of the best known,\n"
+               "the wall time. The config's keys: docs/experiment.md.",
+    .details = "The whole config is checked before anything runs: an unknown key, a bad value, an\n"
+               "unknown tuner or tuner option, a dataset that cannot be replayed are errors naming\n"
+               "the file and the key (exit 2), and no output directory is made.\n"
+               "On a terminal, stderr shows the run in flight and a line per finished run. Ctrl-C\n"
+               "lets the run in flight finish, starts no other and writes the report of the runs\n"
+               "that finished; a second Ctrl-C ends at once.\n"
+               "stdout: the table (as table.md), or with --json one JSON object: results.json's\n"
+               "fields (docs/formats.md) plus \"out\", the output directory.",
+    .n_opts = (int)RLT_ARRAY_LEN(experiment_opts),
+    .opts = experiment_opts,
+    .run = run_experiment,
+};

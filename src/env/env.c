@@ -1,0 +1,404 @@
+/*
+ * env.c - the LoopTune environment's public API (include/rltune.h, design in
+ * docs/env.md): create / clone / restore / destroy, reset, step, observe,
+ * the mask and the state's accessors.
+ *
+ * An env is a state (env_state, a value) and a pointer to its family's
+ * shared part: the op, the options, the workload (inputs and reference,
+ * made at the first measurement), the peak, and the cache of evaluated
+ * states keyed by the nest's structural hash. Clones share it (reference
+ * counted), so states evaluated by any member are free to all.
+ *
+ * A step carries the action out (env_action_apply, actions.c), evaluates
+ * the new nest unless the action left it as it was (cursor moves, stop):
+ * from the cache, else through the evaluator (the caller's, or measurement:
+ * rlt_measure_nests, which builds, runs and checks the kernel against the
+ * reference), then records the action and computes the next mask.
+ */
+#include "env/env.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CACHE_MIN_SLOTS 256
+
+typedef struct cache_entry {
+    uint64_t hash;
+    bool is_used;
+    rlt_status status;
+    double gflops;
+    char message[256];
+} cache_entry;
+
+typedef struct env_shared {
+    int n_refs;
+    rlt_op *op;          /* owned */
+    char *cc, *cflags, *cache_dir; /* owned copies of the options' strings */
+    rlt_env_opts opts;   /* strings pointing at the copies */
+    int n_threads;       /* resolved: 1..256 */
+    rlt_build_opts bopts;
+    rlt_run_opts ropts;
+    rlt_workload *workload; /* owned; made at the first measurement */
+    double peak_gflops;  /* one core's; 0 until the first reset */
+    cache_entry *slots;  /* open addressing, linear probing; owned */
+    size_t n_slots, n_used;
+    rlt_env_stats stats;
+} env_shared;
+
+struct rlt_env {
+    env_shared *shared;
+    bool is_reset;
+    env_state state;
+};
+
+/* ---- the cache of evaluated states -------------------------------------- */
+
+static cache_entry *cache_find(const env_shared *sh, uint64_t hash)
+{
+    if (!sh->n_slots) return NULL;
+    for (size_t i = (size_t)hash & (sh->n_slots - 1);; i = (i + 1) & (sh->n_slots - 1)) {
+        if (!sh->slots[i].is_used) return NULL;
+        if (sh->slots[i].hash == hash) return &sh->slots[i];
+    }
+}
+
+static void cache_put_slot(cache_entry *slots, size_t n_slots, const cache_entry *e)
+{
+    size_t i = (size_t)e->hash & (n_slots - 1);
+    while (slots[i].is_used) i = (i + 1) & (n_slots - 1);
+    slots[i] = *e;
+}
+
+/* Adds an entry; when the table cannot grow (out of memory) the state is
+ * simply not cached: it would be evaluated again, nothing is wrong. */
+static void cache_insert(env_shared *sh, const cache_entry *e)
+{
+    if (2 * (sh->n_used + 1) > sh->n_slots) {
+        size_t n = sh->n_slots ? 2 * sh->n_slots : CACHE_MIN_SLOTS;
+        cache_entry *slots = rlt_calloc(n, sizeof *slots);
+        if (!slots) {
+            rlt_log(RLT_LOG_DEBUG, "env: out of memory growing the cache of evaluated states");
+            return;
+        }
+        for (size_t i = 0; i < sh->n_slots; i++)
+            if (sh->slots[i].is_used) cache_put_slot(slots, n, &sh->slots[i]);
+        rlt_free(sh->slots);
+        sh->slots = slots;
+        sh->n_slots = n;
+    }
+    cache_put_slot(sh->slots, sh->n_slots, e);
+    sh->n_used++;
+    sh->stats.n_cached = (int64_t)sh->n_used;
+}
+
+/* ---- evaluation --------------------------------------------------------- */
+
+/* The default evaluator: build, run and verify the kernel. */
+static rlt_status measure_nest(env_shared *sh, const rlt_nest *nest, rlt_env_eval_result *out, rlt_diag *diag)
+{
+    rlt_status st;
+    if (!sh->workload) {
+        st = rlt_workload_create(sh->op, &sh->bopts, sh->opts.seed, &sh->workload, diag);
+        if (st != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "cannot set up the workload of %s", sh->op->spec);
+            return st;
+        }
+    }
+    rlt_run_result r;
+    st = rlt_measure_nests(sh->workload, &sh->bopts, &sh->ropts, 1, nest, &r, diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (r.status == RLT_STATUS_IO_ERROR) return rlt_fail(diag, RLT_STATUS_IO_ERROR, "%s", r.message);
+    out->status = r.status;
+    out->gflops = r.status == RLT_STATUS_OK ? r.gflops : 0.0;
+    snprintf(out->message, sizeof out->message, "%.255s", r.status == RLT_STATUS_OK ? "" : r.message);
+    return RLT_STATUS_OK;
+}
+
+/* Fills s->hash and s's evaluation, from the cache or the evaluator. */
+static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
+{
+    s->hash = rlt_nest_hash(&s->nest);
+    const cache_entry *hit = cache_find(sh, s->hash);
+    if (hit) {
+        sh->stats.n_cache_hits++;
+        s->eval_status = hit->status;
+        s->gflops = hit->gflops;
+        memcpy(s->eval_message, hit->message, sizeof s->eval_message);
+        return RLT_STATUS_OK;
+    }
+    rlt_env_eval_result r = {.status = RLT_STATUS_OK};
+    rlt_status st;
+    if (sh->opts.evaluate) {
+        rlt_sched *sched = NULL;
+        rlt_str text;
+        rlt_str_init(&text);
+        st = env_schedule_build(&s->nest, -1, &sched, diag);
+        if (st == RLT_STATUS_OK) rlt_sched_print(sched, &text);
+        if (st == RLT_STATUS_OK && text.has_failed)
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory printing a schedule");
+        if (st == RLT_STATUS_OK) {
+            rlt_env_eval_request req = {
+                .op_spec = sh->op->spec,
+                .schedule = text.data,
+                .nest = &s->nest,
+                .nest_hash = s->hash,
+                .flops = sh->op->flops,
+            };
+            st = sh->opts.evaluate(sh->opts.evaluate_ctx, &req, &r, diag);
+            if (st != RLT_STATUS_OK && diag && diag->status == RLT_STATUS_OK)
+                rlt_fail(diag, st, "the evaluator failed (%s) without saying why", rlt_status_str(st));
+        }
+        rlt_str_free(&text);
+        rlt_sched_destroy(sched);
+    } else {
+        st = measure_nest(sh, &s->nest, &r, diag);
+    }
+    if (st != RLT_STATUS_OK) return st;
+    if ((unsigned)r.status >= RLT_STATUS_COUNT) r.status = RLT_STATUS_INTERNAL;
+    if (r.status != RLT_STATUS_OK || !isfinite(r.gflops) || r.gflops < 0) r.gflops = 0;
+    r.message[sizeof r.message - 1] = '\0';
+    sh->stats.n_evaluations++;
+    cache_entry e = {.hash = s->hash, .is_used = true, .status = r.status, .gflops = r.gflops};
+    memcpy(e.message, r.message, sizeof e.message);
+    cache_insert(sh, &e);
+    s->eval_status = r.status;
+    s->gflops = r.gflops;
+    memcpy(s->eval_message, r.message, sizeof s->eval_message);
+    return RLT_STATUS_OK;
+}
+
+static double peak_norm(const env_shared *sh) { return sh->peak_gflops * sh->n_threads; }
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+static void shared_free(env_shared *sh)
+{
+    if (!sh) return;
+    rlt_free(sh->slots);
+    rlt_workload_destroy(sh->workload);
+    rlt_op_destroy(sh->op);
+    rlt_free(sh->cache_dir);
+    rlt_free(sh->cflags);
+    rlt_free(sh->cc);
+    rlt_free(sh);
+}
+
+/* A copy of an optional string: *out NULL for NULL; false when out of memory. */
+static bool dup_opt(const char *s, char **out)
+{
+    *out = s ? rlt_strdup(s) : NULL;
+    return !s || *out;
+}
+
+static void state_init(env_state *s, const rlt_nest *nest)
+{
+    memset(s, 0, sizeof *s);
+    s->nest = *nest;
+    s->hash = rlt_nest_hash(nest);
+    for (int k = 0; k < RLT_ENV_HISTORY; k++) s->history[k] = -1;
+}
+
+rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts, rlt_env **out, rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    env_shared *sh = NULL;
+    rlt_env *env = NULL;
+    rlt_env_opts o = opts ? *opts : (rlt_env_opts){0};
+    *out = NULL;
+    if (!op_spec) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "no op spec given");
+    if (o.n_threads < 0 || o.n_threads > RLT_MAX_THREADS || o.repeat < 0 || !(o.min_repeat_ms >= 0) ||
+        !(o.timeout_s >= 0) || !(o.peak_gflops >= 0) || !isfinite(o.peak_gflops) || o.max_steps < 0 ||
+        !isfinite(o.min_repeat_ms) || !isfinite(o.timeout_s))
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "env options out of range: n_threads %d (0..%d), repeat %d (>= 0), min_repeat_ms %g, "
+                        "timeout_s %g, peak_gflops %g (finite, >= 0), max_steps %d (>= 0)",
+                        o.n_threads, RLT_MAX_THREADS, o.repeat, o.min_repeat_ms, o.timeout_s, o.peak_gflops,
+                        o.max_steps);
+    if (!(sh = rlt_calloc(1, sizeof *sh)) || !(env = rlt_calloc(1, sizeof *env))) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating an env");
+        goto cleanup;
+    }
+    sh->n_refs = 1;
+    if ((st = rlt_op_parse(op_spec, &sh->op, diag)) != RLT_STATUS_OK) goto cleanup;
+    if (!dup_opt(o.cc, &sh->cc) || !dup_opt(o.cflags, &sh->cflags) || !dup_opt(o.cache_dir, &sh->cache_dir)) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating an env");
+        goto cleanup;
+    }
+    o.cc = sh->cc;
+    o.cflags = sh->cflags;
+    o.cache_dir = sh->cache_dir;
+    sh->opts = o;
+    sh->n_threads = o.n_threads > 0 ? o.n_threads : 1;
+    sh->bopts = (rlt_build_opts){.cc = sh->cc, .cflags = sh->cflags, .cache_dir = sh->cache_dir};
+    sh->ropts = (rlt_run_opts){
+        .repeat = o.repeat > 0 ? o.repeat : 3,
+        .min_repeat_ms = o.min_repeat_ms > 0 ? o.min_repeat_ms : 10.0,
+        .timeout_s = o.timeout_s > 0 ? o.timeout_s : 10.0,
+        .n_threads = sh->n_threads,
+    };
+    env->shared = sh;
+    rlt_nest nest;
+    rlt_nest_init(&nest, sh->op);
+    state_init(&env->state, &nest);
+    *out = env;
+    return RLT_STATUS_OK;
+
+cleanup:
+    shared_free(sh);
+    rlt_free(env);
+    return st;
+}
+
+void rlt_env_destroy(rlt_env *env)
+{
+    if (!env) return;
+    if (--env->shared->n_refs == 0) shared_free(env->shared);
+    rlt_free(env);
+}
+
+rlt_status rlt_env_clone(const rlt_env *env, rlt_env **out, rlt_diag *diag)
+{
+    *out = NULL;
+    rlt_env *c = rlt_malloc(sizeof *c);
+    if (!c) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory cloning an env");
+    *c = *env;
+    c->shared->n_refs++;
+    *out = c;
+    return RLT_STATUS_OK;
+}
+
+void rlt_env_restore(rlt_env *dst, const rlt_env *src)
+{
+    RLT_ASSERT(dst->shared == src->shared);
+    if (dst == src) return;
+    dst->is_reset = src->is_reset;
+    dst->state = src->state;
+}
+
+/* ---- episodes ----------------------------------------------------------- */
+
+static rlt_status reset_to(rlt_env *env, const rlt_nest *nest, rlt_diag *diag)
+{
+    env_shared *sh = env->shared;
+    rlt_status st;
+    if (sh->peak_gflops <= 0) {
+        double peak = sh->opts.peak_gflops;
+        if (peak <= 0 && (st = env_peak_get(&sh->bopts, &peak, NULL, diag)) != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "cannot settle the peak (pass rlt_env_opts.peak_gflops to skip measuring it)");
+            return st;
+        }
+        sh->peak_gflops = peak;
+    }
+    env_state s;
+    state_init(&s, nest);
+    if ((st = evaluate(sh, &s, diag)) != RLT_STATUS_OK) return st;
+    env_action_mask(&s, s.mask);
+    env->state = s;
+    env->is_reset = true;
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag)
+{
+    rlt_nest nest;
+    rlt_nest_init(&nest, env->shared->op);
+    return reset_to(env, &nest, diag);
+}
+
+rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag)
+{
+    rlt_sched *s = NULL;
+    rlt_nest nest;
+    rlt_status st = rlt_sched_parse(schedule ? schedule : "", "schedule", &s, diag);
+    if (st == RLT_STATUS_OK) st = rlt_sched_apply(s, env->shared->op, &nest, diag);
+    if (st == RLT_STATUS_OK) st = env_nest_check_expressible(&nest, diag);
+    rlt_sched_destroy(s);
+    if (st != RLT_STATUS_OK) return st;
+    return reset_to(env, &nest, diag);
+}
+
+rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag)
+{
+    env_shared *sh = env->shared;
+    const env_state *cur = &env->state;
+    if (out_reward) *out_reward = 0;
+    if (out_done) *out_done = cur->is_done;
+    if (!env->is_reset) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "call rlt_env_reset before stepping");
+    if (cur->is_done)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "the episode is over (stop, or max_steps reached): call rlt_env_reset to start another");
+    env_state next;
+    rlt_status st = env_action_apply(cur, action, &next, diag);
+    if (st != RLT_STATUS_OK) return st;
+    bool is_nest_changed =
+        action != RLT_ENV_ACTION_UP && action != RLT_ENV_ACTION_DOWN && action != RLT_ENV_ACTION_STOP;
+    if (is_nest_changed && (st = evaluate(sh, &next, diag)) != RLT_STATUS_OK) return st;
+    memmove(&next.history[1], &next.history[0], sizeof(int) * (RLT_ENV_HISTORY - 1));
+    next.history[0] = action;
+    next.n_steps++;
+    if (sh->opts.max_steps > 0 && next.n_steps >= sh->opts.max_steps) next.is_done = true;
+    env_action_mask(&next, next.mask);
+    if (out_reward) *out_reward = (next.gflops - cur->gflops) / peak_norm(sh);
+    if (out_done) *out_done = next.is_done;
+    env->state = next;
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag)
+{
+    if (!env->is_reset) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "call rlt_env_reset before observing");
+    if (n_floats < RLT_ENV_OBS_LEN)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the observation needs %d floats, got room for %zu",
+                        RLT_ENV_OBS_LEN, n_floats);
+    env_observe(&env->state, peak_norm(env->shared), out);
+    return RLT_STATUS_OK;
+}
+
+void rlt_env_action_mask(const rlt_env *env, bool mask[RLT_ENV_N_ACTIONS])
+{
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) mask[a] = env->is_reset && env->state.mask[a];
+}
+
+/* ---- accessors ---------------------------------------------------------- */
+
+bool rlt_env_is_done(const rlt_env *env) { return env->state.is_done; }
+
+double rlt_env_gflops(const rlt_env *env) { return env->is_reset ? env->state.gflops : 0.0; }
+
+rlt_status rlt_env_eval_status(const rlt_env *env, const char **out_message)
+{
+    if (out_message) *out_message = env->is_reset ? env->state.eval_message : "not evaluated: call rlt_env_reset";
+    return env->is_reset ? env->state.eval_status : RLT_STATUS_INVALID_ARGUMENT;
+}
+
+double rlt_env_peak_gflops(const rlt_env *env) { return env->shared->peak_gflops; }
+
+int rlt_env_cursor(const rlt_env *env) { return env->state.cursor; }
+
+int rlt_env_n_steps(const rlt_env *env) { return env->state.n_steps; }
+
+uint64_t rlt_env_state_hash(const rlt_env *env) { return env->state.hash; }
+
+const struct rlt_nest *rlt_env_nest(const rlt_env *env) { return &env->state.nest; }
+
+char *rlt_env_tree(const rlt_env *env)
+{
+    rlt_str s;
+    rlt_str_init(&s);
+    env_tree_print(&env->state.nest, env->state.cursor, &s);
+    return rlt_str_take(&s);
+}
+
+char *rlt_env_schedule(const rlt_env *env)
+{
+    rlt_sched *sched = NULL;
+    if (env_schedule_build(&env->state.nest, -1, &sched, NULL) != RLT_STATUS_OK) return NULL;
+    rlt_str s;
+    rlt_str_init(&s);
+    rlt_sched_print(sched, &s);
+    rlt_sched_destroy(sched);
+    return rlt_str_take(&s);
+}
+
+void rlt_env_stats_get(const rlt_env *env, rlt_env_stats *out) { *out = env->shared->stats; }

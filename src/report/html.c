@@ -1,0 +1,232 @@
+/*
+ * html.c - an experiment's report as one self-contained HTML page
+ * (rlt_report_html): what was run and where, per workload its table and
+ * its plot (inline SVG), every run, and the config as given. Styles are
+ * inline; nothing is fetched from anywhere (no scripts, fonts, style
+ * sheets or images), so the file can be mailed or archived on its own.
+ * Every piece of text from the config or the machine is escaped.
+ */
+#include "report/report.h"
+
+#include <string.h>
+
+static const char style[] =
+    "body{font-family:sans-serif;max-width:1060px;margin:1.5em auto;padding:0 1em;color:#222;line-height:1.4}\n"
+    "table{border-collapse:collapse;margin:.6em 0}\n"
+    "th,td{border:1px solid #ccc;padding:.2em .6em;text-align:right;vertical-align:top}\n"
+    "th{background:#f2f2f2}\n"
+    ".l{text-align:left}\n"
+    "pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:90%}\n"
+    ".note{color:#555}\n"
+    "figure{margin:1em 0}\n"
+    "figcaption{color:#555;font-size:90%}\n"
+    "code{background:#f2f2f2;padding:0 .2em}\n";
+
+static void esc(rlt_str *out, const char *text) { rlt_xml_escape(out, text ? text : ""); }
+
+static void cell(rlt_str *out, bool is_left, const char *text)
+{
+    rlt_str_append(out, is_left ? "<td class=\"l\">" : "<td>");
+    esc(out, text);
+    rlt_str_append(out, "</td>");
+}
+
+static void header(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *out)
+{
+    rlt_str_append(out, "<h1>Experiment ");
+    esc(out, c->name);
+    rlt_str_append(out, "</h1>\n");
+    if (c->description[0]) {
+        rlt_str_append(out, "<p>");
+        esc(out, c->description);
+        rlt_str_append(out, "</p>\n");
+    }
+    rlt_str_printf(out,
+                   "<p>%s: %d workload%s &#215; %d tuner%s &#215; %d seed%s, %d trials a run (batches of %d",
+                   c->is_replay ? "Replayed from datasets (nothing compiled or run)" : "Measured live",
+                   c->n_workloads, c->n_workloads == 1 ? "" : "s", c->n_tuners, c->n_tuners == 1 ? "" : "s",
+                   c->n_seeds, c->n_seeds == 1 ? "" : "s", c->n_trials, c->batch_size);
+    if (c->early_stopping > 0) rlt_str_printf(out, ", early stopping after %d without a better one", c->early_stopping);
+    rlt_str_printf(out, "). %d of %d runs done%s.</p>\n", r->n_runs, r->n_runs_planned,
+                   r->was_stopped ? ": <strong>interrupted</strong>, the figures below are of the runs that finished"
+                                  : "");
+
+    rlt_str_append(out, "<h2>Machine and target</h2>\n<table>\n");
+    rlt_str_append(out, "<tr><th class=\"l\">rltune ran on</th>");
+    rlt_str str;
+    rlt_str_init(&str);
+    rlt_str_printf(&str, "%s, %d cores, %d-float vectors%s", r->machine.cpu_model, r->machine.n_cores,
+                   r->machine.vector_floats, r->machine.has_fma ? ", FMA" : "");
+    cell(out, true, str.data);
+    rlt_str_append(out, "</tr>\n<tr><th class=\"l\">measurements</th>");
+    rlt_str_clear(&str);
+    if (c->is_replay)
+        rlt_str_append(&str, "answered by each workload's dataset, as measured on the machine of its target "
+                             "(below)");
+    else
+        rlt_str_printf(&str, "built, run and timed here; records in %s (a configuration measured before is read "
+                             "back, not measured again)",
+                       c->db);
+    cell(out, true, str.data);
+    rlt_str_append(out, "</tr>\n");
+    for (int w = 0; w < c->n_workloads; w++) {
+        rlt_str_append(out, "<tr><th class=\"l\">target of ");
+        esc(out, c->workloads[w].spec);
+        rlt_str_append(out, "</th>");
+        cell(out, true, r->workloads[w].target);
+        rlt_str_append(out, "</tr>\n");
+    }
+    rlt_str_append(out, "</table>\n");
+    if (str.has_failed) out->has_failed = true;
+    rlt_str_free(&str);
+}
+
+static void reach_text(const rlt_exp_stats *s, int f, rlt_str *out)
+{
+    if (s->n_runs == 0)
+        rlt_str_append(out, "-");
+    else if (s->is_reached[f])
+        rlt_str_printf(out, "%g (%d/%d)", s->reach_median[f], s->n_reached[f], s->n_runs);
+    else
+        rlt_str_printf(out, "not reached (%d/%d)", s->n_reached[f], s->n_runs);
+}
+
+static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rlt_str *out)
+{
+    const rlt_exp_workload_result *k = &r->workloads[w];
+    rlt_str_append(out, "<h3>");
+    esc(out, c->workloads[w].spec);
+    rlt_str_append(out, "</h3>\n<p>");
+    if (k->best_known_gflops > 0) {
+        rlt_str_printf(out, "Best known: <strong>%.2f GFLOP/s</strong>, ", k->best_known_gflops);
+        esc(out, k->best_known_source);
+        rlt_str_append(out, ".");
+    } else {
+        rlt_str_append(out, "Best known: none (nothing measured OK), so no level can be reached.");
+    }
+    if (c->is_replay) {
+        rlt_str_append(out, " Dataset: <code>");
+        esc(out, c->workloads[w].dataset);
+        rlt_str_printf(out, "</code> (%s, %d configurations).", k->dataset.is_complete ? "complete" : "sampled",
+                       k->dataset.n_configs);
+    }
+    rlt_str_append(out, "</p>\n<table>\n<tr><th class=\"l\">tuner</th><th>runs</th><th>best GFLOP/s: median "
+                        "(min&#8211;max)</th><th>to 90%</th><th>to 95%</th><th>to 99%</th>");
+    rlt_str_printf(out, "<th>%s</th><th>failed</th>%s</tr>\n",
+                   c->is_replay ? "tuner ms (median)" : "wall s (median)</th><th>tuner s (median)",
+                   c->is_replay ? "<th>absent</th>" : "");
+    rlt_str text;
+    rlt_str_init(&text);
+    for (int t = 0; t < c->n_tuners; t++) {
+        const rlt_exp_stats *s = &r->stats[w * c->n_tuners + t];
+        rlt_str_append(out, "<tr>");
+        cell(out, true, c->tuners[t].label);
+        rlt_str_printf(out, "<td>%d</td>", s->n_runs);
+        rlt_str_clear(&text);
+        if (s->n_runs > 0)
+            rlt_str_printf(&text, "%.2f (%.2f-%.2f)", s->best_median, s->best_min, s->best_max);
+        else
+            rlt_str_append(&text, "-");
+        cell(out, false, text.data);
+        for (int f = 0; f < RLT_EXP_N_REACH; f++) {
+            rlt_str_clear(&text);
+            reach_text(s, f, &text);
+            cell(out, false, text.data);
+        }
+        if (s->n_runs > 0 && c->is_replay)
+            rlt_str_printf(out, "<td>%.3g</td>", s->tuner_median_s * 1e3);
+        else if (s->n_runs > 0)
+            rlt_str_printf(out, "<td>%.3g</td><td>%.3g</td>", s->wall_median_s, s->tuner_median_s);
+        else
+            rlt_str_append(out, c->is_replay ? "<td>-</td>" : "<td>-</td><td>-</td>");
+        rlt_str_printf(out, "<td>%d</td>", s->n_failed);
+        if (c->is_replay) rlt_str_printf(out, "<td>%d</td>", s->n_absent);
+        rlt_str_append(out, "</tr>\n");
+    }
+    if (text.has_failed) out->has_failed = true;
+    rlt_str_free(&text);
+    rlt_str_append(out, "</table>\n");
+    rlt_exp_plot plot;
+    if (rlt_exp_plot_make(c, r, w, &plot, NULL) != RLT_STATUS_OK) {
+        out->has_failed = true;
+        return;
+    }
+    char stem[128];
+    rlt_exp_plot_stem(c, w, stem, sizeof stem);
+    rlt_str_append(out, "<figure>\n");
+    rlt_svg_plot(&plot.plot, false, out);
+    rlt_str_append(out, "<figcaption>Best GFLOP/s found after each measurement: per tuner the mean over its seeds "
+                        "(line) and the range from the worst to the best seed (band, min to max); a run that ended "
+                        "early holds its last best. The dashed line is the best known. Also in <code>");
+    esc(out, stem);
+    rlt_str_append(out, ".svg</code>.</figcaption>\n</figure>\n");
+    rlt_exp_plot_free(&plot);
+}
+
+static void runs(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *out)
+{
+    rlt_str_append(out, "<h2>Runs</h2>\n<p>In the order they ran (workloads, then seeds, then tuners). Every curve "
+                        "is in <code>results.json</code>.</p>\n<table>\n<tr><th class=\"l\">workload</th>"
+                        "<th class=\"l\">tuner</th><th>seed</th><th>trials</th><th>best GFLOP/s</th><th>to 90%</th>"
+                        "<th>to 95%</th><th>to 99%</th>");
+    rlt_str_append(out, c->is_replay ? "<th>tuner ms</th><th>failed</th>"
+                                     : "<th>wall s</th><th>tuner s</th><th>failed</th>");
+    rlt_str_append(out, c->is_replay ? "<th>absent</th>" : "<th>measured</th>");
+    rlt_str_append(out, "<th class=\"l\">ended</th></tr>\n");
+    for (int i = 0; i < r->n_runs; i++) {
+        const rlt_exp_run *run = &r->runs[i];
+        const rlt_tune_result *t = &run->tune;
+        double known = r->workloads[run->workload].best_known_gflops;
+        rlt_str_printf(out, "<tr><td class=\"l\">w%d</td>", run->workload + 1);
+        cell(out, true, c->tuners[run->tuner].label);
+        rlt_str_printf(out, "<td>%llu</td><td>%d</td><td>%.2f</td>", (unsigned long long)run->seed, t->n_trials,
+                       t->best_gflops);
+        for (int f = 0; f < RLT_EXP_N_REACH; f++) {
+            int at = rlt_exp_reach(t->curve, t->n_trials, known, rlt_exp_reach_fractions[f]);
+            if (at > 0)
+                rlt_str_printf(out, "<td>%d</td>", at);
+            else
+                rlt_str_append(out, "<td>not reached</td>");
+        }
+        if (c->is_replay)
+            rlt_str_printf(out, "<td>%.3g</td>", t->tuner_s * 1e3);
+        else
+            rlt_str_printf(out, "<td>%.3g</td><td>%.3g</td>", t->wall_s, t->tuner_s);
+        rlt_str_printf(out, "<td>%d</td><td>%d</td><td class=\"l\">%s</td></tr>\n", t->n_failed,
+                       c->is_replay ? t->n_absent : t->n_measured,
+                       t->was_stopped_early ? "early stopping" : t->was_exhausted ? "space exhausted" : "trials done");
+    }
+    rlt_str_append(out, "</table>\n");
+}
+
+void rlt_report_html(const rlt_exp_config *c, const rlt_exp_result *r, const char *png_note, rlt_str *out)
+{
+    rlt_str_append(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rltune "
+                        "experiment ");
+    esc(out, c->name);
+    rlt_str_printf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", style);
+    header(c, r, out);
+    rlt_str_append(out, "<h2>Results</h2>\n<p class=\"note\">To N%: measurements until the best found first reached "
+                        "N% of the best known, the median over the seeds, with a seed that never reached it counted "
+                        "as never (so the median is <em>not reached</em> when fewer than half the seeds reached it, "
+                        "or a middle one of an even count did not), then (seeds that reached it / seeds).");
+    rlt_str_append(out, c->is_replay ? " Tuner ms: the time spent in the tuner (proposing and learning), in "
+                                       "milliseconds; nothing is measured in a replay."
+                                     : " Wall s: the run's wall time, building and measuring included; tuner s: the "
+                                       "part of it spent in the tuner (proposing and learning).");
+    rlt_str_append(out, "</p>\n");
+    for (int w = 0; w < c->n_workloads; w++) workload(c, r, w, out);
+    if (png_note) {
+        rlt_str_append(out, "<p class=\"note\">");
+        esc(out, png_note);
+        rlt_str_append(out, "</p>\n");
+    }
+    runs(c, r, out);
+    rlt_str_append(out, "<h2>Config</h2>\n<p><code>");
+    esc(out, c->path);
+    rlt_str_append(out, "</code>, as given:</p>\n<pre>");
+    esc(out, c->text);
+    rlt_str_append(out, "</pre>\n<p class=\"note\">Written by rltune " RLTUNE_VERSION
+                        " (<code>rltune experiment</code>; formats in docs/experiment.md and docs/formats.md).</p>\n"
+                        "</body>\n</html>\n");
+}

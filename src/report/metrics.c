@@ -1,0 +1,89 @@
+/*
+ * metrics.c - what an experiment's report says of each (workload, tuner):
+ * the best GFLOP/s over its seeds (median, min, max), the measurements it
+ * took to reach 90, 95 and 99 % of the best known (rlt_exp_reach; median
+ * over the seeds, a seed that never got there counted as never), and its
+ * wall time.
+ *
+ * "Not reached" is never turned into a number: a run that did not reach a
+ * level sorts after every run that did, and when that places it in the
+ * median, the median is "not reached" too.
+ */
+#include "report/report.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+int rlt_exp_reach(const double *curve, int n, double best_known, double fraction)
+{
+    if (!(best_known > 0)) return 0;
+    double level = fraction * best_known;
+    for (int i = 0; i < n; i++)
+        if (curve[i] >= level) return i + 1;
+    return 0;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorted in place), infinities included: infinite
+ * when a middle value is. */
+static double median(double *v, int n)
+{
+    if (n == 0) return NAN;
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    if (n % 2) return v[n / 2];
+    return 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void rlt_exp_stats_compute(const rlt_exp_run *runs, int n, int workload, int tuner, double best_known,
+                           rlt_exp_stats *out)
+{
+    *out = (rlt_exp_stats){0};
+    /* small: one experiment has at most RLT_EXP_MAX_SEEDS runs of a pair */
+    double bests[RLT_EXP_MAX_SEEDS], reach[RLT_EXP_N_REACH][RLT_EXP_MAX_SEEDS], walls[RLT_EXP_MAX_SEEDS],
+        tuner_times[RLT_EXP_MAX_SEEDS];
+    int k = 0;
+    for (int i = 0; i < n && k < RLT_EXP_MAX_SEEDS; i++) {
+        const rlt_exp_run *r = &runs[i];
+        if (r->workload != workload || r->tuner != tuner) continue;
+        bests[k] = r->tune.best_gflops;
+        walls[k] = r->tune.wall_s;
+        tuner_times[k] = r->tune.tuner_s;
+        for (int f = 0; f < RLT_EXP_N_REACH; f++) {
+            int at = rlt_exp_reach(r->tune.curve, r->tune.n_trials, best_known, rlt_exp_reach_fractions[f]);
+            reach[f][k] = at > 0 ? (double)at : INFINITY;
+            if (at > 0) out->n_reached[f]++;
+        }
+        out->wall_total_s += r->tune.wall_s;
+        out->tuner_total_s += r->tune.tuner_s;
+        out->n_failed += r->tune.n_failed;
+        out->n_absent += r->tune.n_absent;
+        k++;
+    }
+    out->n_runs = k;
+    if (k == 0) return;
+    out->best_median = median(bests, k);
+    out->best_min = bests[0]; /* sorted by median() */
+    out->best_max = bests[k - 1];
+    out->wall_median_s = median(walls, k);
+    out->tuner_median_s = median(tuner_times, k);
+    for (int f = 0; f < RLT_EXP_N_REACH; f++) {
+        double m = median(reach[f], k);
+        out->is_reached[f] = isfinite(m);
+        out->reach_median[f] = isfinite(m) ? m : 0;
+    }
+}
+
+rlt_status rlt_exp_result_stats(const rlt_exp_config *c, rlt_exp_result *r, rlt_diag *diag)
+{
+    (void)diag;
+    for (int w = 0; w < c->n_workloads; w++)
+        for (int t = 0; t < c->n_tuners; t++)
+            rlt_exp_stats_compute(r->runs, r->n_runs, w, t, r->workloads[w].best_known_gflops,
+                                  &r->stats[w * c->n_tuners + t]);
+    return RLT_STATUS_OK;
+}

@@ -1,0 +1,395 @@
+/* End-to-end tests of `rltune experiment` (cmd_experiment.c, src/report/)
+ * with the real binary: a replayed comparison of three tuners (one of them
+ * ga-dqn with options and a label that needs escaping) over two seeds on a
+ * sampled dataset of matmul 4x4x4 made here with `rltune dataset`, whose
+ * every output is checked (the SVG well-formed, the HTML self-contained
+ * with well-formed inline plots, results.json complete, the best known the
+ * dataset's best, the PNG where gnuplot is installed); the same config
+ * again gives the same results.json apart from wall times, also without
+ * gnuplot (then said once on stderr); a small live experiment recording
+ * into a database; Ctrl-C, which lets the run in flight finish and still
+ * writes the report; and bad configs: exit 2, one error line naming the
+ * file and the key, and no output directory. The compile cache of the
+ * measuring runs is $RLTUNE_CACHE_DIR, set by CTest. */
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "cli_runner.h"
+#include "../common/procs.h"
+#include "../common/tmp.h"
+#include "../common/xml_check.h"
+
+#define OP "matmul:M=4,N=4,K=4"
+#define STEM "w1-matmul_M_4_N_4_K_4"
+#define CFLAGS "-O1 -march=native"
+#define SAMPLES "32"
+
+static char tmp_dir[] = "/tmp/rlt_cli_exp_XXXXXX";
+
+static void setup(void) { tmp_dir_make_in(tmp_dir); }
+
+static void teardown(void) { tmp_remove_tree(tmp_dir); }
+
+TestSuite(cli_experiment, .init = setup, .fini = teardown, .timeout = 120);
+
+static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int count_of_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static char *read_in(const char *dir, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert(exists(path), "%s was not written", path);
+    return tmp_file_read(path, NULL);
+}
+
+/* The sampled dataset of OP, in tmp_dir/ds.db. */
+static void make_dataset(void)
+{
+    cli_run r = CLI("dataset", "--op", OP, "--out", tmp_path("ds.db"), "--samples", SAMPLES, "--cflags", CFLAGS,
+                    "--repeat", "1", "--min-repeat-ms", "0.5", "--batch", "8", "--json");
+    assert_ok(&r);
+    cli_run_free(&r);
+}
+
+/* The dataset's best GFLOP/s, as `rltune best` reads it. */
+static double dataset_best(void)
+{
+    cli_run r = CLI("best", "--op", OP, "--db", tmp_path("ds.db"), "--cflags", CFLAGS, "--json");
+    assert_ok(&r);
+    cJSON *j = cJSON_Parse(r.out);
+    cr_assert_not_null(j);
+    double best = cJSON_GetObjectItem(j, "gflops")->valuedouble;
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    return best;
+}
+
+/* Paths in the config are relative to its directory: tmp_dir. */
+static const char replay_config[] =
+    "{\n"
+    "  \"name\": \"replay-test\",\n"
+    "  \"description\": \"three tuners, two seeds\",\n"
+    "  \"measure\": \"replay\",\n"
+    "  \"trials\": 12,\n"
+    "  \"seeds\": [1, 2],\n"
+    "  \"batch\": 4,\n"
+    "  \"workloads\": [{\"op\": \"" OP "\", \"dataset\": \"ds.db\"}],\n"
+    "  \"tuners\": [\"random\", \"ga\",\n"
+    "             {\"name\": \"ga-dqn\", \"label\": \"ga-dqn <small & \\\"fast\\\">\",\n"
+    "              \"options\": {\"population\": 8, \"ga_dqn_learn_start\": 8, \"ga_dqn_minibatch\": 8}}],\n"
+    "  \"out\": \"out\"\n"
+    "}\n";
+
+static void check_self_contained_html(const char *html)
+{
+    static const char *const forbidden[] = {"src=", "href=", "url(", "@import", "<script", "<link", "<iframe",
+                                            "<object", "<embed", "<img"};
+    for (size_t i = 0; i < sizeof forbidden / sizeof forbidden[0]; i++)
+        cr_assert_null(strcasestr(html, forbidden[i]), "report.html has '%s'", forbidden[i]);
+    const char *svg = strstr(html, "<svg");
+    cr_assert_not_null(svg, "report.html has no inline plot");
+    const char *end = strstr(svg, "</svg>");
+    cr_assert_not_null(end);
+    char *inline_svg = strndup(svg, (size_t)(end - svg) + 6);
+    char err[256];
+    cr_assert(xml_check(inline_svg, err, sizeof err), "the inline SVG: %s", err);
+    free(inline_svg);
+}
+
+/* results.json without its times (wall_s, tuner_s), printed: what two
+ * runs of one replayed config must agree on. */
+static char *without_wall_times(const char *json)
+{
+    cJSON *j = cJSON_Parse(json);
+    cr_assert_not_null(j, "not JSON:\n%.300s", json);
+    cJSON_DeleteItemFromObject(j, "out");
+    cJSON *w, *m, *run;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItem(j, "workloads"))
+    {
+        cJSON_ArrayForEach(m, cJSON_GetObjectItem(w, "metrics"))
+        {
+            cJSON_DeleteItemFromObject(m, "wall_s");
+            cJSON_DeleteItemFromObject(m, "tuner_s");
+        }
+    }
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(j, "runs"))
+    {
+        cJSON_DeleteItemFromObject(run, "wall_s");
+        cJSON_DeleteItemFromObject(run, "tuner_s");
+    }
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    cr_assert(strstr(text, "wall_s") == NULL && strstr(text, "tuner_s") == NULL, "a time left: %s", text);
+    return text;
+}
+
+Test(cli_experiment, a_replayed_comparison_writes_every_output)
+{
+    make_dataset();
+    const char *config = tmp_path("exp.json");
+    tmp_file_write_text(config, replay_config);
+    cli_run r = CLI("experiment", "--config", config);
+    assert_ok(&r);
+    const char *out = tmp_path("out");
+    assert_has(r.out, "# Experiment replay-test", "stdout");
+    assert_has(r.out, "| tuner | runs | best GFLOP/s: median (min-max) | to 90% | to 95% | to 99% |", "stdout");
+    assert_has(r.out, "| ga-dqn <small & \"fast\"> | 2 |", "stdout");
+    assert_has(r.out, "6 of 6 runs done", "stdout");
+    assert_has(r.out, "/report.html", "stdout");
+
+    /* results.json: every run, its curve, the metrics */
+    char *json = read_in(out, "results.json");
+    cJSON *j = cJSON_Parse(json);
+    cr_assert_not_null(j, "results.json does not parse");
+    cr_assert_eq(cJSON_GetObjectItem(j, "v")->valueint, 1);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "measure")->valuestring, "replay");
+    cr_assert_eq(cJSON_GetObjectItem(j, "runs_done")->valueint, 6);
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "interrupted")));
+    cJSON *runs = cJSON_GetObjectItem(j, "runs");
+    cr_assert_eq(cJSON_GetArraySize(runs), 6);
+    double best = dataset_best();
+    cJSON *run;
+    double best_of_runs = 0;
+    cJSON_ArrayForEach(run, runs)
+    {
+        cJSON *curve = cJSON_GetObjectItem(run, "curve");
+        cr_assert_eq(cJSON_GetArraySize(curve), 12);
+        cr_assert_eq(cJSON_GetObjectItem(run, "n_absent")->valueint, 0, "replays stay inside the dataset");
+        cr_assert_eq(cJSON_GetObjectItem(run, "measured")->valueint, 0, "a replay measures nothing");
+        double b = cJSON_GetObjectItem(run, "best_gflops")->valuedouble;
+        cr_assert_leq(b, best);
+        cr_assert_eq(cJSON_GetArrayItem(curve, 11)->valuedouble, b);
+        best_of_runs = b > best_of_runs ? b : best_of_runs;
+    }
+    cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "workloads"), 0);
+    cJSON *known = cJSON_GetObjectItem(w0, "best_known");
+    cr_assert_eq(cJSON_GetObjectItem(known, "gflops")->valuedouble, best, "the best known is the dataset's best");
+    assert_has(cJSON_GetObjectItem(known, "source")->valuestring, "the best in the dataset", "best_known.source");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(w0, "metrics")), 3);
+    cr_assert_str_eq(cJSON_GetObjectItem(w0, "plot")->valuestring, STEM ".svg");
+    cJSON_Delete(j);
+    free(json);
+
+    /* the plot, the table, the report */
+    char *svg = read_in(out, STEM ".svg");
+    char err[256];
+    cr_assert(xml_check(svg, err, sizeof err), "the SVG is not well-formed: %s", err);
+    assert_has(svg, "ga-dqn &lt;small &amp; &quot;fast&quot;&gt;", "the SVG");
+    free(svg);
+    char *md = read_in(out, "table.md");
+    cr_assert_not_null(strstr(r.out, md), "stdout holds table.md");
+    free(md);
+    char *html = read_in(out, "report.html");
+    check_self_contained_html(html);
+    assert_has(html, "ga-dqn &lt;small &amp; &quot;fast&quot;&gt;", "report.html");
+    assert_has(html, "three tuners, two seeds", "report.html");
+    free(html);
+
+    /* the PNG where gnuplot is installed, else a note on stderr */
+    char png_path[600];
+    snprintf(png_path, sizeof png_path, "%s/%s.png", out, STEM);
+    if (strstr(r.err, "gnuplot not found")) {
+        cr_log_warn("gnuplot is not installed: no PNG checked");
+        cr_assert_not(exists(png_path));
+    } else {
+        cr_assert_str_empty(r.err, "stderr: %s", r.err);
+        size_t len = 0;
+        char *png = tmp_file_read(png_path, &len);
+        cr_assert(len > 8 && memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0, "not a PNG");
+        free(png);
+    }
+    cli_run_free(&r);
+}
+
+Test(cli_experiment, the_same_config_gives_the_same_results_also_without_gnuplot)
+{
+    make_dataset();
+    const char *config = tmp_path("exp.json");
+    tmp_file_write_text(config, replay_config);
+    cli_run a = CLI("experiment", "--config", config, "--out", tmp_path("a"));
+    assert_ok(&a);
+    cli_run_free(&a);
+    cr_assert_eq(setenv("RLTUNE_GNUPLOT", tmp_path("no-gnuplot-here"), 1), 0);
+    cli_run b = CLI("experiment", "--config", config, "--out", tmp_path("b"), "--json");
+    unsetenv("RLTUNE_GNUPLOT");
+    assert_ok(&b);
+    /* gnuplot's absence is said once, and nothing else is */
+    const char *note = "rltune: note: gnuplot not found: PNG plots skipped";
+    cr_assert_eq(strncmp(b.err, note, strlen(note)), 0, "stderr: %s", b.err);
+    cr_assert_eq(count_of_lines(b.err), 1, "stderr: %s", b.err);
+    cr_assert_not(exists(tmp_path("b/" STEM ".png")));
+    cr_assert(exists(tmp_path("b/" STEM ".svg")));
+    cr_assert(exists(tmp_path("b/" STEM ".gp")), "the script is written all the same");
+
+    /* --json: one object, results.json's plus "out" */
+    cJSON *j = cJSON_Parse(b.out);
+    cr_assert(cJSON_IsObject(j), "stdout is not one JSON object:\n%s", b.out);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "out")->valuestring, tmp_path("b"));
+    cJSON_Delete(j);
+
+    char *ja = read_in(tmp_path("a"), "results.json");
+    char *jb = read_in(tmp_path("b"), "results.json");
+    char *sa = without_wall_times(ja), *sb = without_wall_times(jb), *sout = without_wall_times(b.out);
+    cr_assert_str_eq(sa, sb, "two runs of one config differ");
+    cr_assert_str_eq(sb, sout, "stdout's JSON is not results.json's");
+    free(sa);
+    free(sb);
+    free(sout);
+    free(ja);
+    free(jb);
+    char *html = read_in(tmp_path("b"), "report.html");
+    assert_has(html, "gnuplot was not found", "report.html");
+    free(html);
+    cli_run_free(&b);
+}
+
+#define LIVE_CONFIG(extra)                                                                                    \
+    "{\"name\": \"live-test\", \"measure\": \"live\", \"trials\": " extra ", \"batch\": 3,"                   \
+    " \"db\": \"records.db\", \"out\": \"live\", \"cflags\": \"" CFLAGS "\", \"repeat\": 1,"                  \
+    " \"min_repeat_ms\": 0.5, \"workloads\": [{\"op\": \"" OP "\"}],"
+
+Test(cli_experiment, a_live_experiment_measures_into_its_database)
+{
+    const char *config = tmp_path("live.json");
+    tmp_file_write_text(config, LIVE_CONFIG("4") " \"seeds\": 2, \"tuners\": [\"random\", \"ga\"]}");
+    cli_run r = CLI("experiment", "--config", config, "--json");
+    assert_ok(&r);
+    cJSON *j = cJSON_Parse(r.out);
+    cr_assert(cJSON_IsObject(j), "stdout:\n%s", r.out);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "measure")->valuestring, "live");
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "db")->valuestring, tmp_path("records.db"));
+    cr_assert_eq(cJSON_GetObjectItem(j, "runs_done")->valueint, 4);
+    cJSON *run;
+    double best = 0;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(j, "runs"))
+    {
+        cr_assert_eq(cJSON_GetObjectItem(run, "trials")->valueint, 4);
+        int measured = cJSON_GetObjectItem(run, "measured")->valueint;
+        cr_assert_eq(measured + cJSON_GetObjectItem(run, "from_records")->valueint, 4);
+        double b = cJSON_GetObjectItem(run, "best_gflops")->valuedouble;
+        best = b > best ? b : best;
+    }
+    cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "workloads"), 0);
+    cJSON *known = cJSON_GetObjectItem(w0, "best_known");
+    cr_assert_geq(cJSON_GetObjectItem(known, "gflops")->valuedouble, best);
+    assert_has(cJSON_GetObjectItem(known, "source")->valuestring, "records in", "best_known.source");
+    assert_has(cJSON_GetObjectItem(w0, "target")->valuestring, "cc=gcc -O1 -march=native", "target");
+    cJSON_Delete(j);
+    cr_assert(exists(tmp_path("live/report.html")));
+
+    /* the records are there for `best` */
+    cli_run b = CLI("best", "--op", OP, "--db", tmp_path("records.db"), "--cflags", CFLAGS, "--json");
+    assert_ok(&b);
+    cli_run_free(&b);
+    cli_run_free(&r);
+}
+
+Test(cli_experiment, ctrl_c_finishes_the_run_in_flight_and_writes_the_report)
+{
+    const char *config = tmp_path("live.json");
+    tmp_file_write_text(config, LIVE_CONFIG("6") " \"seeds\": 30, \"tuners\": [\"random\", \"ga\"]}");
+    const char *args[] = {"experiment", "--config", config, "--json", NULL};
+    pid_t pid = cli_spawn(args, tmp_path("stdout"), tmp_path("stderr"));
+    /* the output directory is made just before the runs start */
+    double t0 = now_s();
+    while (!exists(tmp_path("live")) && now_s() - t0 < 60)
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    cr_assert(exists(tmp_path("live")), "the experiment never started");
+    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    int status = cli_wait(pid, 90);
+    char *err = tmp_file_read(tmp_path("stderr"), NULL);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d, stderr:\n%s", status, err);
+    free(err);
+    char *out = tmp_file_read(tmp_path("stdout"), NULL);
+    cJSON *j = cJSON_Parse(out);
+    cr_assert(cJSON_IsObject(j), "stdout:\n%s", out);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "interrupted")));
+    int done = cJSON_GetObjectItem(j, "runs_done")->valueint;
+    cr_assert(done >= 1 && done < 60, "%d runs done", done);
+    cJSON *run;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(j, "runs"))
+        cr_assert_eq(cJSON_GetObjectItem(run, "trials")->valueint, 6, "a run was cut short");
+    cJSON_Delete(j);
+    free(out);
+    char *json = read_in(tmp_path("live"), "results.json");
+    assert_has(json, "\"interrupted\":true", "results.json");
+    free(json);
+    cr_assert(exists(tmp_path("live/report.html")));
+}
+
+/* ---- bad configs -------------------------------------------------------------------- */
+
+/* The config `text` is refused: exit 2, one error line naming the config
+ * file and `needle`, and no output directory. */
+static void expect_refused(const char *text, const char *needle)
+{
+    const char *config = tmp_path("bad.json");
+    tmp_file_write_text(config, text);
+    cli_run r = CLI("experiment", "--config", config);
+    assert_usage_error(&r, needle);
+    assert_has(r.err, "bad.json", "stderr");
+    cli_run_free(&r);
+    cr_assert_not(exists(tmp_path("out")), "a refused config made its output directory");
+    cr_assert_not(exists(tmp_path("records.db")), "a refused config made its database");
+}
+
+Test(cli_experiment, bad_configs_are_refused_before_anything_runs)
+{
+    make_dataset();
+    expect_refused("{\"name\": \"x\",", "malformed JSON");
+    expect_refused("{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"workloads\": [{\"op\": \"" OP "\", \"dataset\": \"ds.db\"}], \"tuners\": [\"ga\"],"
+                   " \"sedes\": 3}",
+                   "sedes: unknown key");
+    expect_refused("{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"workloads\": [{\"op\": \"" OP "\", \"dataset\": \"ds.db\"}],"
+                   " \"tuners\": [\"ga\", {\"name\": \"dqn\", \"options\": {\"dqn_horizon\": -3}}]}",
+                   "tuners[1].options.dqn_horizon: ");
+    /* what only opening finds: a missing dataset, one of another op, a value the tuner refuses */
+    expect_refused("{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"workloads\": [{\"op\": \"" OP "\", \"dataset\": \"ds.db\"},"
+                   " {\"op\": \"matmul:M=8,N=4,K=4\", \"dataset\": \"nothing.db\"}], \"tuners\": [\"ga\"]}",
+                   "workloads[1].dataset: ");
+    expect_refused("{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"workloads\": [{\"op\": \"matmul:M=8,N=4,K=4\", \"dataset\": \"ds.db\"}], \"tuners\": [\"ga\"]}",
+                   "workloads[0].dataset: ");
+    expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"db\": \"records.db\", \"workloads\": [{\"op\": \"" OP "\"}],"
+                   " \"tuners\": [{\"name\": \"ga-dqn\", \"options\": {\"ga_dqn_eps_min\": 2}}]}",
+                   "tuners[0].options.ga_dqn_eps_min: ");
+    /* a dataset is not a records database to measure into */
+    expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"db\": \"ds.db\", \"workloads\": [{\"op\": \"" OP "\"}], \"tuners\": [\"ga\"]}",
+                   "db: ");
+
+    /* an output directory that cannot be one is found before the runs */
+    const char *good = tmp_path("good.json");
+    tmp_file_write_text(good, replay_config);
+    tmp_file_write_text(tmp_path("afile"), "x");
+    EXPECT_USAGE_ERROR("is not a directory", "experiment", "--config", good, "--out", tmp_path("afile"));
+
+    EXPECT_USAGE_ERROR("no --config given", "experiment");
+    EXPECT_USAGE_ERROR("nothing.json", "experiment", "--config", tmp_path("nothing.json"));
+    EXPECT_USAGE_ERROR("unknown option '--trials'", "experiment", "--config", tmp_path("bad.json"), "--trials", "3");
+    cli_run h = CLI("help", "experiment");
+    assert_ok(&h);
+    assert_has(h.out, "--config FILE", "help experiment");
+    assert_has(h.out, "--out DIR", "help experiment");
+    assert_has(h.out, "--json", "help experiment");
+    cli_run_free(&h);
+}
