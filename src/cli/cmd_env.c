@@ -158,8 +158,7 @@ static int run_env(const rlt_cli_args *args)
     rlt_status st = read_opts(args, &opts, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_op_load(args, &op, &d);
     if (st == RLT_STATUS_OK && sched_path) {
-        size_t len = 0;
-        st = rlt_file_read(sched_path, &sched_text, &len, &d);
+        st = rlt_text_file_read(sched_path, &sched_text, &d);
         if (st != RLT_STATUS_OK) {
             rlt_diag_prefix(&d, "--schedule");
             st = RLT_STATUS_INVALID_ARGUMENT; /* a missing file is bad input */

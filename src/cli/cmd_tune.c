@@ -110,12 +110,11 @@ static int tuner_opts_get(const rlt_cli_args *args, const char *tuner, rlt_tuner
     cJSON *json = NULL;
     const char *path = rlt_cli_args_get(args, "tuner-config");
     if (path) {
-        size_t len;
-        if (rlt_file_read(path, &text, &len, &d) != RLT_STATUS_OK) {
+        if (rlt_text_file_read(path, &text, &d) != RLT_STATUS_OK) {
             rlt_cli_error("--tuner-config: %s", d.message);
             goto done;
         }
-        json = cJSON_ParseWithLength(text, len);
+        json = cJSON_Parse(text);
         if (!json || !cJSON_IsObject(json)) {
             rlt_cli_error("--tuner-config: %s: not a JSON object of tuner options (NAME: value)", path);
             goto done;

@@ -397,6 +397,20 @@ rlt_status rlt_file_read(const char *path, char **out_text, size_t *out_len, rlt
     return RLT_STATUS_OK;
 }
 
+rlt_status rlt_text_file_read(const char *path, char **out_text, rlt_diag *diag)
+{
+    size_t len = 0;
+    *out_text = NULL;
+    rlt_status st = rlt_file_read(path, out_text, &len, diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (strlen(*out_text) != len) {
+        rlt_free(*out_text);
+        *out_text = NULL;
+        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s: holds a NUL byte: not a text file", path);
+    }
+    return RLT_STATUS_OK;
+}
+
 rlt_status rlt_file_write(const char *path, const char *data, size_t len, rlt_diag *diag)
 {
     char tmp[PATH_MAX];

@@ -134,6 +134,10 @@ bool rlt_parse_u64(const char *s, uint64_t *out);
  * Files (or devices) larger than RLT_FILE_READ_MAX_BYTES are refused. */
 #define RLT_FILE_READ_MAX_BYTES (64 << 20)
 rlt_status rlt_file_read(const char *path, char **out_text, size_t *out_len, rlt_diag *diag);
+/* rlt_file_read for text: a file holding a NUL byte is PARSE_ERROR
+ * ("PATH: holds a NUL byte: not a text file"), so that string parsers see
+ * all of it. */
+rlt_status rlt_text_file_read(const char *path, char **out_text, rlt_diag *diag);
 /* Writes atomically: to "<path>.tmp.<pid>" then rename. */
 rlt_status rlt_file_write(const char *path, const char *data, size_t len, rlt_diag *diag);
 /* Creates a directory and its parents (mkdir -p). */

@@ -580,14 +580,9 @@ rlt_status rlt_exp_config_parse(const char *path, const char *text, rlt_exp_conf
 rlt_status rlt_exp_config_load(const char *path, rlt_exp_config **out, rlt_diag *diag)
 {
     char *text = NULL;
-    size_t len = 0;
     *out = NULL;
-    rlt_status st = rlt_file_read(path, &text, &len, diag);
+    rlt_status st = rlt_text_file_read(path, &text, diag);
     if (st != RLT_STATUS_OK) return st;
-    if (strlen(text) != len) {
-        rlt_free(text);
-        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s: holds a NUL byte: not a JSON text", path);
-    }
     st = rlt_exp_config_parse(path, text, out, diag);
     rlt_free(text);
     return st;

@@ -81,16 +81,6 @@ static void header(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *ou
     rlt_str_free(&str);
 }
 
-static void reach_text(const rlt_exp_stats *s, int f, rlt_str *out)
-{
-    if (s->n_runs == 0)
-        rlt_str_append(out, "-");
-    else if (s->is_reached[f])
-        rlt_str_printf(out, "%g (%d/%d)", s->reach_median[f], s->n_reached[f], s->n_runs);
-    else
-        rlt_str_printf(out, "not reached (%d/%d)", s->n_reached[f], s->n_runs);
-}
-
 static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rlt_str *out)
 {
     const rlt_exp_workload_result *k = &r->workloads[w];
@@ -130,7 +120,7 @@ static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rl
         cell(out, false, text.data);
         for (int f = 0; f < RLT_EXP_N_REACH; f++) {
             rlt_str_clear(&text);
-            reach_text(s, f, &text);
+            rlt_exp_reach_text(s, f, &text);
             cell(out, false, text.data);
         }
         if (s->n_runs > 0 && c->is_replay)

@@ -87,3 +87,13 @@ rlt_status rlt_exp_result_stats(const rlt_exp_config *c, rlt_exp_result *r, rlt_
                                   &r->stats[w * c->n_tuners + t]);
     return RLT_STATUS_OK;
 }
+
+void rlt_exp_reach_text(const rlt_exp_stats *s, int f, rlt_str *out)
+{
+    if (s->n_runs == 0)
+        rlt_str_append(out, "-");
+    else if (s->is_reached[f])
+        rlt_str_printf(out, "%g (%d/%d)", s->reach_median[f], s->n_reached[f], s->n_runs);
+    else
+        rlt_str_printf(out, "not reached (%d/%d)", s->n_reached[f], s->n_runs);
+}

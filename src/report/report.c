@@ -310,16 +310,6 @@ char *rlt_report_json(const rlt_exp_config *c, const rlt_exp_result *r)
 
 /* ---- table.md ---------------------------------------------------------------------- */
 
-static void reach_cell(const rlt_exp_stats *s, int f, rlt_str *out)
-{
-    if (s->n_runs == 0)
-        rlt_str_append(out, "-");
-    else if (s->is_reached[f])
-        rlt_str_printf(out, "%g (%d/%d)", s->reach_median[f], s->n_reached[f], s->n_runs);
-    else
-        rlt_str_printf(out, "not reached (%d/%d)", s->n_reached[f], s->n_runs);
-}
-
 void rlt_report_table_md(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *out)
 {
     rlt_str_printf(out, "# Experiment %s\n\n", c->name);
@@ -354,7 +344,7 @@ void rlt_report_table_md(const rlt_exp_config *c, const rlt_exp_result *r, rlt_s
                 rlt_str_append(out, "-");
             for (int f = 0; f < RLT_EXP_N_REACH; f++) {
                 rlt_str_append(out, " | ");
-                reach_cell(s, f, out);
+                rlt_exp_reach_text(s, f, out);
             }
             if (s->n_runs > 0 && c->is_replay)
                 rlt_str_printf(out, " | %.3g |", s->tuner_median_s * 1e3);

@@ -159,6 +159,11 @@ int rlt_exp_reach(const double *curve, int n, double best_known, double fraction
 void rlt_exp_stats_compute(const rlt_exp_run *runs, int n, int workload, int tuner, double best_known,
                            rlt_exp_stats *out);
 
+/* A table cell for level f of s: "N (reached/runs)", "not reached
+ * (reached/runs)", or "-" without runs; appended to out. The HTML and
+ * markdown tables both use it (the HTML one escapes it). */
+void rlt_exp_reach_text(const rlt_exp_stats *s, int f, rlt_str *out);
+
 /* Fills r->stats for every (workload, tuner) from r->runs and the
  * workloads' best known. OUT_OF_MEMORY only. */
 rlt_status rlt_exp_result_stats(const rlt_exp_config *c, rlt_exp_result *r, rlt_diag *diag);

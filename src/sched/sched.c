@@ -620,14 +620,9 @@ done:
 rlt_status rlt_sched_load(const char *path, rlt_sched **out, rlt_diag *diag)
 {
     char *text = NULL;
-    size_t len = 0;
     *out = NULL;
-    rlt_status st = rlt_file_read(path, &text, &len, diag);
+    rlt_status st = rlt_text_file_read(path, &text, diag);
     if (st != RLT_STATUS_OK) return st;
-    if (memchr(text, '\0', len) != NULL) {
-        rlt_free(text);
-        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s: not a text file", path);
-    }
     st = rlt_sched_parse(text, path, out, diag);
     rlt_free(text);
     return st;

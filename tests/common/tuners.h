@@ -45,7 +45,8 @@ static inline int tuner_knob_named(const rlt_space *s, const char *name)
 typedef double (*tuner_score_fn)(const rlt_space *s, const rlt_config *c, const rlt_config *best);
 
 /* Runs t for up to `trials` proposals in batches of 16, each scored by
- * f(s, c, best) and reported back; every proposal must be valid. Keeps the
+ * f(s, c, best) and reported back; every proposal must be valid and new
+ * (not proposed before in this drive). Keeps the
  * proposals and their scores, in order, where the outputs are not NULL
  * (room for `trials`). Returns how many proposals there were (fewer when
  * the tuner ran dry); *out_best (may be NULL) gets the best score. */
@@ -54,6 +55,7 @@ static inline int tuner_drive(rlt_tuner *t, const rlt_space *s, tuner_score_fn f
 {
     double top = 0;
     int done = 0;
+    rlt_visited seen = {0};
     while (done < trials) {
         rlt_config batch[16];
         double scores[16];
@@ -61,6 +63,8 @@ static inline int tuner_drive(rlt_tuner *t, const rlt_space *s, tuner_score_fn f
         if (n == 0) break;
         for (int i = 0; i < n; i++) {
             cr_assert(rlt_space_is_valid(s, &batch[i]), "%s proposed an invalid config", rlt_tuner_name(t));
+            cr_assert(rlt_visited_add(&seen, rlt_space_index_of(s, &batch[i])), "%s proposed a config twice",
+                      rlt_tuner_name(t));
             scores[i] = f(s, &batch[i], best);
             top = fmax(top, scores[i]);
             if (out_configs) out_configs[done + i] = batch[i];
@@ -70,8 +74,57 @@ static inline int tuner_drive(rlt_tuner *t, const rlt_space *s, tuner_score_fn f
         cr_assert_eq(rlt_tuner_update(t, n, batch, scores, &d), RLT_STATUS_OK, "%s", d.message);
         done += n;
     }
+    rlt_visited_free(&seen);
     if (out_best) *out_best = top;
     return done;
+}
+
+/* The synthetic problem's space (matmul 512^3, fixtures.h) and its
+ * optimum. Free *op with rlt_op_destroy. */
+static inline void tuner_synthetic_space(rlt_op **op, rlt_space *s, rlt_config *best)
+{
+    *op = fixture_op("matmul:M=512,N=512,K=512");
+    tuner_space(*op, s);
+    fixture_config(s, FIXTURE_SYNTHETIC_BEST, best);
+}
+
+typedef double (*tuner_index_score_fn)(uint64_t index);
+
+/* Every valid configuration of s exactly once, then nothing: drives t in
+ * batches of `batch` (at most 16), scoring each proposal score(index),
+ * until it proposes nothing; each proposal must be valid and new, and all
+ * valid configurations must have been proposed. */
+static inline void tuner_assert_enumerates(rlt_tuner *t, const rlt_space *s, int batch, tuner_index_score_fn score)
+{
+    cr_assert(batch >= 1 && batch <= 16);
+    uint64_t size = rlt_space_size(s);
+    int n_valid = 0;
+    for (uint64_t i = 0; i < size; i++) {
+        rlt_config c;
+        rlt_space_config_of(s, i, &c);
+        n_valid += rlt_space_is_valid(s, &c);
+    }
+    cr_assert_gt(n_valid, 4);
+    bool *seen = calloc(size, 1);
+    cr_assert_not_null(seen);
+    int total = 0;
+    for (int round = 0; round < 10000; round++) {
+        rlt_config configs[16];
+        double scores[16];
+        int n = rlt_tuner_next_batch(t, batch, configs);
+        if (n == 0) break;
+        for (int i = 0; i < n; i++) {
+            uint64_t idx = rlt_space_index_of(s, &configs[i]);
+            cr_assert_not(seen[idx], "%s proposed %llu twice", rlt_tuner_name(t), (unsigned long long)idx);
+            cr_assert(rlt_space_is_valid(s, &configs[i]), "%s proposed an invalid config", rlt_tuner_name(t));
+            seen[idx] = true;
+            scores[i] = score(idx);
+        }
+        total += n;
+        cr_assert_eq(rlt_tuner_update(t, n, configs, scores, NULL), RLT_STATUS_OK);
+    }
+    cr_assert_eq(total, n_valid, "%s proposed %d of %d valid configs", rlt_tuner_name(t), total, n_valid);
+    free(seen);
 }
 
 /* The best synthetic score (fixtures.h) a new tuner `name` with options o

@@ -206,22 +206,31 @@ static int proposals(rlt_tuner *t, const rlt_space *s, const rlt_config *best, i
     return tuner_drive(t, s, fixture_synthetic_score, best, trials, out, NULL, NULL);
 }
 
+/* A tuner `name` of `seed` driven for `trials` synthetic trials, its
+ * agent saved to `path`. Destroy it with rlt_tuner_destroy. */
+static rlt_tuner *trained_and_saved(const char *name, uint64_t seed, const rlt_space *s, const rlt_config *best,
+                                    int trials, const char *path)
+{
+    rlt_tuner *t = tuner_make(name, s, &(rlt_tuner_opts){.seed = seed});
+    proposals(t, s, best, trials, NULL);
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_save(t, path, &d), RLT_STATUS_OK, "%s: %s", name, d.message);
+    return t;
+}
+
 Test(agent_file, every_learning_tuner_saves_and_loads_exactly)
 {
-    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_op *op;
     rlt_space s;
-    tuner_space(op, &s);
     rlt_config best;
-    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
+    tuner_synthetic_space(&op, &s, &best);
     const char *names[16];
     int n_names = learning_tuners(&s, names, 16);
     cr_assert_geq(n_names, 3, "only %d learning tuners", n_names);
     for (int i = 0; i < n_names; i++) {
         rlt_diag d = {0};
-        rlt_tuner *a = tuner_make(names[i], &s, &(rlt_tuner_opts){.seed = 5});
-        proposals(a, &s, &best, 320, NULL); /* ga-dqn learns after 100 children */
         const char *first = tmp_path_in(dir, "first.rla"), *second = tmp_path_in(dir, "second.rla");
-        cr_assert_eq(rlt_tuner_save(a, first, &d), RLT_STATUS_OK, "%s: %s", names[i], d.message);
+        rlt_tuner *a = trained_and_saved(names[i], 5, &s, &best, 320, first); /* ga-dqn learns after 100 children */
 
         /* loaded, it saves back the same bytes: everything saved is restored */
         rlt_tuner *b = tuner_make(names[i], &s, &(rlt_tuner_opts){.seed = 9});
@@ -256,16 +265,13 @@ Test(agent_file, every_learning_tuner_saves_and_loads_exactly)
 
 Test(agent_file, a_loaded_dqn_makes_the_saved_greedy_moves)
 {
-    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_op *op;
     rlt_space s;
-    tuner_space(op, &s);
     rlt_config best;
-    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
+    tuner_synthetic_space(&op, &s, &best);
     rlt_diag d = {0};
-    rlt_tuner *a = tuner_make("dqn", &s, &(rlt_tuner_opts){.seed = 2});
-    proposals(a, &s, &best, 320, NULL);
     const char *path = tmp_path_in(dir, "dqn.rla");
-    cr_assert_eq(rlt_tuner_save(a, path, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_tuner *a = trained_and_saved("dqn", 2, &s, &best, 320, path);
     rlt_tuner *b = tuner_make("dqn", &s, &(rlt_tuner_opts){.seed = 77});
     cr_assert_eq(rlt_tuner_load(b, path, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_rng rng;
@@ -304,17 +310,12 @@ static double first_proposals_mean(const rlt_space *s, const rlt_config *best, u
 /* ktune's point: an agent trained before starts the next run ahead. */
 Test(agent_file, a_loaded_bandit_starts_where_it_left_off)
 {
-    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_op *op;
     rlt_space s;
-    tuner_space(op, &s);
     rlt_config best;
-    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
-    rlt_diag d = {0};
-    rlt_tuner *trained = tuner_make("bandit", &s, &(rlt_tuner_opts){.seed = 1});
-    proposals(trained, &s, &best, 640, NULL);
+    tuner_synthetic_space(&op, &s, &best);
     const char *path = tmp_path_in(dir, "bandit.rla");
-    cr_assert_eq(rlt_tuner_save(trained, path, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_tuner_destroy(trained);
+    rlt_tuner_destroy(trained_and_saved("bandit", 1, &s, &best, 640, path));
     double fresh = 0, loaded = 0;
     for (uint64_t seed = 10; seed < 13; seed++) {
         fresh += first_proposals_mean(&s, &best, seed, NULL) / 3;

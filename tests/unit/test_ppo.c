@@ -49,19 +49,12 @@ static run_stats run_synthetic(const char *name, const rlt_space *s, const rlt_c
     return r;
 }
 
-static void synthetic_space(rlt_op **op, rlt_space *s, rlt_config *best)
-{
-    *op = fixture_op("matmul:M=512,N=512,K=512");
-    tuner_space(*op, s);
-    fixture_config(s, FIXTURE_SYNTHETIC_BEST, best);
-}
-
 Test(ppo, beats_random_on_a_known_optimum)
 {
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     double ppo = 0, random = 0;
     for (uint64_t seed = 1; seed <= 2; seed++) {
         ppo += run_synthetic("ppo", &s, &best, &FAST(seed), 160).best / 2;
@@ -83,7 +76,7 @@ Test(ppo, a_learning_policy_proposes_better_than_a_frozen_one)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     rlt_tuner_opts frozen = FAST(1);
     frozen.ppo_lr = 1e-12;
     run_stats learnt = run_synthetic("ppo", &s, &best, &FAST(1), 160);
@@ -115,7 +108,7 @@ Test(ppo, proposals_are_valid_and_new)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     rlt_tuner *t = tuner_make("ppo", &s, &FAST(7));
     rlt_visited seen = {0};
     for (int round = 0; round < 20; round++) {
@@ -155,7 +148,7 @@ Test(ppo, same_seed_same_proposals)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     enum { N_ROUNDS = 5 };
     static rlt_config proposals[3][N_ROUNDS * BATCH];
     static const uint64_t seeds[3] = {42, 42, 43};
@@ -184,7 +177,7 @@ Test(ppo, adaptive_sampling_gives_one_config_per_cluster)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     int unroll = tuner_knob_named(&s, "unroll"), pack_b = tuner_knob_named(&s, "pack.B");
     enum { N_CLUSTERS = 8, PER = 3 };
     rlt_config cand[N_CLUSTERS * PER], mode[N_CLUSTERS];
@@ -254,7 +247,7 @@ Test(ppo, adaptive_sampling_never_repeats_or_gives_visited_or_invalid_configs)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     rlt_rng rng;
     rlt_rng_seed(&rng, 3);
     for (int trial = 0; trial < 20; trial++) {
@@ -306,7 +299,7 @@ Test(ppo, transfer_rows_train_the_model_before_the_first_batch)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     enum { N_ROWS = 400 };
     int nf = rlt_space_n_features(&s);
     float *xs = calloc((size_t)N_ROWS * (size_t)nf, sizeof *xs);
@@ -358,7 +351,7 @@ Test(ppo, records_it_did_not_propose_train_the_model_and_are_never_proposed)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     enum { N_RECORDS = 192 };
     static rlt_config records[N_RECORDS];
     static double scores[N_RECORDS];
@@ -395,6 +388,8 @@ Test(ppo, records_it_did_not_propose_train_the_model_and_are_never_proposed)
     rlt_op_destroy(op);
 }
 
+static double two_of_three_fail(uint64_t index) { return index % 3 ? 0.0 : (double)index; }
+
 /* Every valid configuration of a small space exactly once, then nothing
  * (test_tuner.c checks this for every tuner with the defaults; here with
  * batches that do not divide the space and a model that scores all the
@@ -404,33 +399,8 @@ Test(ppo, enumerates_a_small_space_exactly)
     rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
     rlt_space s;
     tuner_space(op, &s);
-    uint64_t size = rlt_space_size(&s);
-    int n_valid = 0;
-    for (uint64_t i = 0; i < size; i++) {
-        rlt_config c;
-        rlt_space_config_of(&s, i, &c);
-        n_valid += rlt_space_is_valid(&s, &c);
-    }
     rlt_tuner *t = tuner_make("ppo", &s, &FAST(5));
-    bool *seen = calloc(size, 1);
-    int total = 0;
-    for (int round = 0; round < 10000; round++) {
-        rlt_config batch[11];
-        double scores[11];
-        int n = rlt_tuner_next_batch(t, 11, batch);
-        if (n == 0) break;
-        for (int i = 0; i < n; i++) {
-            uint64_t idx = rlt_space_index_of(&s, &batch[i]);
-            cr_assert_not(seen[idx], "proposed %llu twice", (unsigned long long)idx);
-            cr_assert(rlt_space_is_valid(&s, &batch[i]));
-            seen[idx] = true;
-            scores[i] = idx % 3 ? 0.0 : (double)idx; /* two of three fail */
-        }
-        total += n;
-        cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
-    }
-    cr_assert_eq(total, n_valid, "proposed %d of %d valid configs", total, n_valid);
-    free(seen);
+    tuner_assert_enumerates(t, &s, 11, two_of_three_fail);
     rlt_tuner_destroy(t);
     rlt_op_destroy(op);
 }
@@ -443,7 +413,7 @@ Test(ppo, failures_everywhere_leave_it_proposing)
     rlt_op *op;
     rlt_space s;
     rlt_config best;
-    synthetic_space(&op, &s, &best);
+    tuner_synthetic_space(&op, &s, &best);
     rlt_tuner *t = tuner_make("ppo", &s, &FAST(4));
     rlt_visited seen = {0};
     for (int round = 0; round < 4; round++) {
