@@ -33,6 +33,7 @@
 #include "sched/sched.h"
 #include "search/tune.h"
 
+#include "bench_util.h"
 #include "timing.h"
 
 #include <cjson/cJSON.h>
@@ -94,28 +95,7 @@ static void die(int code, const char *fmt, ...)
     exit(code);
 }
 
-/* ---- baselines: separate programs, JSON out ------------------------------ */
-
-/* Runs a command, parses its stdout as one JSON object and returns the number
- * at `key` (0 when the program is missing or fails: the table says n/a). */
-static double run_baseline(const char *cmd, const char *key)
-{
-    FILE *p = popen(cmd, "r");
-    if (!p) return 0;
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, p);
-    buf[n] = '\0';
-    int rc = pclose(p);
-    if (rc != 0) return 0;
-    cJSON *j = cJSON_Parse(buf);
-    double v = 0;
-    if (j) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, key);
-        if (cJSON_IsNumber(x)) v = x->valuedouble;
-        cJSON_Delete(j);
-    }
-    return v;
-}
+/* ---- baselines: separate programs, JSON out (bench_run_json) ------------- */
 
 static bool is_program(const char *path) { return access(path, X_OK) == 0; }
 
@@ -135,17 +115,14 @@ static void on_progress(const rlt_tune_progress *p, void *arg)
 
 static char *make_temp_dir(void)
 {
-    char templ[] = "/tmp/rltune-bench-XXXXXX";
-    char *d = mkdtemp(templ);
+    char *d = bench_temp_dir();
     if (!d) die(3, "cannot make a temporary directory: %s", strerror(errno));
-    return strdup(d);
+    return d;
 }
 
 static void remove_dir(const char *dir)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "bench_tuning: could not remove %s\n", dir);
+    if (!bench_remove_dir(dir)) fprintf(stderr, "%s: could not remove %s\n", "bench_tuning", dir);
 }
 
 /* One tuning run with a cold compile cache and no records. */
@@ -326,9 +303,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "  re-measuring %s, round %d/%d\n", wl->name, r + 1, rounds);
             for (int t = 0; t < n_tuners; t++)
                 for (int s = 0; s < n_seeds; s++) runs[t][s].remeasured[r] = remeasure(w, op, &runs[t][s], threads);
-            blas[r] = run_baseline(sgemm_cmd, "gflops");
-            pref[r] = has_dnnl ? run_baseline(dnnl_pref, "gflops") : 0;
-            plain[r] = has_dnnl ? run_baseline(dnnl_plain, "gflops") : 0;
+            blas[r] = bench_run_json(sgemm_cmd, "gflops");
+            pref[r] = has_dnnl ? bench_run_json(dnnl_pref, "gflops") : 0;
+            plain[r] = has_dnnl ? bench_run_json(dnnl_plain, "gflops") : 0;
         }
         rlt_workload_destroy(w);
         double blas_g = bench_median(blas, rounds), pref_g = bench_median(pref, rounds);

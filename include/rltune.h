@@ -191,9 +191,10 @@ struct rlt_nest; /* src/ir/ir.h */
 /* What an evaluator is asked to score: one state the cache has not seen. */
 typedef struct rlt_env_eval_request {
     const char *op_spec;          /* the op's canonical spec */
-    const char *schedule;         /* the state's schedule, text form v1 (docs/schedule.md) */
-    const struct rlt_nest *nest;  /* the scheduled nest (src/ir/ir.h), borrowed for the call */
-    uint64_t nest_hash;           /* rlt_nest_hash: the cache key */
+    const char *schedule;         /* the kernel's schedule, text form v1 (docs/schedule.md): the state's and
+                                     the env's accumulator (docs/env.md, "Accumulation") */
+    const struct rlt_nest *nest;  /* the kernel's nest (src/ir/ir.h), borrowed for the call */
+    uint64_t nest_hash;           /* the state's rlt_nest_hash (without the accumulator): the cache key */
     double flops;                 /* floating-point operations of one call of the op */
 } rlt_env_eval_request;
 
@@ -267,8 +268,10 @@ void rlt_env_restore(rlt_env *dst, const rlt_env *src);
 rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag);
 
 /* rlt_env_reset, but from a schedule (text form v1): the episode starts at
- * the nest it makes. Refused (INVALID_ARGUMENT) when the nest uses what the
- * env cannot express (fuse, cache_write, pack, pad) or has more than
+ * the nest it makes; a cache_write in it is dropped (the env places the
+ * accumulator itself, so rlt_env_schedule's output is taken back). Refused
+ * (INVALID_ARGUMENT) when the nest uses what the env cannot express (fuse,
+ * pack, pad) or has more than
  * RLT_ENV_MAX_LOOPS loops; the schedule's own errors as rlt_sched_parse /
  * rlt_sched_apply give them. */
 rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag);
@@ -283,6 +286,19 @@ rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *
  * pointer may be NULL. */
 rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag);
 
+/* Evaluates together the states that rlt_env_step(envs[i], actions[i])
+ * would reach and that no cache holds yet: every such kernel is built in
+ * one batch (compilers in parallel), then each is run, one at a time, and
+ * the results go into each env's family cache, so the steps that follow
+ * are look-ups. The envs may be of different families (ops) and may repeat
+ * (one env with each of its legal actions: a lookahead). States of a
+ * family with its own evaluator are passed to it one by one. Changes no
+ * env's state; pairs that could not step (not reset, done, an illegal
+ * action) or that leave the nest as it is are skipped. Errors: the
+ * evaluator's (as rlt_env_step's), OUT_OF_MEMORY; what was evaluated
+ * before stays cached. */
+rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag);
+
 /* Writes the observation (RLT_ENV_OBS_LEN floats, layout above and in
  * docs/env.md) to out[0 .. RLT_ENV_OBS_LEN-1]. INVALID_ARGUMENT when
  * n_floats is smaller or the env was never reset. */
@@ -294,6 +310,8 @@ void rlt_env_action_mask(const rlt_env *env, bool mask[RLT_ENV_N_ACTIONS]);
 
 /* Whether the episode has ended (stop, max_steps). */
 bool rlt_env_is_done(const rlt_env *env);
+/* Whether the env has been reset (it has a state to step from). */
+bool rlt_env_is_reset(const rlt_env *env);
 
 /* The current state's GFLOP/s (0 when its kernel failed or before reset),
  * the status of its evaluation (INVALID_ARGUMENT before the first reset)
@@ -312,18 +330,26 @@ int rlt_env_cursor(const rlt_env *env);
 int rlt_env_n_steps(const rlt_env *env);
 uint64_t rlt_env_state_hash(const rlt_env *env);
 
-/* The current nest (src/ir/ir.h), borrowed: valid until the env changes. */
+/* The current state's nest (src/ir/ir.h; without the accumulator the kernel
+ * adds), borrowed: valid until the env changes. */
 const struct rlt_nest *rlt_env_nest(const rlt_env *env);
+
+/* Where the kernel of the current state accumulates the output
+ * (docs/env.md, "Accumulation"): the loop holding the local tile ("j.o"),
+ * "root" for a tile around the whole nest, or NULL when it accumulates in
+ * place. Borrowed: valid until the env changes. */
+const char *rlt_env_accumulator(const rlt_env *env);
 
 /* The loop tree as rlt_nest_print writes it, each line prefixed by two
  * characters: "> " on the cursor's loop, "  " elsewhere. Free with
  * rlt_free; NULL when out of memory. */
 char *rlt_env_tree(const rlt_env *env);
 
-/* The current state's schedule, text form v1 (rlt_sched_print): splits in
- * the order they were made, one reorder, then the annotations. It replays
- * (rltune measure --schedule) to the current nest. Free with rlt_free;
- * NULL when out of memory. */
+/* The schedule of the kernel the current state measures, text form v1
+ * (rlt_sched_print): splits in the order they were made, one reorder, the
+ * annotations, and the env's accumulator (a last cache_write line, when it
+ * places one: docs/env.md, "Accumulation"). `rltune measure --schedule`
+ * replays it to that kernel. Free with rlt_free; NULL when out of memory. */
 char *rlt_env_schedule(const rlt_env *env);
 
 void rlt_env_stats_get(const rlt_env *env, rlt_env_stats *out);

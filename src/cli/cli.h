@@ -56,6 +56,9 @@ extern const rlt_cli_cmd rlt_cli_cmd_export;
 extern const rlt_cli_cmd rlt_cli_cmd_dataset;
 extern const rlt_cli_cmd rlt_cli_cmd_env;
 extern const rlt_cli_cmd rlt_cli_cmd_experiment;
+extern const rlt_cli_cmd rlt_cli_cmd_gen_dataset;
+extern const rlt_cli_cmd rlt_cli_cmd_train;
+extern const rlt_cli_cmd rlt_cli_cmd_optimize;
 
 /* Prints "rltune: error: MESSAGE" and a newline to stderr. */
 void rlt_cli_error(const char *fmt, ...) RLT_PRINTF(1, 2);
@@ -74,6 +77,24 @@ int rlt_cli_exit_for(rlt_status status);
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},  \
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},                    \
     {"schedule", "FILE", "schedule file to apply ('-' reads stdin); default: the unscheduled nest"}
+
+/* The measurement options of the env commands (env, optimize, train), in
+ * their option tables; read by rlt_cli_env_opts_get. */
+#define RLT_CLI_ENV_MEASURE_OPTS                                                                     \
+    {"threads", "N", "run-time threads of a parallel loop, 1..256 (default 1)"},                     \
+    {"seed", "S", "seed of the input data, a whole number >= 0 (default 0)"},                         \
+    {"cc", "CMD", "compiler command (default $RLTUNE_CC, else gcc)"},                                 \
+    {"cflags", "FLAGS", "compiler flags, one argument (default \"" RLT_DEFAULT_CFLAGS "\")"},         \
+    {"repeat", "N", "timed samples per new state, at least 1 (default 3; train: 2)"},                \
+    {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10; train: 5)"}, \
+    {"timeout", "S", "time limit in seconds for one kernel's run, above 0 (default 10)"},            \
+    {"peak", "GFLOPS", "one core's peak to normalise rewards by (default: measured once, cached)"}
+
+/* Reads RLT_CLI_ENV_MEASURE_OPTS into *out (other fields zero), with
+ * `repeat_def` and `min_repeat_ms_def` when not given. Errors
+ * (INVALID_ARGUMENT) name the option. */
+rlt_status rlt_cli_env_opts_get(const rlt_cli_args *args, int repeat_def, double min_repeat_ms_def,
+                                rlt_env_opts *out, rlt_diag *diag);
 
 typedef struct rlt_cli_input {
     rlt_op *op;              /* owned */

@@ -18,14 +18,7 @@ static const rlt_cli_opt env_opts[] = {
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"schedule", "FILE", "start from this schedule's nest (splits, reorders, annotations); default: the op's"},
-    {"threads", "N", "run-time threads of a parallel loop, 1..256 (default 1)"},
-    {"seed", "S", "seed of the input data, a whole number >= 0 (default 0)"},
-    {"cc", "CMD", "compiler command (default $RLTUNE_CC, else gcc)"},
-    {"cflags", "FLAGS", "compiler flags, one argument (default \"" RLT_DEFAULT_CFLAGS "\")"},
-    {"repeat", "N", "timed samples per new state, at least 1 (default 3)"},
-    {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10)"},
-    {"timeout", "S", "time limit in seconds for one kernel's run, above 0 (default 10)"},
-    {"peak", "GFLOPS", "one core's peak to normalise rewards by (default: measured once per target, cached)"},
+    RLT_CLI_ENV_MEASURE_OPTS,
     {"max-steps", "N", "end the episode after N steps, 1..100000 (default: only stop or end of input end it)"},
     {"save", "FILE", "also write the final schedule to FILE"},
 };
@@ -57,6 +50,11 @@ static bool print_state(const rlt_env *env)
     if (!tree) return false;
     printf("\nloop tree (> marks the cursor):\n%s", tree);
     rlt_free(tree);
+    const char *acc = rlt_env_accumulator(env);
+    if (acc)
+        printf("accumulate: in a local tile inside %s (cache_write %s)\n", acc, acc);
+    else
+        printf("accumulate: in place (no loop holds a register tile with a reduction inside)\n");
     print_gflops(env);
     print_legal(env);
     return true;
@@ -71,40 +69,18 @@ static void print_actions_help(const rlt_env *env)
     printf("\nalso: help, and end of input (Ctrl-D) to finish like stop; docs/env.md has the rules\n");
 }
 
-/* Reads and range-checks the numeric options into o. */
+/* Reads and range-checks the options into o. */
 static rlt_status read_opts(const rlt_cli_args *args, rlt_env_opts *o, rlt_diag *diag)
 {
-    int64_t threads = 0, seed = 0, repeat = 0, max_steps = 0;
-    double min_repeat_ms = 0, timeout_s = 0, peak = 0;
-    rlt_status st = rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, diag);
-    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, diag);
-    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "repeat", 3, 1, 100000, &repeat, diag);
+    int64_t max_steps = 0;
+    rlt_status st = rlt_cli_env_opts_get(args, 3, 10.0, o, diag);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "max-steps", 0, 1, 100000, &max_steps, diag);
-    if (st == RLT_STATUS_OK)
-        st = rlt_cli_args_double(args, "min-repeat-ms", 10.0, 0.0, true, 600000.0, &min_repeat_ms, diag);
-    if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "timeout", 10.0, 0.0, true, 86400.0, &timeout_s, diag);
-    if (st == RLT_STATUS_OK && rlt_cli_args_has(args, "peak"))
-        st = rlt_cli_args_double(args, "peak", 0.0, 0.0, true, 1e9, &peak, diag);
-    const char *cc = rlt_cli_args_get(args, "cc");
-    if (st == RLT_STATUS_OK && cc && cc[strspn(cc, " \t")] == '\0')
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "--cc must name a compiler, got an empty value");
     const char *sched = rlt_cli_args_get(args, "schedule");
     if (st == RLT_STATUS_OK && sched && strcmp(sched, "-") == 0)
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "--schedule - would read stdin, which holds the actions: give the schedule as a file");
-    if (st != RLT_STATUS_OK) return st;
-    *o = (rlt_env_opts){
-        .cc = cc,
-        .cflags = rlt_cli_args_get(args, "cflags"),
-        .n_threads = (int)threads,
-        .repeat = (int)repeat,
-        .min_repeat_ms = min_repeat_ms,
-        .timeout_s = timeout_s,
-        .seed = (uint64_t)seed,
-        .peak_gflops = peak,
-        .max_steps = (int)max_steps,
-    };
-    return RLT_STATUS_OK;
+    o->max_steps = (int)max_steps;
+    return st;
 }
 
 /* The word on a line: leading and trailing blanks dropped; "" for a blank

@@ -16,6 +16,7 @@
  * (rlt_cli_measure_opts_get), the progress line and the Ctrl-C handling.
  */
 #include "cli/cli.h"
+#include "policy/policy.h"
 #include "search/dataset.h"
 #include "search/tune.h"
 
@@ -29,7 +30,8 @@ static const rlt_cli_opt tune_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
-    {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), or the learning agents ga-dqn, dqn, bandit, ppo"},
+    {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), the learning agents ga-dqn, dqn, bandit, ppo, "
+                      "or policy (--policy)"},
     {"trials", "N", "configurations to evaluate, at least 1 (default 200)"},
     {"seed", "S", "seed of the tuner, a whole number >= 0 (default 0)"},
     {"early-stopping", "N", "stop after N trials without a better configuration (default: never)"},
@@ -41,6 +43,8 @@ static const rlt_cli_opt tune_opts[] = {
     {"tuner-opt", "NAME=V,...", "hyper-parameters on the command line, applied after --tuner-config"},
     {"agent-in", "FILE", "start a learning tuner (ga-dqn, dqn, bandit, ppo) from the agent saved in FILE"},
     {"agent-out", "FILE", "save the learning tuner's agent to FILE when the run ends (may be --agent-in)"},
+    {"policy", "FILE", "--tuner policy: the LoopTune policy whose result the search starts from"},
+    {"policy-base", "NAME", "--tuner policy: the tuner that searches on from there (default xgb-rank)"},
     RLT_CLI_MEASURE_OPTS,
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
@@ -165,7 +169,8 @@ static bool add_string_or_null(cJSON *o, const char *name, const char *value)
 }
 
 static char *format_json(const rlt_op *op, const char *tuner, const char *db_path, const char *replay_path,
-                         const rlt_tune_opts *opts, const rlt_tune_result *r)
+                         const rlt_tune_opts *opts, const rlt_tune_result *r, const rlt_optimize_result *start,
+                         const char *policy_path)
 {
     char *text = NULL;
     bool is_ok = true;
@@ -185,6 +190,15 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
     is_ok &= cJSON_AddNumberToObject(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
     is_ok &= add_string_or_null(o, "agent_in", opts->agent_in);
     is_ok &= add_string_or_null(o, "agent_out", opts->agent_out);
+    if (start) {
+        cJSON *p = cJSON_AddObjectToObject(o, "policy");
+        if (!p) goto cleanup;
+        is_ok &= cJSON_AddStringToObject(p, "file", policy_path) != NULL;
+        is_ok &= cJSON_AddNumberToObject(p, "gflops", start->gflops) != NULL;
+        is_ok &= cJSON_AddNumberToObject(p, "wall_s", start->wall_s) != NULL;
+        is_ok &= cJSON_AddStringToObject(p, "schedule", start->schedule) != NULL;
+        is_ok &= add_string_or_null(p, "start_config", r->start_config[0] ? r->start_config : NULL);
+    }
     cJSON *best = cJSON_AddObjectToObject(o, "best");
     if (!best) goto cleanup;
     is_ok &= cJSON_AddNumberToObject(best, "gflops", r->best_gflops) != NULL;
@@ -269,9 +283,54 @@ static int db_open_for_tune(const char *db_path, rlt_db **out)
     return rc;
 }
 
+/* --tuner policy: rolls the policy out on the op (every state measured, with
+ * the tuning run's compiler, flags, threads and timing) and gives the nest
+ * it found, for the search to start from. Prints the error and returns the
+ * exit code when it cannot. */
+static int policy_start(const char *path, const rlt_op *op, const rlt_tune_opts *o, rlt_nest *out_nest,
+                        rlt_optimize_result *out)
+{
+    rlt_diag d = {0};
+    rlt_policy *p = NULL;
+    rlt_env *env = NULL;
+    rlt_sched *s = NULL;
+    int rc = RLT_CLI_EXIT_OK;
+    rlt_status st = rlt_policy_load(path, &p, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_error("--policy: %s", d.message);
+        return st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
+    }
+    rlt_env_opts eo = {
+        .cc = o->build.cc,
+        .cflags = o->build.cflags,
+        .cache_dir = o->build.cache_dir,
+        .n_threads = o->n_threads,
+        .repeat = o->run.repeat,
+        .min_repeat_ms = o->run.min_repeat_ms,
+        .timeout_s = o->run.timeout_s,
+    };
+    rlt_rollout_opts ro = {.max_steps = RLT_POLICY_DEFAULT_STEPS};
+    fflush(stdout); /* the runner forks */
+    if ((st = rlt_env_create(op->spec, &eo, &env, &d)) == RLT_STATUS_OK &&
+        (st = rlt_env_reset(env, &d)) == RLT_STATUS_OK &&
+        (st = rlt_policy_rollout(p, env, &ro, out, &d)) == RLT_STATUS_OK &&
+        (st = rlt_sched_parse(out->schedule, "the policy's schedule", &s, &d)) == RLT_STATUS_OK)
+        st = rlt_sched_apply(s, op, out_nest, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_error("--tuner policy: the policy's rollout failed: %s", d.message);
+        rc = rlt_cli_exit_for(st) == RLT_CLI_EXIT_USAGE ? RLT_CLI_EXIT_INTERNAL : rlt_cli_exit_for(st);
+    }
+    rlt_sched_destroy(s);
+    rlt_env_destroy(env);
+    rlt_policy_destroy(p);
+    return rc;
+}
+
 static int run_tune(const rlt_cli_args *args)
 {
     int rc = RLT_CLI_EXIT_USAGE;
+    rlt_optimize_result start = {0};
+    rlt_nest start_nest;
     rlt_diag d = {0};
     rlt_op *op = NULL;
     rlt_db *db = NULL, *transfer_db = NULL;
@@ -295,6 +354,21 @@ static int run_tune(const rlt_cli_args *args)
     if (!rlt_cli_args_has(args, "early-stopping")) early = 0;
     const char *tuner = rlt_cli_args_get(args, "tuner");
     if (!tuner) tuner = "xgb-rank";
+    const char *policy_path = rlt_cli_args_get(args, "policy");
+    bool is_policy = strcmp(tuner, "policy") == 0;
+    if (is_policy != (policy_path != NULL) || (!is_policy && rlt_cli_args_has(args, "policy-base"))) {
+        rlt_cli_error(is_policy ? "--tuner policy needs --policy FILE (a policy 'rltune train' wrote)"
+                                : "--policy and --policy-base go with --tuner policy");
+        goto cleanup;
+    }
+    if (is_policy) {
+        tuner = rlt_cli_args_get(args, "policy-base");
+        if (!tuner) tuner = "xgb-rank";
+        if (strcmp(tuner, "policy") == 0) {
+            rlt_cli_error("--policy-base: a tuner of the knob space, not policy");
+            goto cleanup;
+        }
+    }
     bool is_known = false;
     for (const char *const *n = rlt_tuner_names(); *n; n++) is_known |= strcmp(*n, tuner) == 0;
     if (!is_known) {
@@ -346,6 +420,15 @@ static int run_tune(const rlt_cli_args *args)
             goto cleanup;
         }
     }
+    if (is_policy) {
+        if (replay) {
+            rlt_cli_error("--tuner policy measures its rollout live: it does not go with --measure replay");
+            goto cleanup;
+        }
+        if ((rc = policy_start(policy_path, op, &o, &start_nest, &start)) != RLT_CLI_EXIT_OK) goto cleanup;
+        rc = RLT_CLI_EXIT_USAGE;
+        o.start_nest = &start_nest;
+    }
     rlt_cli_progress pc = {.is_tty = isatty(STDOUT_FILENO) && !rlt_cli_args_has(args, "json"),
                            .what = "tune",
                            .unit = "trials"};
@@ -375,7 +458,7 @@ static int run_tune(const rlt_cli_args *args)
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "json")) {
-        json = format_json(op, tuner, db_path, replay_path, &o, &r);
+        json = format_json(op, tuner, db_path, replay_path, &o, &r, is_policy ? &start : NULL, policy_path);
         if (!json) {
             rlt_cli_error("out of memory formatting the result");
             rc = RLT_CLI_EXIT_INTERNAL;
@@ -386,7 +469,7 @@ static int run_tune(const rlt_cli_args *args)
         const char *ending = r.was_stopped ? ", interrupted" : r.was_stopped_early ? ", stopped early" :
                              r.was_exhausted ? ", space exhausted" : "";
         printf("op:        %s\n", op->spec);
-        printf("tuner:     %s, seed %llu\n", tuner, (unsigned long long)seed);
+        printf("tuner:     %s%s, seed %llu\n", is_policy ? "policy, then " : "", tuner, (unsigned long long)seed);
         if (replay) {
             const rlt_dataset_info *info = rlt_replay_info(replay);
             printf("measure:   replay of %s (%s: %d configurations)\n", replay_path,
@@ -396,6 +479,11 @@ static int run_tune(const rlt_cli_args *args)
         } else {
             printf("trials:    %d (%d measured, %d read back from %s, %d failed)%s\n", r.n_trials, r.n_measured,
                    r.n_from_db, db_path, r.n_failed, ending);
+        }
+        if (is_policy) {
+            printf("policy:    %s: %.2f GFLOP/s in %.1f s (%lld states measured); the search started from\n",
+                   policy_path, start.gflops, start.wall_s, (long long)start.n_evaluations);
+            printf("           %s\n", r.start_config[0] ? r.start_config : "(no valid configuration near it)");
         }
         if (transfer_path)
             printf("transfer:  %d rows from %d other workload%s in %s\n", r.n_transfer_rows, r.n_transfer_workloads,
@@ -412,6 +500,7 @@ static int run_tune(const rlt_cli_args *args)
     rc = RLT_CLI_EXIT_OK;
 cleanup:
     cJSON_free(json);
+    rlt_optimize_result_free(&start);
     rlt_tune_result_free(&r);
     rlt_replay_close(replay);
     rlt_db_close(transfer_db);

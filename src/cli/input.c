@@ -133,3 +133,34 @@ void rlt_cli_input_free(rlt_cli_input *in)
     in->sched = NULL;
     in->op = NULL;
 }
+
+rlt_status rlt_cli_env_opts_get(const rlt_cli_args *args, int repeat_def, double min_repeat_ms_def,
+                                rlt_env_opts *out, rlt_diag *diag)
+{
+    int64_t threads = 0, seed = 0, repeat = 0;
+    double min_repeat_ms = 0, timeout_s = 0, peak = 0;
+    rlt_status st = rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, diag);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, diag);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "repeat", repeat_def, 1, 100000, &repeat, diag);
+    if (st == RLT_STATUS_OK)
+        st = rlt_cli_args_double(args, "min-repeat-ms", min_repeat_ms_def, 0.0, true, 600000.0, &min_repeat_ms,
+                                 diag);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "timeout", 10.0, 0.0, true, 86400.0, &timeout_s, diag);
+    if (st == RLT_STATUS_OK && rlt_cli_args_has(args, "peak"))
+        st = rlt_cli_args_double(args, "peak", 0.0, 0.0, true, 1e9, &peak, diag);
+    const char *cc = rlt_cli_args_get(args, "cc");
+    if (st == RLT_STATUS_OK && cc && cc[strspn(cc, " \t")] == '\0')
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "--cc must name a compiler, got an empty value");
+    if (st != RLT_STATUS_OK) return st;
+    *out = (rlt_env_opts){
+        .cc = cc,
+        .cflags = rlt_cli_args_get(args, "cflags"),
+        .n_threads = (int)threads,
+        .repeat = (int)repeat,
+        .min_repeat_ms = min_repeat_ms,
+        .timeout_s = timeout_s,
+        .seed = (uint64_t)seed,
+        .peak_gflops = peak,
+    };
+    return RLT_STATUS_OK;
+}

@@ -26,6 +26,9 @@ static const rlt_cli_cmd *const commands[] = {
     &rlt_cli_cmd_records,
     &rlt_cli_cmd_export,
     &rlt_cli_cmd_env,
+    &rlt_cli_cmd_gen_dataset,
+    &rlt_cli_cmd_train,
+    &rlt_cli_cmd_optimize,
 };
 
 static const char exit_status_text[] =
@@ -56,8 +59,8 @@ static void print_main_help(FILE *f)
             "commands:\n",
             RLTUNE_VERSION);
     for (size_t i = 0; i < RLT_ARRAY_LEN(commands); i++)
-        fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->brief);
-    fprintf(f, "  %-10s %s\n\n", "help", "print the usage of a command");
+        fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->brief);
+    fprintf(f, "  %-12s %s\n\n", "help", "print the usage of a command");
     fprintf(f, "%s\n", exit_status_text);
     fprintf(f, "environment:\n"
                "  RLTUNE_CACHE_DIR  where compiled kernels are kept (default $XDG_CACHE_HOME/rltune\n"

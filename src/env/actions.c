@@ -185,6 +185,56 @@ rlt_status env_schedule_build(const rlt_nest *nest, int merge_var, rlt_sched **o
     return RLT_STATUS_OK;
 }
 
+/* ---- the kernel of a state: automatic accumulation ---------------------- */
+
+int env_accumulator_loop(const rlt_nest *nest)
+{
+    /* p = -1 is the root (a tile around the whole nest); loop p's tile holds
+     * the spatial loops inside it. */
+    for (int p = -1; p < nest->n_loops - 1; p++) {
+        bool has_reduction = false, is_register_tile = true;
+        int64_t tile = 1;
+        for (int l = p + 1; l < nest->n_loops && is_register_tile; l++) {
+            const rlt_loop *loop = &nest->loops[l];
+            const rlt_var *v = &nest->vars[loop->var];
+            if (v->is_reduce) {
+                has_reduction = true;
+                continue;
+            }
+            is_register_tile = loop->kind == RLT_LOOP_UNROLL || loop->kind == RLT_LOOP_VECTORIZE;
+            tile *= v->extent;
+            if (tile > ENV_MAX_TILE_FLOATS) is_register_tile = false;
+        }
+        if (!has_reduction || !is_register_tile) continue;
+        rlt_nest scratch;
+        if (rlt_sched_cache_write(nest, p < 0 ? "root" : loop_name(nest, p), &scratch, NULL) == RLT_STATUS_OK)
+            return p;
+    }
+    return ENV_NO_ACCUMULATOR;
+}
+
+void env_kernel_nest(const rlt_nest *nest, rlt_nest *out)
+{
+    int p = env_accumulator_loop(nest);
+    if (p == ENV_NO_ACCUMULATOR || rlt_sched_cache_write(nest, p < 0 ? "root" : loop_name(nest, p), out, NULL) !=
+                                       RLT_STATUS_OK)
+        *out = *nest;
+}
+
+rlt_status env_kernel_schedule_build(const rlt_nest *nest, rlt_sched **out, rlt_diag *diag)
+{
+    rlt_status st = env_schedule_build(nest, -1, out, diag);
+    int p = env_accumulator_loop(nest);
+    if (st != RLT_STATUS_OK || p == ENV_NO_ACCUMULATOR) return st;
+    char line[RLT_LOOP_NAME_MAX + 16];
+    snprintf(line, sizeof line, "cache_write %s", p < 0 ? "root" : loop_name(nest, p));
+    if ((st = rlt_sched_add(*out, line, diag)) != RLT_STATUS_OK) {
+        rlt_sched_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 rlt_status env_nest_check_expressible(const rlt_nest *nest, rlt_diag *diag)
 {
     for (int v = 0; v < nest->n_vars; v++)
@@ -294,6 +344,23 @@ static rlt_status act_annotate(const env_state *in, rlt_loop_kind kind, const ch
     return RLT_STATUS_OK;
 }
 
+/* Copies of the body the nest's unrolled loops make. */
+static int64_t unrolled_copies(const rlt_nest *n)
+{
+    int64_t copies = 1;
+    for (int l = 0; l < n->n_loops; l++)
+        if (n->loops[l].kind == RLT_LOOP_UNROLL) copies *= n->vars[n->loops[l].var].extent;
+    return copies;
+}
+
+static rlt_status refuse_copies(const char *verb, int64_t copies, rlt_diag *diag)
+{
+    return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                    "%s: the unrolled loops would make %" PRId64 " copies of the body, more than the env's %d "
+                    "(larger bodies take seconds to compile and run no faster)",
+                    verb, copies, ENV_MAX_UNROLL_COPIES);
+}
+
 rlt_status env_action_apply(const env_state *in, int action, env_state *out, rlt_diag *diag)
 {
     RLT_ASSERT(in != out);
@@ -334,10 +401,21 @@ rlt_status env_action_apply(const env_state *in, int action, env_state *out, rlt
     case RLT_ENV_ACTION_SPLIT_128:
     case RLT_ENV_ACTION_SPLIT_256:
         return act_split(in, (int64_t)2 << (action - RLT_ENV_ACTION_SPLIT_2), out, diag);
-    case RLT_ENV_ACTION_MERGE:
-        return act_merge(in, out, diag);
-    case RLT_ENV_ACTION_UNROLL:
+    case RLT_ENV_ACTION_MERGE: {
+        env_state merged;
+        rlt_status st = act_merge(in, &merged, diag);
+        if (st != RLT_STATUS_OK) return st;
+        int64_t copies = unrolled_copies(&merged.nest);
+        if (copies > ENV_MAX_UNROLL_COPIES && copies > unrolled_copies(n)) return refuse_copies("merge", copies, diag);
+        *out = merged;
+        return RLT_STATUS_OK;
+    }
+    case RLT_ENV_ACTION_UNROLL: {
+        int64_t copies = unrolled_copies(n) * n->vars[n->loops[c].var].extent;
+        if (n->loops[c].kind != RLT_LOOP_UNROLL && copies > ENV_MAX_UNROLL_COPIES)
+            return refuse_copies("unroll", copies, diag);
         return act_annotate(in, RLT_LOOP_UNROLL, "unroll", out, diag);
+    }
     case RLT_ENV_ACTION_VECTORIZE:
         return act_annotate(in, RLT_LOOP_VECTORIZE, "vectorize", out, diag);
     case RLT_ENV_ACTION_PARALLEL:
@@ -372,7 +450,7 @@ void env_tree_print(const rlt_nest *nest, int cursor, rlt_str *out)
         rlt_str_free(&tree);
         return;
     }
-    /* An env's nest has no staged inputs and no accumulator, so line l of
+    /* A state's nest has no staged inputs and no accumulator, so line l of
      * the tree is loop l. */
     const char *p = tree.data;
     for (int line = 0; *p; line++) {

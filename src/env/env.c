@@ -94,25 +94,51 @@ static void cache_insert(env_shared *sh, const cache_entry *e)
 
 /* ---- evaluation --------------------------------------------------------- */
 
+/* Makes the family's workload (inputs, reference output) at its first use. */
+static rlt_status ensure_workload(env_shared *sh, rlt_diag *diag)
+{
+    if (sh->workload) return RLT_STATUS_OK;
+    rlt_status st = rlt_workload_create(sh->op, &sh->bopts, sh->opts.seed, &sh->workload, diag);
+    if (st != RLT_STATUS_OK) rlt_diag_prefix(diag, "cannot set up the workload of %s", sh->op->spec);
+    return st;
+}
+
+/* A measurement as an evaluation; IO_ERROR (no child process) fails. */
+static rlt_status eval_from_run(const rlt_run_result *r, rlt_env_eval_result *out, rlt_diag *diag)
+{
+    if (r->status == RLT_STATUS_IO_ERROR) return rlt_fail(diag, RLT_STATUS_IO_ERROR, "%s", r->message);
+    out->status = r->status;
+    out->gflops = r->status == RLT_STATUS_OK ? r->gflops : 0.0;
+    snprintf(out->message, sizeof out->message, "%.255s", r->status == RLT_STATUS_OK ? "" : r->message);
+    return RLT_STATUS_OK;
+}
+
 /* The default evaluator: build, run and verify the kernel. */
 static rlt_status measure_nest(env_shared *sh, const rlt_nest *nest, rlt_env_eval_result *out, rlt_diag *diag)
 {
-    rlt_status st;
-    if (!sh->workload) {
-        st = rlt_workload_create(sh->op, &sh->bopts, sh->opts.seed, &sh->workload, diag);
-        if (st != RLT_STATUS_OK) {
-            rlt_diag_prefix(diag, "cannot set up the workload of %s", sh->op->spec);
-            return st;
-        }
-    }
+    rlt_status st = ensure_workload(sh, diag);
+    if (st != RLT_STATUS_OK) return st;
     rlt_run_result r;
     st = rlt_measure_nests(sh->workload, &sh->bopts, &sh->ropts, 1, nest, &r, diag);
     if (st != RLT_STATUS_OK) return st;
-    if (r.status == RLT_STATUS_IO_ERROR) return rlt_fail(diag, RLT_STATUS_IO_ERROR, "%s", r.message);
-    out->status = r.status;
-    out->gflops = r.status == RLT_STATUS_OK ? r.gflops : 0.0;
-    snprintf(out->message, sizeof out->message, "%.255s", r.status == RLT_STATUS_OK ? "" : r.message);
-    return RLT_STATUS_OK;
+    return eval_from_run(&r, out, diag);
+}
+
+/* Puts an evaluation into the cache (and the state, when s is not NULL). */
+static void cache_store(env_shared *sh, uint64_t hash, rlt_env_eval_result *r, env_state *s)
+{
+    if ((unsigned)r->status >= RLT_STATUS_COUNT) r->status = RLT_STATUS_INTERNAL;
+    if (r->status != RLT_STATUS_OK || !isfinite(r->gflops) || r->gflops < 0) r->gflops = 0;
+    r->message[sizeof r->message - 1] = '\0';
+    sh->stats.n_evaluations++;
+    cache_entry e = {.hash = hash, .is_used = true, .status = r->status, .gflops = r->gflops};
+    memcpy(e.message, r->message, sizeof e.message);
+    cache_insert(sh, &e);
+    if (s) {
+        s->eval_status = r->status;
+        s->gflops = r->gflops;
+        memcpy(s->eval_message, r->message, sizeof s->eval_message);
+    }
 }
 
 /* Fills s->hash and s's evaluation, from the cache or the evaluator. */
@@ -129,11 +155,13 @@ static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
     }
     rlt_env_eval_result r = {.status = RLT_STATUS_OK};
     rlt_status st;
+    rlt_nest kernel;
+    env_kernel_nest(&s->nest, &kernel);
     if (sh->opts.evaluate) {
         rlt_sched *sched = NULL;
         rlt_str text;
         rlt_str_init(&text);
-        st = env_schedule_build(&s->nest, -1, &sched, diag);
+        st = env_kernel_schedule_build(&s->nest, &sched, diag);
         if (st == RLT_STATUS_OK) rlt_sched_print(sched, &text);
         if (st == RLT_STATUS_OK && text.has_failed)
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory printing a schedule");
@@ -141,7 +169,7 @@ static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
             rlt_env_eval_request req = {
                 .op_spec = sh->op->spec,
                 .schedule = text.data,
-                .nest = &s->nest,
+                .nest = &kernel,
                 .nest_hash = s->hash,
                 .flops = sh->op->flops,
             };
@@ -152,20 +180,17 @@ static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
         rlt_str_free(&text);
         rlt_sched_destroy(sched);
     } else {
-        st = measure_nest(sh, &s->nest, &r, diag);
+        st = measure_nest(sh, &kernel, &r, diag);
     }
     if (st != RLT_STATUS_OK) return st;
-    if ((unsigned)r.status >= RLT_STATUS_COUNT) r.status = RLT_STATUS_INTERNAL;
-    if (r.status != RLT_STATUS_OK || !isfinite(r.gflops) || r.gflops < 0) r.gflops = 0;
-    r.message[sizeof r.message - 1] = '\0';
-    sh->stats.n_evaluations++;
-    cache_entry e = {.hash = s->hash, .is_used = true, .status = r.status, .gflops = r.gflops};
-    memcpy(e.message, r.message, sizeof e.message);
-    cache_insert(sh, &e);
-    s->eval_status = r.status;
-    s->gflops = r.gflops;
-    memcpy(s->eval_message, r.message, sizeof s->eval_message);
+    cache_store(sh, s->hash, &r, s);
     return RLT_STATUS_OK;
+}
+
+/* Cursor moves and stop leave the nest as it was: nothing to evaluate. */
+static bool changes_nest(int action)
+{
+    return action != RLT_ENV_ACTION_UP && action != RLT_ENV_ACTION_DOWN && action != RLT_ENV_ACTION_STOP;
 }
 
 static double peak_norm(const env_shared *sh) { return sh->peak_gflops * sh->n_threads; }
@@ -312,6 +337,7 @@ rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *
     rlt_nest nest;
     rlt_status st = rlt_sched_parse(schedule ? schedule : "", "schedule", &s, diag);
     if (st == RLT_STATUS_OK) st = rlt_sched_apply(s, env->shared->op, &nest, diag);
+    if (st == RLT_STATUS_OK) nest.acc_var = RLT_ACC_NONE; /* the env places the accumulator itself */
     if (st == RLT_STATUS_OK) st = env_nest_check_expressible(&nest, diag);
     rlt_sched_destroy(s);
     if (st != RLT_STATUS_OK) return st;
@@ -331,9 +357,7 @@ rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_
     env_state next;
     rlt_status st = env_action_apply(cur, action, &next, diag);
     if (st != RLT_STATUS_OK) return st;
-    bool is_nest_changed =
-        action != RLT_ENV_ACTION_UP && action != RLT_ENV_ACTION_DOWN && action != RLT_ENV_ACTION_STOP;
-    if (is_nest_changed && (st = evaluate(sh, &next, diag)) != RLT_STATUS_OK) return st;
+    if (changes_nest(action) && (st = evaluate(sh, &next, diag)) != RLT_STATUS_OK) return st;
     memmove(&next.history[1], &next.history[0], sizeof(int) * (RLT_ENV_HISTORY - 1));
     next.history[0] = action;
     next.n_steps++;
@@ -343,6 +367,102 @@ rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_
     if (out_done) *out_done = next.is_done;
     env->state = next;
     return RLT_STATUS_OK;
+}
+
+static bool same_opt(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+static bool same_build_opts(const rlt_build_opts *a, const rlt_build_opts *b)
+{
+    return same_opt(a->cc, b->cc) && same_opt(a->cflags, b->cflags) && same_opt(a->cache_dir, b->cache_dir);
+}
+
+/* Measures the pending states pend[0 .. n-1] (next[pend[k]] of envs[pend[k]]),
+ * all of one build configuration, in one batch, and caches the results. */
+static rlt_status measure_pending(rlt_env *const *envs, const env_state *next, const int *pend, int n,
+                                  rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    rlt_nest *nests = rlt_malloc((size_t)n * sizeof *nests);
+    const rlt_workload **w_of = rlt_malloc((size_t)n * sizeof *w_of);
+    const rlt_run_opts **ropts_of = rlt_malloc((size_t)n * sizeof *ropts_of);
+    rlt_run_result *runs = rlt_malloc((size_t)n * sizeof *runs);
+    if (!nests || !w_of || !ropts_of || !runs) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory measuring %d states", n);
+        goto cleanup;
+    }
+    for (int k = 0; k < n; k++) {
+        env_shared *sh = envs[pend[k]]->shared;
+        env_kernel_nest(&next[pend[k]].nest, &nests[k]);
+        w_of[k] = sh->workload;
+        ropts_of[k] = &sh->ropts;
+    }
+    st = rlt_measure_nests_multi(w_of, &envs[pend[0]]->shared->bopts, ropts_of, n, nests, runs, diag);
+    for (int k = 0; k < n && st == RLT_STATUS_OK; k++) {
+        rlt_env_eval_result r = {.status = RLT_STATUS_OK};
+        if ((st = eval_from_run(&runs[k], &r, diag)) == RLT_STATUS_OK)
+            cache_store(envs[pend[k]]->shared, next[pend[k]].hash, &r, NULL);
+    }
+
+cleanup:
+    rlt_free(runs);
+    rlt_free(ropts_of);
+    rlt_free(w_of);
+    rlt_free(nests);
+    return st;
+}
+
+rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag)
+{
+    RLT_ASSERT(n >= 0 && (n == 0 || (envs && actions)));
+    if (n == 0) return RLT_STATUS_OK;
+    rlt_status st = RLT_STATUS_OK;
+    env_state *next = rlt_malloc((size_t)n * sizeof *next);
+    int *pend = rlt_malloc((size_t)n * sizeof *pend);
+    int *group = rlt_malloc((size_t)n * sizeof *group);
+    int n_pend = 0;
+    if (!next || !pend || !group) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory prefetching %d steps", n);
+        goto cleanup;
+    }
+    /* The new states no cache holds, each once; a caller's evaluator is
+     * asked at once, measured ones wait for the batch. */
+    for (int i = 0; i < n; i++) {
+        rlt_env *e = envs[i];
+        env_shared *sh = e->shared;
+        if (!e->is_reset || e->state.is_done || !changes_nest(actions[i])) continue;
+        if (env_action_apply(&e->state, actions[i], &next[i], NULL) != RLT_STATUS_OK) continue;
+        next[i].hash = rlt_nest_hash(&next[i].nest);
+        if (cache_find(sh, next[i].hash)) continue;
+        bool is_pending = false;
+        for (int k = 0; k < n_pend && !is_pending; k++)
+            is_pending = envs[pend[k]]->shared == sh && next[pend[k]].hash == next[i].hash;
+        if (is_pending) continue;
+        if (sh->opts.evaluate) {
+            if ((st = evaluate(sh, &next[i], diag)) != RLT_STATUS_OK) goto cleanup;
+            continue;
+        }
+        if ((st = ensure_workload(sh, diag)) != RLT_STATUS_OK) goto cleanup;
+        pend[n_pend++] = i;
+    }
+    /* One batch per build configuration (compiler, flags, cache). */
+    while (n_pend > 0) {
+        int n_group = 0, n_rest = 0;
+        const rlt_build_opts *b = &envs[pend[0]]->shared->bopts;
+        for (int k = 0; k < n_pend; k++) {
+            if (same_build_opts(&envs[pend[k]]->shared->bopts, b))
+                group[n_group++] = pend[k];
+            else
+                pend[n_rest++] = pend[k];
+        }
+        n_pend = n_rest;
+        if ((st = measure_pending(envs, next, group, n_group, diag)) != RLT_STATUS_OK) goto cleanup;
+    }
+
+cleanup:
+    rlt_free(group);
+    rlt_free(pend);
+    rlt_free(next);
+    return st;
 }
 
 rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag)
@@ -363,6 +483,8 @@ void rlt_env_action_mask(const rlt_env *env, bool mask[RLT_ENV_N_ACTIONS])
 /* ---- accessors ---------------------------------------------------------- */
 
 bool rlt_env_is_done(const rlt_env *env) { return env->state.is_done; }
+
+bool rlt_env_is_reset(const rlt_env *env) { return env->is_reset; }
 
 double rlt_env_gflops(const rlt_env *env) { return env->is_reset ? env->state.gflops : 0.0; }
 
@@ -390,10 +512,17 @@ char *rlt_env_tree(const rlt_env *env)
     return rlt_str_take(&s);
 }
 
+const char *rlt_env_accumulator(const rlt_env *env)
+{
+    const rlt_nest *n = &env->state.nest;
+    int p = env->is_reset ? env_accumulator_loop(n) : ENV_NO_ACCUMULATOR;
+    return p == ENV_NO_ACCUMULATOR ? NULL : p < 0 ? "root" : n->vars[n->loops[p].var].name;
+}
+
 char *rlt_env_schedule(const rlt_env *env)
 {
     rlt_sched *sched = NULL;
-    if (env_schedule_build(&env->state.nest, -1, &sched, NULL) != RLT_STATUS_OK) return NULL;
+    if (env_kernel_schedule_build(&env->state.nest, &sched, NULL) != RLT_STATUS_OK) return NULL;
     rlt_str s;
     rlt_str_init(&s);
     rlt_sched_print(sched, &s);

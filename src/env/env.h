@@ -39,6 +39,12 @@ typedef struct env_state {
 
 /* ---- actions.c ---------------------------------------------------------- */
 
+/* The env's own limit on unrolling (on top of the primitives' 4096): unroll
+ * and merge are refused when the unrolled loops would make more copies of
+ * the body than this. Bodies of thousands of copies take seconds to
+ * compile, which is what measuring a state costs, and run no faster. */
+#define ENV_MAX_UNROLL_COPIES 256
+
 /* Carries out `action` on `in` (which must not be done): writes the next
  * state's nest, cursor and is_done into *out (everything else copied from
  * in; history, n_steps, hash and the evaluation are the caller's). Legal
@@ -50,6 +56,21 @@ rlt_status env_action_apply(const env_state *in, int action, env_state *out, rlt
 
 /* mask[a] = env_action_apply(state, a) succeeds; all false when done. */
 void env_action_mask(const env_state *state, bool mask[RLT_ENV_N_ACTIONS]);
+
+/* Automatic accumulation (docs/env.md, "Accumulation"): the env measures a
+ * state's nest with the output accumulated in a local tile, where the
+ * outermost loop whose inner spatial loops are all unrolled or vectorized
+ * (at most ENV_MAX_TILE_FLOATS points) with a reduction loop inside it
+ * holds the tile. env_accumulator_loop gives that loop's position, -1 for
+ * the root (around the whole nest), or ENV_NO_ACCUMULATOR when no loop
+ * qualifies (or cache_write refuses it); env_kernel_nest the nest measured
+ * (`nest` plus the accumulator); env_kernel_schedule_build its schedule:
+ * the state's schedule and a last `cache_write` line. */
+#define ENV_MAX_TILE_FLOATS 256
+#define ENV_NO_ACCUMULATOR (-2)
+int env_accumulator_loop(const rlt_nest *nest);
+void env_kernel_nest(const rlt_nest *nest, rlt_nest *out);
+rlt_status env_kernel_schedule_build(const rlt_nest *nest, rlt_sched **out, rlt_diag *diag);
 
 /* Whether the nest uses only what the env can express (splits, reorders,
  * unroll / vectorize / parallel; no fuse, cache_write, pack or pad) and has

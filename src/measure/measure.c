@@ -1,7 +1,8 @@
 /*
  * measure.c - measures a batch of scheduled nests end to end.
  *
- * Entry points: rlt_measure_nests, rlt_measure_nests_cc. They lower every
+ * Entry points: rlt_measure_nests, rlt_measure_nests_cc and
+ * rlt_measure_nests_multi (nests of several workloads). They lower every
  * nest (a codegen failure becomes that nest's BUILD_ERROR), compile all
  * distinct kernels in one batch first, so nothing is timed while compilers
  * run, then run them one at a time. Nests that lower to the same code for
@@ -20,13 +21,16 @@ rlt_status rlt_measure_nests(const rlt_workload *w, const rlt_build_opts *bopts,
 
 static bool same_cc(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
-rlt_status rlt_measure_nests_cc(const rlt_workload *w, const rlt_build_opts *bopts, const char *const *cc_of,
-                                const rlt_run_opts *ropts, int n, const rlt_nest *nests,
+/* The batch behind every entry point: nest i is of workload w_of[i] (or w
+ * for all when w_of is NULL), compiled by cc_of[i] and run with
+ * ropts_of[i] (or ropts). */
+static rlt_status measure_batch(const rlt_workload *w, const rlt_workload *const *w_of,
+                                const rlt_build_opts *bopts, const char *const *cc_of, const rlt_run_opts *ropts,
+                                const rlt_run_opts *const *ropts_of, int n, const rlt_nest *nests,
                                 rlt_run_result *results, rlt_diag *diag)
 {
-    RLT_ASSERT(w && n >= 0 && (n == 0 || (nests && results)));
+    RLT_ASSERT((w || w_of) && n >= 0 && (n == 0 || (nests && results)));
     rlt_status st = RLT_STATUS_OK;
-    const rlt_op *op = rlt_workload_op(w);
     int n_kernels = 0;
     rlt_kernel_src *kernels = rlt_calloc((size_t)n, sizeof *kernels);
     rlt_build_result *builds = rlt_calloc((size_t)n, sizeof *builds);
@@ -41,6 +45,8 @@ rlt_status rlt_measure_nests_cc(const rlt_workload *w, const rlt_build_opts *bop
     for (int i = 0; i < n; i++) {
         memset(&results[i], 0, sizeof results[i]);
         kernel_of[i] = -1;
+        RLT_ASSERT(!w_of || w_of[i]);
+        const rlt_op *op = rlt_workload_op(w_of ? w_of[i] : w);
         const rlt_op *nest_op = nests[i].op;
         if (nest_op != op && (!nest_op || strcmp(nest_op->spec, op->spec) != 0)) {
             st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "nest %d is for op '%s' but the workload is for '%s'",
@@ -77,13 +83,16 @@ rlt_status rlt_measure_nests_cc(const rlt_workload *w, const rlt_build_opts *bop
     for (int i = 0; i < n; i++) {
         int j = kernel_of[i];
         if (j < 0) continue;
-        if (run_by[j] >= 0) {
-            results[i] = results[run_by[j]];
+        const rlt_workload *wi = w_of ? w_of[i] : w;
+        const rlt_run_opts *ri = ropts_of ? ropts_of[i] : ropts;
+        int k = run_by[j];
+        if (k >= 0 && (w_of ? w_of[k] : w) == wi && (ropts_of ? ropts_of[k] : ropts) == ri) {
+            results[i] = results[k];
             continue;
         }
-        rlt_run_kernel(w, &builds[j], ropts, &results[i]);
+        rlt_run_kernel(wi, &builds[j], ri, &results[i]);
         results[i].build_s = builds[j].build_s;
-        run_by[j] = i;
+        if (k < 0) run_by[j] = i;
     }
 
 cleanup:
@@ -94,4 +103,18 @@ cleanup:
     rlt_free(builds);
     rlt_free(kernels);
     return st;
+}
+
+rlt_status rlt_measure_nests_cc(const rlt_workload *w, const rlt_build_opts *bopts, const char *const *cc_of,
+                                const rlt_run_opts *ropts, int n, const rlt_nest *nests,
+                                rlt_run_result *results, rlt_diag *diag)
+{
+    return measure_batch(w, NULL, bopts, cc_of, ropts, NULL, n, nests, results, diag);
+}
+
+rlt_status rlt_measure_nests_multi(const rlt_workload *const *w_of, const rlt_build_opts *bopts,
+                                   const rlt_run_opts *const *ropts_of, int n, const rlt_nest *nests,
+                                   rlt_run_result *results, rlt_diag *diag)
+{
+    return measure_batch(NULL, w_of, bopts, NULL, NULL, ropts_of, n, nests, results, diag);
 }

@@ -144,6 +144,15 @@ rlt_status rlt_measure_nests_cc(const rlt_workload *w, const rlt_build_opts *bop
                                 const rlt_run_opts *ropts, int n, const rlt_nest *nests,
                                 rlt_run_result *results, rlt_diag *diag);
 
+/* rlt_measure_nests where nest i is of workload w_of[i], run with
+ * ropts_of[i] (NULL entries: defaults): nests of several ops built in one
+ * batch, then run one at a time. Nests that lower to the same code share a
+ * run only when their workloads and run options are the same too. Used by
+ * the env to evaluate the next states of many episodes at once. */
+rlt_status rlt_measure_nests_multi(const rlt_workload *const *w_of, const rlt_build_opts *bopts,
+                                   const rlt_run_opts *const *ropts_of, int n, const rlt_nest *nests,
+                                   rlt_run_result *results, rlt_diag *diag);
+
 /* ---- target ------------------------------------------------------------- */
 
 typedef struct rlt_target {

@@ -366,3 +366,18 @@ rlt_status rlt_nn_entropy(const rlt_nn_groups *g, int n_rows, const float *logit
     *out_entropy = total / n_rows;
     return RLT_STATUS_OK;
 }
+
+double rlt_nn_ppo_clip_grad(int m, const float *logp, const float *logp_old, const float *adv, const int *rows,
+                            double clip, float *out_dlogp)
+{
+    double loss = 0;
+    for (int i = 0; i < m; i++) {
+        int r = rows ? rows[i] : i;
+        double ratio = exp((double)logp[i] - (double)logp_old[r]), a = adv[r];
+        double clipped = fmin(fmax(ratio, 1.0 - clip), 1.0 + clip) * a;
+        bool is_unclipped = ratio * a <= clipped;
+        loss -= fmin(ratio * a, clipped) / m;
+        out_dlogp[i] = is_unclipped ? (float)(-a * ratio / m) : 0.0f;
+    }
+    return loss;
+}

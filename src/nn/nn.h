@@ -234,6 +234,15 @@ rlt_status rlt_nn_loss_nll(const rlt_nn_groups *g, int n_rows, const float *logi
 rlt_status rlt_nn_entropy(const rlt_nn_groups *g, int n_rows, const float *logits, double *out_entropy,
                           float *out_dlogits, rlt_diag *diag);
 
+/* PPO's clipped surrogate over a minibatch of m rows:
+ * -(1/m) sum_i min(q_i A_i, clip(q_i, 1 - c, 1 + c) A_i), with
+ * q_i = exp(logp[i] - logp_old[r]) and A_i = adv[r], r = rows[i] (rows NULL:
+ * r = i; the old log-probabilities and advantages are the rollout's). Writes
+ * the gradient with respect to logp into out_dlogp [m] (0 where the clipped
+ * term is the smaller: it is constant in q there) and returns the loss. */
+double rlt_nn_ppo_clip_grad(int m, const float *logp, const float *logp_old, const float *adv, const int *rows,
+                            double clip, float *out_dlogp);
+
 /* ---- Adam ---------------------------------------------------------------- */
 
 /* Zero fields take the defaults (PyTorch's): lr 1e-3, beta1 0.9,

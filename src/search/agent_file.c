@@ -122,7 +122,7 @@ rlt_status rlt_agent_file_create(const char *tuner, const rlt_space *space, rlt_
     rlt_agent_file *f = file_new("<new>");
     rlt_status st = RLT_STATUS_OUT_OF_MEMORY;
     if (!f) goto fail_oom;
-    for (int k = 0; k < space->n_knobs; k++)
+    for (int k = 0; space && k < space->n_knobs; k++)
         rlt_str_printf(&knobs, "%s %d\n", space->knobs[k].name, space->knobs[k].n_choices);
     if (knobs.has_failed) goto fail_oom;
     if ((st = rlt_agent_file_put_bytes(f, SECTION_TUNER, tuner, strlen(tuner), diag)) != RLT_STATUS_OK ||

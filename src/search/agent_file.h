@@ -27,7 +27,8 @@
 typedef struct rlt_agent_file rlt_agent_file;
 
 /* A new, empty file for tuner `tuner` that learned on `space` (the knobs'
- * names and sizes are recorded). Errors: OUT_OF_MEMORY. */
+ * names and sizes are recorded; NULL: an agent of no knob space, such as a
+ * LoopTune policy, with an empty knobs section). Errors: OUT_OF_MEMORY. */
 rlt_status rlt_agent_file_create(const char *tuner, const rlt_space *space, rlt_agent_file **out, rlt_diag *diag);
 void rlt_agent_file_destroy(rlt_agent_file *f); /* NULL ok */
 

@@ -279,12 +279,7 @@ static rlt_status ppo_minibatch_step(ppo_agent *a, const int *rows, int m, rlt_d
     if ((st = rlt_nn_log_softmax(g, m, a->mb_logits, a->mb_logp, diag)) != RLT_STATUS_OK ||
         (st = rlt_nn_log_prob_picked(g, m, a->mb_logp, a->mb_actions, a->mb_log_prob, diag)) != RLT_STATUS_OK)
         return st;
-    for (int i = 0; i < m; i++) {
-        double ratio = exp((double)a->mb_log_prob[i] - (double)a->seg_logp[rows[i]]);
-        double adv = a->seg_adv[rows[i]];
-        double clipped = fmin(fmax(ratio, 1.0 - a->clip), 1.0 + a->clip) * adv;
-        a->mb_dlog_prob[i] = ratio * adv <= clipped ? (float)(-adv * ratio / m) : 0.0f;
-    }
+    rlt_nn_ppo_clip_grad(m, a->mb_log_prob, a->seg_logp, a->seg_adv, rows, a->clip, a->mb_dlog_prob);
     double entropy = 0;
     if ((st = rlt_nn_log_prob_picked_backward(g, m, a->mb_actions, a->mb_dlog_prob, a->mb_dlogp, diag)) !=
             RLT_STATUS_OK ||

@@ -270,6 +270,22 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
         out->n_transfer_rows = transfer.n_rows;
         out->n_transfer_workloads = transfer.n_workloads;
     }
+    rlt_config start_config;
+    if (o.start_nest && !o.plan) {
+        rlt_diag pd = {0};
+        if (rlt_space_project(&space, o.start_nest, &start_config, &pd) == RLT_STATUS_OK) {
+            o.tuner_opts.n_start = 1;
+            o.tuner_opts.start_configs = &start_config;
+            rlt_str key;
+            rlt_str_init(&key);
+            rlt_space_config_key(&space, &start_config, &key);
+            snprintf(out->start_config, sizeof out->start_config, "%s", key.data ? key.data : "");
+            rlt_str_free(&key);
+        } else {
+            rlt_log(RLT_LOG_WARN, "the start nest has no valid configuration near it (%s): tuning from scratch",
+                    pd.message);
+        }
+    }
     uint64_t tuner_start_ns = rlt_time_ns();
     if (!o.plan && (st = rlt_tuner_create(o.tuner, &space, &o.tuner_opts, &tuner, diag)) != RLT_STATUS_OK) goto done;
     if ((o.agent_in || o.agent_out) && (!tuner || !rlt_tuner_has_agent(tuner))) {

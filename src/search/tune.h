@@ -68,6 +68,11 @@ typedef struct rlt_tune_opts {
      * (rlt_tuner_save). They may name the same file. */
     const char *agent_in;
     const char *agent_out;
+    /* NULL: none. Else a scheduled nest of the op (borrowed) the search
+     * starts from: its nearest valid configuration (rlt_space_project) and
+     * that configuration's neighbours are proposed first, then the tuner's
+     * own (`rltune tune --tuner policy` passes the LoopTune policy's nest). */
+    const rlt_nest *start_nest;
     const volatile sig_atomic_t *stop; /* when it becomes non-zero, stop after the batch in flight */
     rlt_tune_progress_fn progress;     /* called after every batch (may be NULL) */
     void *progress_ctx;
@@ -87,6 +92,7 @@ typedef struct rlt_tune_result {
     char best_config[1024];   /* the best configuration's key ("" if none) */
     char best_schedule[4096]; /* its schedule */
     char best_cc[16];
+    char start_config[1024];  /* start_nest's configuration key ("" without one, or when none was near) */
     double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
     double wall_s;
     double tuner_s;           /* of which in the tuner: creating (and loading) it, proposing, learning */

@@ -427,6 +427,34 @@ const char *const *rlt_tuner_names(void)
     return names;
 }
 
+/* The start configurations, each followed by its one-step neighbours. */
+static rlt_status start_queue_make(rlt_tuner *t, rlt_diag *diag)
+{
+    int n = t->opts.n_start, per = 1 + 2 * t->space->n_knobs;
+    if (n <= 0 || !t->opts.start_configs) return RLT_STATUS_OK;
+    if (!(t->start = rlt_malloc((size_t)n * (size_t)per * sizeof *t->start)))
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping %d start configurations", n);
+    for (int i = 0; i < n; i++) {
+        const rlt_config *c = &t->opts.start_configs[i];
+        t->start[t->n_start++] = *c;
+        for (int k = 0; k < t->space->n_knobs; k++)
+            for (int d = -1; d <= 1; d += 2)
+                if (rlt_space_neighbour(t->space, c, k, d, &t->start[t->n_start])) t->n_start++;
+    }
+    /* Keep the valid ones, each once, and mark them visited before the
+     * tuner's init, so that its own first draws (ga's population) avoid them. */
+    int kept = 0;
+    for (int i = 0; i < t->n_start; i++) {
+        uint64_t index = rlt_space_index_of(t->space, &t->start[i]);
+        if (rlt_visited_has(&t->visited, index) || !rlt_space_is_valid(t->space, &t->start[i])) continue;
+        if (!rlt_visited_add(&t->visited, index))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping start configurations");
+        t->start[kept++] = t->start[i];
+    }
+    t->n_start = kept;
+    return RLT_STATUS_OK;
+}
+
 rlt_status rlt_tuner_create(const char *name, const rlt_space *space, const rlt_tuner_opts *opts, rlt_tuner **out,
                             rlt_diag *diag)
 {
@@ -448,7 +476,9 @@ rlt_status rlt_tuner_create(const char *name, const rlt_space *space, const rlt_
     t->space = space;
     t->opts = opts ? *opts : (rlt_tuner_opts){0};
     rlt_rng_seed(&t->rng, t->opts.seed);
-    rlt_status st = ops->init(t, diag);
+    rlt_status st = start_queue_make(t, diag);
+    t->opts.start_configs = NULL; /* the caller's; the queue is the tuner's copy */
+    if (st == RLT_STATUS_OK) st = ops->init(t, diag);
     if (st != RLT_STATUS_OK) {
         rlt_tuner_destroy(t);
         return st;
@@ -462,10 +492,17 @@ void rlt_tuner_destroy(rlt_tuner *t)
     if (!t) return;
     if (t->ops && t->ops->fini) t->ops->fini(t);
     rlt_visited_free(&t->visited);
+    rlt_free(t->start);
     rlt_free(t);
 }
 
-int rlt_tuner_next_batch(rlt_tuner *t, int max, rlt_config *out) { return max > 0 ? t->ops->next_batch(t, max, out) : 0; }
+int rlt_tuner_next_batch(rlt_tuner *t, int max, rlt_config *out)
+{
+    int n = 0;
+    while (n < max && t->next_start < t->n_start) out[n++] = t->start[t->next_start++];
+    if (n > 0) return n; /* a batch of start configurations alone: the tuner learns of them by update */
+    return max > 0 ? t->ops->next_batch(t, max, out) : 0;
+}
 
 rlt_status rlt_tuner_update(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag)
 {

@@ -17,6 +17,12 @@ typedef struct rlt_tuner rlt_tuner;
 
 typedef struct rlt_tuner_opts {
     uint64_t seed;
+    /* every tuner: configurations to propose first, in order, each followed
+     * by its valid one-step neighbours (skipping what was already visited);
+     * then the tuner's own proposals. `rltune tune --tuner policy` starts
+     * from the LoopTune policy's nest this way. Copied at create. */
+    int n_start;
+    const rlt_config *start_configs;
     /* ga */
     int population;       /* 0 = min(64, |space|) */
     int elite;            /* 0 = 3 */
@@ -229,6 +235,8 @@ struct rlt_tuner {
     rlt_rng rng;
     rlt_visited visited; /* proposed or reported */
     void *state;         /* the tuner's own, freed by fini */
+    rlt_config *start;   /* opts.start_configs and their neighbours, proposed first; owned */
+    int n_start, next_start;
 };
 
 /* Draws a random valid configuration not yet visited (up to `tries`

@@ -118,6 +118,13 @@ rlt_status rlt_space_nest(const rlt_space *s, const rlt_config *c, rlt_nest *out
 
 bool rlt_space_is_valid(const rlt_space *s, const rlt_config *c);
 
+/* The valid configuration nearest to a scheduled nest of the space's op
+ * (project.c says how the nest is read: its register tile, middle tiles,
+ * reduction blocks, vectorized axis, unrolling and parallel axis, each
+ * knob at its nearest choice; then the valid configuration fewest knob
+ * steps away). ILLEGAL_SCHEDULE when none is within two steps. */
+rlt_status rlt_space_project(const rlt_space *s, const rlt_nest *nest, rlt_config *out, rlt_diag *diag);
+
 /* "v1;vec=j*8;i.tile=6;..." : the configuration's key, stable across runs
  * (stored in tuning records), and back. Parsing checks every knob is known
  * and every value is one of its choices. */

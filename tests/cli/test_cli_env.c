@@ -56,6 +56,7 @@ Test(cli_env, scripted_session)
                "    for j in 0..16\n"
                "      for k in 0..8  reduce\n"
                "        C[i,j] += A[i,k] * B[k,j]\n"
+               "accumulate: in a local tile inside j (cache_write j)\n"
                "GFLOP/s:  ",
                "stdout");
     assert_has(r.out, "legal:    down swap_down split_2 split_4 split_8 unroll parallel stop\n", "stdout");
@@ -84,7 +85,8 @@ Test(cli_env, scripted_session)
     const char *final = "# rltune schedule v1\n"
                         "split j 8\n"
                         "reorder i j.o k j.i\n"
-                        "vectorize j.i\n";
+                        "vectorize j.i\n"
+                        "cache_write j.o\n"; /* the env's accumulator: a vector of 8 sums */
     assert_has(r.out, "\nfinal schedule (", "stdout");
     assert_has(r.out, ", OK, 6 steps):\n", "stdout");
     assert_has(r.out, final, "stdout");
@@ -97,6 +99,7 @@ Test(cli_env, scripted_session)
     assert_ok(&s);
     cr_assert_str_eq(s.out, "for i in 0..16\n"
                             "  for j.o in 0..2\n"
+                            "    acc C[j.i=8]   (cache_write)\n" /* the kernel the env measured */
                             "    for k in 0..8  reduce\n"
                             "      vectorize j.i in 0..8\n"
                             "        C[i,j] += A[i,k] * B[k,j]\n");

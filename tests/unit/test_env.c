@@ -43,7 +43,12 @@ static rlt_status fake_evaluate(void *ctx, const rlt_env_eval_request *req, rlt_
     fake_eval *f = ctx;
     f->n_calls++;
     cr_assert_not_null(req->schedule);
-    cr_assert_eq(req->nest_hash, rlt_nest_hash(req->nest));
+    /* the kernel is the state's nest and the env's accumulator */
+    rlt_nest state = *req->nest, kernel;
+    state.acc_var = RLT_ACC_NONE;
+    cr_assert_eq(req->nest_hash, rlt_nest_hash(&state));
+    env_kernel_nest(&state, &kernel);
+    cr_assert_eq(rlt_nest_hash(&kernel), rlt_nest_hash(req->nest));
     if (f->fail_with != RLT_STATUS_OK) return rlt_fail(diag, f->fail_with, "the fake evaluator is broken");
     out->status = f->kernel_status;
     out->gflops = 1.0 + (double)(req->nest_hash % 1000) / 100.0;
@@ -99,7 +104,9 @@ static void assert_schedule_replays(const rlt_env *env)
     cr_assert_eq(rlt_sched_parse(text, "env", &s, &d), RLT_STATUS_OK, "%s\n%s", d.message, text);
     rlt_nest replayed;
     cr_assert_eq(rlt_sched_apply(s, nest->op, &replayed, &d), RLT_STATUS_OK, "%s\n%s", d.message, text);
-    cr_assert_eq(rlt_nest_hash(&replayed), rlt_nest_hash(nest), "schedule does not replay to the nest:\n%s", text);
+    rlt_nest kernel;
+    env_kernel_nest(nest, &kernel);
+    cr_assert_eq(rlt_nest_hash(&replayed), rlt_nest_hash(&kernel), "schedule does not replay to the kernel:\n%s", text);
     cr_assert_eq(rlt_env_state_hash(env), rlt_nest_hash(nest));
     rlt_sched_destroy(s);
     rlt_free(text);
@@ -260,9 +267,11 @@ static const golden_case golden_cases[] = {
     {"unroll a parallel loop", MM, "parallel i", 0, RLT_ENV_ACTION_UNROLL, NULL,
      "unroll i: the loop is already marked parallel"},
     {"unroll too long", "matmul:M=512,N=4,K=4", "", 0, RLT_ENV_ACTION_UNROLL, NULL,
-     "unrolled loop 'i' has extent 512, more than 256"},
-    {"unroll too many copies", "matmul:M=128,N=64,K=4", "unroll j", 0, RLT_ENV_ACTION_UNROLL, NULL,
-     "makes 8192 copies of the loop body, more than 4096"},
+     "would make 512 copies of the body, more than the env's 256"},
+    {"unroll too many copies", "matmul:M=32,N=16,K=4", "unroll j", 0, RLT_ENV_ACTION_UNROLL, NULL,
+     "would make 512 copies of the body, more than the env's 256"},
+    {"merge into too many copies", "matmul:M=8,N=64,K=4", "split j 8\nunroll j.i\nunroll i", 2,
+     RLT_ENV_ACTION_MERGE, NULL, "merge: the unrolled loops would make 512 copies"},
     {"vectorize", MM16, "split j 8\nreorder i j.o k j.i", 3, RLT_ENV_ACTION_VECTORIZE,
      "  for i in 0..8\n"
      "    for j.o in 0..2\n"
@@ -802,7 +811,7 @@ Test(env, api_errors)
     cr_assert_eq(rlt_env_gflops(env), 0.0);
     cr_assert_eq(rlt_env_peak_gflops(env), 0.0);
     char *text = rlt_env_schedule(env);
-    cr_assert_str_eq(text, "# rltune schedule v1\n");
+    cr_assert_str_eq(text, "# rltune schedule v1\ncache_write j\n", "the default nest's kernel sums in a register");
     rlt_free(text);
     cr_assert_eq(f.n_calls, 0);
 
@@ -822,7 +831,6 @@ Test(env, api_errors)
         const char *message;
     } bad[] = {
         {"fuse i j", RLT_STATUS_INVALID_ARGUMENT, "comes from fuse"},
-        {"cache_write j", RLT_STATUS_INVALID_ARGUMENT, "cache_write accumulator"},
         {"pack B j 2", RLT_STATUS_INVALID_ARGUMENT, "input B is packed or padded"},
         {"split i 3\nvectorize i.o", RLT_STATUS_ILLEGAL_SCHEDULE, "must be innermost"},
         {"tile i 3", RLT_STATUS_PARSE_ERROR, "unknown step 'tile'"},
@@ -910,4 +918,133 @@ Test(env, out_of_memory_at_every_allocation)
     }
     cr_assert(has_succeeded);
     assert_no_leaks();
+}
+
+/* ---- prefetch: the next states of many steps in one batch --------------- */
+
+Test(env, prefetch_evaluates_each_new_state_once_and_steps_hit_the_cache)
+{
+    fake_eval f = {0};
+    rlt_env *env = env_at(MM, "split j 4", 1, &f);
+    int n_before = f.n_calls, n_steps = rlt_env_n_steps(env);
+    uint64_t hash = rlt_env_state_hash(env);
+    bool mask[RLT_ENV_N_ACTIONS];
+    rlt_env_action_mask(env, mask);
+    /* every action, each twice, illegal ones included: they are skipped */
+    rlt_env *envs[2 * RLT_ENV_N_ACTIONS];
+    int actions[2 * RLT_ENV_N_ACTIONS], n_new = 0;
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) {
+        envs[2 * a] = envs[2 * a + 1] = env;
+        actions[2 * a] = actions[2 * a + 1] = a;
+        bool is_move = a == RLT_ENV_ACTION_UP || a == RLT_ENV_ACTION_DOWN || a == RLT_ENV_ACTION_STOP;
+        n_new += mask[a] && !is_move;
+    }
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_prefetch(envs, actions, 2 * RLT_ENV_N_ACTIONS, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(rlt_env_n_steps(env) == n_steps && rlt_env_state_hash(env) == hash, "prefetch changed the env");
+    /* each pair listed twice, yet each new state evaluated at most once */
+    cr_assert(f.n_calls - n_before > 0 && f.n_calls - n_before <= n_new, "%d evaluations for %d new states",
+              f.n_calls - n_before, n_new);
+    int n_after = f.n_calls;
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) {
+        if (!mask[a]) continue;
+        rlt_env *c = NULL;
+        cr_assert_eq(rlt_env_clone(env, &c, &d), RLT_STATUS_OK);
+        step_ok(c, a);
+        rlt_env_destroy(c);
+    }
+    cr_assert_eq(f.n_calls, n_after, "a prefetched state was evaluated again");
+    rlt_env_destroy(env);
+}
+
+Test(env, prefetch_passes_on_an_evaluator_failure)
+{
+    fake_eval f = {0};
+    rlt_env *env = env_at(MM, "", 0, &f);
+    f.fail_with = RLT_STATUS_IO_ERROR;
+    rlt_env *envs[] = {env};
+    int actions[] = {RLT_ENV_ACTION_SPLIT_2};
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_prefetch(envs, actions, 1, &d), RLT_STATUS_IO_ERROR);
+    cr_assert(strstr(d.message, "broken"), "%s", d.message);
+    cr_assert_eq(rlt_env_n_steps(env), 0);
+    rlt_env_destroy(env);
+}
+
+Test(env, prefetch_measures_states_of_two_ops_in_one_batch, .timeout = 600)
+{
+    rlt_env_opts o = {.cflags = "-O1 -march=native", .repeat = 1, .min_repeat_ms = 1, .peak_gflops = FAKE_PEAK};
+    const char *specs[] = {"matmul:M=20,N=24,K=12", "matmul:M=8,N=16,K=4"};
+    rlt_env *envs[2];
+    rlt_diag d = {0};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(rlt_env_create(specs[i], &o, &envs[i], &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_eq(rlt_env_reset(envs[i], &d), RLT_STATUS_OK, "%s", d.message);
+    }
+    int actions[] = {RLT_ENV_ACTION_SPLIT_4, RLT_ENV_ACTION_SPLIT_2};
+    cr_assert_eq(rlt_env_prefetch(envs, actions, 2, &d), RLT_STATUS_OK, "%s", d.message);
+    for (int i = 0; i < 2; i++) {
+        rlt_env_stats before, after;
+        rlt_env_stats_get(envs[i], &before);
+        cr_assert_eq(before.n_evaluations, 2, "%s: the start and the prefetched state", specs[i]);
+        step_ok(envs[i], actions[i]);
+        rlt_env_stats_get(envs[i], &after);
+        cr_assert_eq(after.n_evaluations, 2, "%s: the step measured again", specs[i]);
+        const char *message = NULL;
+        cr_assert_eq(rlt_env_eval_status(envs[i], &message), RLT_STATUS_OK, "%s: %s", specs[i], message);
+        cr_assert_gt(rlt_env_gflops(envs[i]), 0.0);
+        rlt_env_destroy(envs[i]);
+    }
+}
+
+/* ---- accumulation: the kernel of a state -------------------------------- */
+
+/* The loop env_accumulator_loop picks for the nest `sched` makes of `spec`
+ * ("root", a loop name, or "" for none). */
+static void assert_accumulator(const char *spec, const char *sched, const char *want)
+{
+    rlt_op *op = NULL;
+    rlt_sched *s = NULL;
+    rlt_nest nest;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_parse(sched, "test", &s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_apply(s, op, &nest, &d), RLT_STATUS_OK, "%s: %s", sched, d.message);
+    int p = env_accumulator_loop(&nest);
+    const char *got = p == ENV_NO_ACCUMULATOR ? "" : p < 0 ? "root" : nest.vars[nest.loops[p].var].name;
+    cr_assert_str_eq(got, want, "%s / %s", spec, sched);
+    rlt_nest kernel;
+    env_kernel_nest(&nest, &kernel);
+    cr_assert_eq(kernel.acc_var == RLT_ACC_NONE, want[0] == '\0');
+    rlt_sched_destroy(s);
+    rlt_op_destroy(op);
+}
+
+Test(env, the_accumulator_goes_where_the_tile_fits_in_registers)
+{
+    const char *mm = "matmul:M=64,N=64,K=64";
+    assert_accumulator(mm, "", "j");                                /* a scalar sum */
+    assert_accumulator(mm, "reorder i k j", "");                    /* no reduction inside a spatial loop */
+    assert_accumulator(mm, "split j 8\nsplit i 4\nreorder i.o j.o k i.i j.i\nunroll i.i\nvectorize j.i",
+                       "j.o");                                      /* the 4 x 8 register tile */
+    assert_accumulator(mm, "split j 8\nsplit i 4\nreorder i.o j.o k i.i j.i\nvectorize j.i",
+                       "");                                         /* i.i serial: no tile across k */
+    assert_accumulator(mm, "split j 32\nsplit i 16\nreorder i.o j.o k i.i j.i\nunroll i.i\nvectorize j.i",
+                       "");                                         /* 512 floats: too large */
+    assert_accumulator("matmul:M=4,N=8,K=64", "reorder k i j\nunroll i\nvectorize j", "root");
+}
+
+Test(env, a_schedule_with_cache_write_starts_at_the_state_without_it)
+{
+    fake_eval f = {0};
+    rlt_env *a = make_env(MM, &f), *b = make_env(MM, &f);
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_reset(a, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_env_reset_schedule(b, "cache_write root", &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_env_state_hash(a), rlt_env_state_hash(b));
+    char *text = rlt_env_schedule(b);
+    cr_assert_str_eq(text, "# rltune schedule v1\ncache_write j\n");
+    rlt_free(text);
+    rlt_env_destroy(a);
+    rlt_env_destroy(b);
 }

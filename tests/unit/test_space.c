@@ -218,3 +218,74 @@ Test(space, random_valid_configurations_measure_correct)
         rlt_op_destroy(op);
     }
 }
+
+/* ---- projection of a nest onto the space -------------------------------- */
+
+/* A configuration's own nest reads back as a valid configuration with the
+ * same register tile, vectorization and parallel axis. */
+Test(space, a_configurations_nest_projects_back_to_it)
+{
+    for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
+        rlt_op *op = fixture_op(SPECS[i]);
+        rlt_space s;
+        make_space(op, 2, &s);
+        rlt_rng rng;
+        rlt_rng_seed(&rng, 7);
+        int n_checked = 0;
+        for (int t = 0; t < 20000 && n_checked < 40; t++) {
+            rlt_config c;
+            rlt_space_random(&s, &rng, &c);
+            for (int k = 0; k < s.n_knobs; k++) {
+                rlt_knob_kind kind = s.knobs[k].kind;
+                if (kind == RLT_KNOB_ORDER_S || kind == RLT_KNOB_ORDER_R || kind == RLT_KNOB_PACK ||
+                    kind == RLT_KNOB_PAD || kind == RLT_KNOB_CC)
+                    c.choice[k] = 0;
+            }
+            rlt_nest nest;
+            if (rlt_space_nest(&s, &c, &nest, NULL, NULL) != RLT_STATUS_OK) continue;
+            rlt_config back;
+            rlt_diag d = {0};
+            cr_assert_eq(rlt_space_project(&s, &nest, &back, &d), RLT_STATUS_OK, "%s", d.message);
+            /* the register tile, vectorization and parallel axis read back exactly */
+            for (int k = 0; k < s.n_knobs; k++) {
+                rlt_knob_kind kind = s.knobs[k].kind;
+                if (kind != RLT_KNOB_VEC && kind != RLT_KNOB_TILE && kind != RLT_KNOB_PARALLEL) continue;
+                cr_assert_eq(back.choice[k], c.choice[k], "%s: knob %s", SPECS[i], s.knobs[k].name);
+            }
+            cr_assert(rlt_space_is_valid(&s, &back));
+            n_checked++;
+        }
+        cr_assert_geq(n_checked, 10, "%s: too few valid configurations drawn", SPECS[i]);
+        rlt_op_destroy(op);
+    }
+}
+
+/* A nest the space does not make (the env's kind) lands on a valid
+ * configuration with its register tile and vectorized axis. */
+Test(space, an_env_nest_projects_to_its_register_tile)
+{
+    rlt_op *op = fixture_op("matmul:M=128,N=128,K=128");
+    rlt_space s;
+    make_space(op, 1, &s);
+    rlt_sched *sched = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_sched_parse("split j 8\nsplit i 4\nreorder i.o j.o k i.i j.i\ncache_write j.o\n"
+                                 "unroll i.i\nvectorize j.i",
+                                 "env", &sched, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    rlt_nest nest;
+    cr_assert_eq(rlt_sched_apply(sched, op, &nest, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_config c;
+    cr_assert_eq(rlt_space_project(&s, &nest, &c, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(rlt_space_is_valid(&s, &c));
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_space_config_key(&s, &c, &key);
+    cr_assert(strstr(key.data, ";vec=j*8;"), "%s", key.data);
+    cr_assert(strstr(key.data, ";i.tile=4;"), "%s", key.data);
+    cr_assert(strstr(key.data, ";j.tile=1;"), "%s", key.data);
+    cr_assert(strstr(key.data, ";unroll=1"), "%s", key.data);
+    rlt_str_free(&key);
+    rlt_sched_destroy(sched);
+    rlt_op_destroy(op);
+}

@@ -215,3 +215,44 @@ Test(tuner, every_hyper_parameter_is_settable_by_name)
     cr_assert_eq(o.bandit_entropy_coef, -1.0);
     rlt_op_destroy(op);
 }
+
+/* Start configurations (`tune --tuner policy`): proposed first, each with
+ * its valid neighbours, alone in their batch, never twice; then the tuner's
+ * own proposals, every tuner, and the whole space still enumerated. */
+Test(tuner, start_configurations_come_first_with_their_neighbours)
+{
+    rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
+    rlt_space s;
+    tuner_space(op, &s);
+    rlt_config start;
+    uint64_t index = 0;
+    do rlt_space_config_of(&s, index++, &start);
+    while (!rlt_space_is_valid(&s, &start) || rlt_space_index_of(&s, &start) < 3);
+    int n_valid_neighbours = 0;
+    for (int k = 0; k < s.n_knobs; k++)
+        for (int dd = -1; dd <= 1; dd += 2) {
+            rlt_config n;
+            n_valid_neighbours += rlt_space_neighbour(&s, &start, k, dd, &n) && rlt_space_is_valid(&s, &n);
+        }
+    for (const char *const *name = rlt_tuner_names(); *name; name++) {
+        rlt_tuner_opts o = FAST_ANNEALING(5);
+        o.n_start = 1;
+        o.start_configs = &start;
+        rlt_tuner *t = tuner_make(*name, &s, &o);
+        rlt_config batch[64];
+        int n = rlt_tuner_next_batch(t, 64, batch);
+        cr_assert_eq(n, 1 + n_valid_neighbours, "%s: the start and its valid neighbours, alone", *name);
+        cr_assert_eq(rlt_space_index_of(&s, &batch[0]), rlt_space_index_of(&s, &start), "%s", *name);
+        for (int i = 1; i < n; i++) {
+            int n_diff = 0;
+            for (int k = 0; k < s.n_knobs; k++) n_diff += batch[i].choice[k] != start.choice[k];
+            cr_assert_eq(n_diff, 1, "%s: proposal %d is not a neighbour of the start", *name, i);
+        }
+        rlt_tuner_destroy(t);
+        /* and the rest of the space, each once */
+        t = tuner_make(*name, &s, &o);
+        tuner_assert_enumerates(t, &s, 7, index_mod_5);
+        rlt_tuner_destroy(t);
+    }
+    rlt_op_destroy(op);
+}

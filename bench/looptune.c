@@ -1,0 +1,366 @@
+/*
+ * looptune.c - benchmark of the LoopTune policy (issue 6): on held-out
+ * shapes, the shipped policy's kernel and wall time against the searches
+ * over the same env (greedy with 1- and 2-step lookahead, beam of width 2
+ * and 4, random search with the policy's time and with 10x it) and against
+ * OpenBLAS, all measured in the same run.
+ *
+ * For each workload every method starts from the op's default nest in a new
+ * env with a cold compile cache (a temporary directory, so no method builds
+ * faster for what another built) and the same peak; its wall time is the
+ * method's own, measurement included. The searches' and the policy's
+ * measurements are quick (3 samples of >= 10 ms); each method's final kernel
+ * is then measured again carefully (7 samples of >= 50 ms) in --rounds rounds
+ * interleaved with OpenBLAS (bench_sgemm, a separate program), and the
+ * tables give the median of those rounds.
+ *
+ * Usage: bench_looptune --policy FILE --dataset FILE [--n-test N] [--conv SPEC;SPEC..]
+ *                       [--steps N] [--rounds N] [--budget S] [--seed S] [--methods a,b,..]
+ *   --n-test N   held-out matmul shapes taken from the dataset's test part, evenly spaced (default 6)
+ *   --conv       conv2d layers to add (default: two ResNet-style 3x3 layers), ';'-separated, or "none"
+ *   --steps N    the policy's rollout length and the searches' depth (default 16)
+ *   --budget S   time limit of each search except random (default 300 s)
+ * Prints markdown tables on stdout and progress on stderr.
+ */
+#include "measure/measure.h"
+#include "policy/search.h"
+#include "policy/shapes.h"
+
+#include "bench_util.h"
+#include "timing.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef RLTUNE_BENCH_DIR
+#define RLTUNE_BENCH_DIR "."
+#endif
+
+enum { MAX_WORKLOADS = 32, MAX_ROUNDS = 16, MAX_METHODS = 12 };
+
+typedef enum method_kind { M_POLICY, M_POLICY_BEAM, M_GREEDY, M_BEAM, M_RANDOM_SAME, M_RANDOM_10X } method_kind;
+
+typedef struct method {
+    const char *name;
+    method_kind kind;
+    int param; /* lookahead, beam width */
+} method;
+
+static const method ALL_METHODS[] = {
+    {"policy", M_POLICY, 0},
+    {"policy-beam2", M_POLICY_BEAM, 2},
+    {"greedy1", M_GREEDY, 1},
+    {"greedy2", M_GREEDY, 2},
+    {"beam2", M_BEAM, 2},
+    {"beam4", M_BEAM, 4},
+    {"random-same", M_RANDOM_SAME, 0},
+    {"random-10x", M_RANDOM_10X, 0},
+};
+
+typedef struct run {
+    bool has_run;
+    double search_gflops; /* as the method measured it */
+    double wall_s;
+    int64_t n_evaluations;
+    int n_trace;
+    char schedule[4096];
+    double remeasured[MAX_ROUNDS];
+    double final_gflops;  /* median of the re-measurements */
+} run;
+
+static void die(int code, const char *fmt, ...) RLT_PRINTF(2, 3);
+
+static void die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench_looptune: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(code);
+}
+
+static char *make_temp_dir(void)
+{
+    char *d = bench_temp_dir();
+    if (!d) die(3, "cannot make a temporary directory: %s", strerror(errno));
+    return d;
+}
+
+static void remove_dir(const char *dir)
+{
+    if (!bench_remove_dir(dir)) fprintf(stderr, "%s: could not remove %s\n", "bench_looptune", dir);
+}
+
+/* OpenBLAS sgemm through bench_sgemm; 0 when it is missing or fails. */
+static double sgemm_gflops(int m, int n, int k)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/bench_sgemm %d %d %d 1 --json", RLTUNE_BENCH_DIR, m, n, k);
+    return bench_run_json(cmd, "gflops");
+}
+
+/* One method on one workload, from the default nest, with a cold cache. */
+static void run_method(const char *spec, const method *m, const rlt_policy *policy, double peak, int steps,
+                       double budget_s, double policy_wall_s, uint64_t seed, run *out)
+{
+    char *cache = make_temp_dir();
+    rlt_env_opts eo = {.cache_dir = cache, .peak_gflops = peak, .seed = seed};
+    rlt_env *env = NULL;
+    rlt_diag d = {0};
+    if (rlt_env_create(spec, &eo, &env, &d) != RLT_STATUS_OK) die(2, "%s: %s", spec, d.message);
+    uint64_t t0 = rlt_time_ns();
+    if (rlt_env_reset(env, &d) != RLT_STATUS_OK) die(3, "%s: %s", spec, d.message);
+    double reset_s = (double)(rlt_time_ns() - t0) * 1e-9;
+    rlt_optimize_result r = {0};
+    rlt_status st;
+    if (m->kind == M_POLICY || m->kind == M_POLICY_BEAM) {
+        rlt_rollout_opts ro = {.max_steps = steps, .beam_width = m->kind == M_POLICY_BEAM ? m->param : 0};
+        st = rlt_policy_rollout(policy, env, &ro, &r, &d);
+    } else {
+        rlt_env_search_opts so = {.max_steps = steps, .seed = seed, .time_budget_s = budget_s};
+        if (m->kind == M_GREEDY) {
+            so.kind = RLT_ENV_SEARCH_GREEDY;
+            so.lookahead = m->param;
+        } else if (m->kind == M_BEAM) {
+            so.kind = RLT_ENV_SEARCH_BEAM;
+            so.beam_width = m->param;
+        } else {
+            so.kind = RLT_ENV_SEARCH_RANDOM;
+            so.time_budget_s = fmax(0.5, (m->kind == M_RANDOM_10X ? 10 : 1) * policy_wall_s - reset_s);
+        }
+        st = rlt_env_search(env, &so, &r, &d);
+    }
+    if (st != RLT_STATUS_OK) die(3, "%s, %s: %s", spec, m->name, d.message);
+    memset(out, 0, sizeof *out);
+    out->has_run = true;
+    out->search_gflops = r.gflops;
+    out->wall_s = r.wall_s + reset_s; /* the start's measurement is the method's too */
+    out->n_evaluations = r.n_evaluations + 1;
+    out->n_trace = r.n_trace;
+    snprintf(out->schedule, sizeof out->schedule, "%s", r.schedule);
+    rlt_optimize_result_free(&r);
+    rlt_env_destroy(env);
+    remove_dir(cache);
+    free(cache);
+}
+
+static char *remeasure_cache;
+
+static double remeasure(const rlt_workload *w, const rlt_op *op, const run *rr)
+{
+    rlt_diag d = {0};
+    rlt_sched *s = NULL;
+    rlt_nest nest;
+    if (rlt_sched_parse(rr->schedule, "found", &s, &d) != RLT_STATUS_OK ||
+        rlt_sched_apply(s, op, &nest, &d) != RLT_STATUS_OK)
+        die(3, "replaying a found schedule: %s\n%s", d.message, rr->schedule);
+    rlt_sched_destroy(s);
+    rlt_build_opts bopts = {.cache_dir = remeasure_cache};
+    rlt_run_opts ropts = {.repeat = 7, .min_repeat_ms = 50, .timeout_s = 120, .n_threads = 1};
+    rlt_run_result res;
+    if (rlt_measure_nests(w, &bopts, &ropts, 1, &nest, &res, &d) != RLT_STATUS_OK)
+        die(3, "re-measuring: %s", d.message);
+    return res.status == RLT_STATUS_OK ? res.gflops : 0;
+}
+
+static double geomean(const double *v, int n)
+{
+    double s = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > 0) {
+            s += log(v[i]);
+            k++;
+        }
+    return k ? exp(s / k) : 0;
+}
+
+static const char *arg_value(int *i, int argc, char **argv)
+{
+    if (*i + 1 >= argc) die(2, "%s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+int main(int argc, char **argv)
+{
+    const char *policy_path = NULL, *dataset_path = NULL;
+    const char *conv = "conv2d:N=1,C=32,H=28,W=28,K=32,R=3,S=3,stride=1,pad=1;"
+                       "conv2d:N=1,C=64,H=14,W=14,K=64,R=3,S=3,stride=1,pad=1";
+    char methods_arg[256] = "";
+    int n_test = 6, steps = 16, rounds = 3;
+    double budget_s = 300;
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--policy") == 0) policy_path = arg_value(&i, argc, argv);
+        else if (strcmp(argv[i], "--dataset") == 0) dataset_path = arg_value(&i, argc, argv);
+        else if (strcmp(argv[i], "--conv") == 0) conv = arg_value(&i, argc, argv);
+        else if (strcmp(argv[i], "--n-test") == 0) n_test = atoi(arg_value(&i, argc, argv));
+        else if (strcmp(argv[i], "--steps") == 0) steps = atoi(arg_value(&i, argc, argv));
+        else if (strcmp(argv[i], "--rounds") == 0) rounds = atoi(arg_value(&i, argc, argv));
+        else if (strcmp(argv[i], "--budget") == 0) budget_s = atof(arg_value(&i, argc, argv));
+        else if (strcmp(argv[i], "--seed") == 0) seed = strtoull(arg_value(&i, argc, argv), NULL, 10);
+        else if (strcmp(argv[i], "--methods") == 0)
+            snprintf(methods_arg, sizeof methods_arg, "%s", arg_value(&i, argc, argv));
+        else die(2, "unknown argument '%s' (see the comment at the top of bench/looptune.c)", argv[i]);
+    }
+    if (!policy_path || !dataset_path) die(2, "--policy FILE and --dataset FILE are required");
+    if (n_test < 0 || n_test > 24 || steps < 1 || steps > 64 || rounds < 1 || rounds > MAX_ROUNDS || !(budget_s > 0))
+        die(2, "--n-test 0..24, --steps 1..64, --rounds 1..%d, --budget > 0", MAX_ROUNDS);
+
+    rlt_diag d = {0};
+    rlt_policy *policy = NULL;
+    rlt_shape_set shapes = {0};
+    if (rlt_policy_load(policy_path, &policy, &d) != RLT_STATUS_OK) die(2, "%s", d.message);
+    if (rlt_shape_set_load(dataset_path, &shapes, &d) != RLT_STATUS_OK) die(2, "%s", d.message);
+
+    /* the methods */
+    const method *methods[MAX_METHODS];
+    int n_methods = 0;
+    for (size_t k = 0; k < RLT_ARRAY_LEN(ALL_METHODS); k++) {
+        char padded[300];
+        snprintf(padded, sizeof padded, ",%s,", methods_arg);
+        char key[64];
+        snprintf(key, sizeof key, ",%s,", ALL_METHODS[k].name);
+        if (!methods_arg[0] || strstr(padded, key)) methods[n_methods++] = &ALL_METHODS[k];
+    }
+    if (n_methods == 0 || methods[0]->kind != M_POLICY) die(2, "--methods must include policy (first)");
+
+    /* the workloads: evenly spaced test shapes, then the conv layers */
+    const char *specs[MAX_WORKLOADS];
+    bool is_matmul[MAX_WORKLOADS];
+    int n_work = 0;
+    static int test_idx[4096];
+    int n_idx = 0;
+    for (int k = 0; k < shapes.n && n_idx < 4096; k++)
+        if (shapes.is_test[k]) test_idx[n_idx++] = k;
+    if (n_test > n_idx) n_test = n_idx;
+    for (int i = 0; i < n_test; i++) {
+        const char *spec = shapes.specs[test_idx[(int64_t)i * n_idx / n_test]];
+        is_matmul[n_work] = strncmp(spec, "matmul:", 7) == 0;
+        specs[n_work++] = spec;
+    }
+    char *conv_copy = strdup(conv);
+    for (char *tok = strtok(conv_copy, ";"); tok && strcmp(conv, "none") != 0 && n_work < MAX_WORKLOADS;
+         tok = strtok(NULL, ";")) {
+        is_matmul[n_work] = false;
+        specs[n_work++] = tok;
+    }
+
+    /* the peak, once (cached per target in the default cache) */
+    rlt_env *probe = NULL;
+    if (rlt_env_create("matmul:M=8,N=8,K=8", NULL, &probe, &d) != RLT_STATUS_OK ||
+        rlt_env_reset(probe, &d) != RLT_STATUS_OK)
+        die(3, "settling the peak: %s", d.message);
+    double peak = rlt_env_peak_gflops(probe);
+    rlt_env_destroy(probe);
+
+    time_t now = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    rlt_target target;
+    rlt_target_detect(&target);
+    printf("## bench/looptune (%s)\n\n", date);
+    printf("Machine: %s, %d cores, %d-float vectors; peak %.1f GFLOP/s (one core, FP32 FMA). One thread.\n",
+           target.cpu_model, target.n_cores, target.vector_floats, peak);
+    printf("Policy: %s (%s). %s\n", policy_path, rlt_policy_algo_str(policy->algo),
+           policy->about ? "How it was trained is below." : "");
+    printf("Steps: %d (rollout length and search depth); search budget %.0f s; final kernels re-measured in %d "
+           "rounds (7 samples >= 50 ms, median), OpenBLAS sgemm (one thread) in the same rounds.\n\n",
+           steps, budget_s, rounds);
+
+    remeasure_cache = make_temp_dir();
+    static run runs[MAX_WORKLOADS][MAX_METHODS];
+    double blas[MAX_WORKLOADS] = {0};
+    double ratio_best[MAX_WORKLOADS], ratio_time[MAX_WORKLOADS], ratio_blas[MAX_WORKLOADS];
+    int n_ratio = 0, n_blas_ratio = 0;
+
+    for (int w = 0; w < n_work; w++) {
+        const char *spec = specs[w];
+        for (int k = 0; k < n_methods; k++) {
+            fprintf(stderr, "%s: %s ...", spec, methods[k]->name);
+            fflush(stderr);
+            run_method(spec, methods[k], policy, peak, steps, budget_s, runs[w][0].wall_s, seed, &runs[w][k]);
+            fprintf(stderr, " %.2f GFLOP/s in %.1f s (%lld states)\n", runs[w][k].search_gflops, runs[w][k].wall_s,
+                    (long long)runs[w][k].n_evaluations);
+        }
+        rlt_op *op = NULL;
+        rlt_workload *wl = NULL;
+        rlt_build_opts wopts = {.cache_dir = remeasure_cache};
+        if (rlt_op_parse(spec, &op, &d) != RLT_STATUS_OK ||
+            rlt_workload_create(op, &wopts, seed, &wl, &d) != RLT_STATUS_OK)
+            die(3, "%s: %s", spec, d.message);
+        double b[MAX_ROUNDS];
+        for (int r = 0; r < rounds; r++) {
+            for (int k = 0; k < n_methods; k++) runs[w][k].remeasured[r] = remeasure(wl, op, &runs[w][k]);
+            if (is_matmul[w]) {
+                int64_t m = 0, n = 0, kk = 0;
+                sscanf(strstr(spec, "M="), "M=%" SCNd64, &m);
+                sscanf(strstr(spec, "N="), "N=%" SCNd64, &n);
+                sscanf(strstr(spec, "K="), "K=%" SCNd64, &kk);
+                b[r] = sgemm_gflops((int)m, (int)n, (int)kk);
+            }
+        }
+        if (is_matmul[w]) blas[w] = bench_median(b, rounds);
+        for (int k = 0; k < n_methods; k++) runs[w][k].final_gflops = bench_median(runs[w][k].remeasured, rounds);
+
+        /* the table of this workload */
+        int best = -1;
+        for (int k = 1; k < n_methods; k++)
+            if (methods[k]->kind != M_POLICY_BEAM &&
+                (best < 0 || runs[w][k].final_gflops > runs[w][best].final_gflops))
+                best = k;
+        printf("### %s%s\n\n", spec, is_matmul[w] ? " (held out)" : "");
+        printf("| method | GFLOP/s | x best search | x OpenBLAS | wall s | states measured | actions |\n");
+        printf("|---|---:|---:|---:|---:|---:|---:|\n");
+        for (int k = 0; k < n_methods; k++) {
+            const run *r = &runs[w][k];
+            printf("| %s%s | %.1f | %.2f | ", methods[k]->name, k == best ? " (best search)" : "", r->final_gflops,
+                   best >= 0 && runs[w][best].final_gflops > 0 ? r->final_gflops / runs[w][best].final_gflops : 0);
+            if (blas[w] > 0) printf("%.2f", r->final_gflops / blas[w]);
+            else printf("n/a");
+            printf(" | %.1f | %lld | %d |\n", r->wall_s, (long long)r->n_evaluations, r->n_trace);
+        }
+        if (blas[w] > 0) printf("| OpenBLAS sgemm | %.1f | | 1.00 | | | |\n", blas[w]);
+        printf("\n");
+        fflush(stdout);
+        if (best >= 0 && runs[w][best].final_gflops > 0) {
+            ratio_best[n_ratio] = runs[w][0].final_gflops / runs[w][best].final_gflops;
+            ratio_time[n_ratio++] = runs[w][0].wall_s / runs[w][best].wall_s;
+        }
+        if (blas[w] > 0) ratio_blas[n_blas_ratio++] = runs[w][0].final_gflops / blas[w];
+        rlt_workload_destroy(wl);
+        rlt_op_destroy(op);
+    }
+
+    printf("### Summary\n\n");
+    printf("| | geometric mean | min | target |\n|---|---:|---:|---|\n");
+    double mn = INFINITY;
+    for (int i = 0; i < n_ratio; i++) mn = fmin(mn, ratio_best[i]);
+    printf("| policy GFLOP/s / best search's (all workloads) | %.2f | %.2f | >= 0.9 |\n",
+           geomean(ratio_best, n_ratio), n_ratio ? mn : 0);
+    double mx = 0;
+    for (int i = 0; i < n_ratio; i++) mx = fmax(mx, ratio_time[i]);
+    printf("| policy wall time / best search's | %.3f | (max %.3f) | <= 0.1 |\n", geomean(ratio_time, n_ratio), mx);
+    mn = INFINITY;
+    for (int i = 0; i < n_blas_ratio; i++) mn = fmin(mn, ratio_blas[i]);
+    printf("| policy GFLOP/s / OpenBLAS (held-out matmuls) | %.2f | %.2f | >= 0.7 |\n",
+           geomean(ratio_blas, n_blas_ratio), n_blas_ratio ? mn : 0);
+    if (policy->about) printf("\nThe policy's `about`:\n\n```\n%s%s```\n", policy->about,
+                              policy->about[0] && policy->about[strlen(policy->about) - 1] == '\n' ? "" : "\n");
+
+    remove_dir(remeasure_cache);
+    free(remeasure_cache);
+    free(conv_copy);
+    rlt_shape_set_free(&shapes);
+    rlt_policy_destroy(policy);
+    return 0;
+}

@@ -1,0 +1,142 @@
+/*
+ * policy.h - LoopTune policies: a network that picks the env's next action
+ * (src/env, docs/env.md), its file, and its use: a greedy rollout or a
+ * policy-guided beam search that optimises an op's loop nest in seconds.
+ * docs/policy.md describes the module; training is in train.h, the search
+ * baselines the policy is measured against in search.h, the shape datasets
+ * it trains on in shapes.h.
+ *
+ *   policy.c    the policy: networks, scores of the actions, the file
+ *   rollout.c   rlt_policy_rollout: greedy and beam
+ *
+ * A policy is a network from the observation (RLT_ENV_OBS_LEN floats) to
+ * one output per action (RLT_ENV_N_ACTIONS): Q-values for dqn, logits for
+ * ppo, which also has a critic (the state's value). Either way the legal
+ * action with the largest output is the greedy choice.
+ *
+ * A policy file is an agent file (src/search/agent_file.h, docs/formats.md)
+ * whose tuner is "policy", with sections "algo" ("dqn" or "ppo"),
+ * "obs_version" (RLT_ENV_OBS_VERSION it was trained on), "net", "critic"
+ * (ppo) and "about" (how it was trained: free text). A training checkpoint
+ * is a policy file with more sections (the trainer's), so it is a usable
+ * policy too.
+ */
+#ifndef RLT_POLICY_H
+#define RLT_POLICY_H
+
+#include "nn/nn.h"
+#include "ir/ir.h"
+#include "search/agent_file.h"
+
+typedef enum rlt_policy_algo {
+    RLT_POLICY_ALGO_DQN = 0,
+    RLT_POLICY_ALGO_PPO = 1,
+} rlt_policy_algo;
+
+/* "dqn", "ppo"; "unknown" otherwise. */
+const char *rlt_policy_algo_str(rlt_policy_algo algo);
+/* false when the name is neither. */
+bool rlt_policy_algo_from_str(const char *name, rlt_policy_algo *out);
+
+#define RLT_POLICY_MAX_HIDDEN 4
+#define RLT_POLICY_DEFAULT_HIDDEN_1 256
+#define RLT_POLICY_DEFAULT_HIDDEN_2 128
+
+typedef struct rlt_policy {
+    rlt_policy_algo algo;
+    rlt_mlp *net;         /* obs -> RLT_ENV_N_ACTIONS: Q-values (dqn) or logits (ppo); owned */
+    rlt_mlp *critic;      /* ppo: obs -> 1, the state's value; NULL for dqn; owned */
+    rlt_adam *net_adam;   /* optimiser states while training; NULL otherwise; owned */
+    rlt_adam *critic_adam;
+    char *about;          /* how it was trained (text, saved with it); owned, may be NULL */
+} rlt_policy;
+
+/* A new policy: hidden layers of hidden[0 .. n_hidden-1] ReLU units
+ * (n_hidden 0: the defaults, 256 and 128), weights from `seed`; no
+ * optimiser. Errors: INVALID_ARGUMENT (n_hidden above
+ * RLT_POLICY_MAX_HIDDEN, a size out of 1..4096), OUT_OF_MEMORY. */
+rlt_status rlt_policy_create(rlt_policy_algo algo, int n_hidden, const int *hidden, uint64_t seed,
+                             rlt_policy **out, rlt_diag *diag);
+void rlt_policy_destroy(rlt_policy *p); /* NULL ok */
+
+/* Replaces p->about with a copy of `text` (NULL clears it). OUT_OF_MEMORY. */
+rlt_status rlt_policy_set_about(rlt_policy *p, const char *text, rlt_diag *diag);
+
+/* The network's outputs for n_rows observations obs [n_rows x
+ * RLT_ENV_OBS_LEN] into out [n_rows x RLT_ENV_N_ACTIONS], with the actions
+ * the observation's mask block forbids set to -INFINITY. Does not modify p
+ * (rlt_mlp_predict). Errors: OUT_OF_MEMORY. */
+rlt_status rlt_policy_scores(const rlt_policy *p, int n_rows, const float *obs, float *out, rlt_diag *diag);
+
+/* The legal action with the largest score (ties: the lowest number), from
+ * one row of rlt_policy_scores; RLT_ENV_ACTION_STOP when none is legal. */
+int rlt_policy_best_action(const float scores[RLT_ENV_N_ACTIONS]);
+
+/* What the policy expects is still to gain from a state, in the env's
+ * reward units (GFLOP/s over the peak): the largest legal Q-value (dqn) or
+ * the critic's value (ppo). n_rows observations into out [n_rows]. */
+rlt_status rlt_policy_values(const rlt_policy *p, int n_rows, const float *obs, float *out, rlt_diag *diag);
+
+/* Adds the policy's sections to an agent file (with its optimiser states
+ * when with_optimiser and it has them). Errors: OUT_OF_MEMORY,
+ * INVALID_ARGUMENT (a section already there). */
+rlt_status rlt_policy_put(const rlt_policy *p, bool with_optimiser, rlt_agent_file *f, rlt_diag *diag);
+/* A new policy from an agent file's sections (optimisers when
+ * with_optimiser and saved). Errors: INVALID_ARGUMENT naming the file and
+ * what is wrong: not a policy, another observation version, an unknown
+ * algo, networks of the wrong shape; PARSE_ERROR, OUT_OF_MEMORY. */
+rlt_status rlt_policy_get(const rlt_agent_file *f, bool with_optimiser, rlt_policy **out, rlt_diag *diag);
+
+/* A policy file: rlt_policy_put into a new agent file, written atomically;
+ * and back. Errors as rlt_agent_file_save / _load and rlt_policy_get. */
+rlt_status rlt_policy_save(const rlt_policy *p, const char *path, rlt_diag *diag);
+rlt_status rlt_policy_load(const char *path, rlt_policy **out, rlt_diag *diag);
+
+/* ---- optimising an op: rollout.c, and search.c's baselines -------------- */
+
+#define RLT_OPTIMIZE_MAX_TRACE 256
+
+/* What an optimisation found: the best state it evaluated. */
+typedef struct rlt_optimize_result {
+    double gflops;        /* the best state's measured GFLOP/s */
+    double time_ms;       /* one call of the op at that speed: flops / gflops */
+    double start_gflops;  /* the start state's */
+    int n_trace;
+    int trace[RLT_OPTIMIZE_MAX_TRACE]; /* actions from the start to the best state */
+    char *schedule;       /* the best state's schedule (rlt_env_schedule); owned */
+    char *tree;           /* its loop tree (rlt_env_tree); owned */
+    double wall_s;        /* the whole optimisation, measurement included */
+    int64_t n_evaluations; /* states measured (cache misses) */
+    int64_t n_steps;      /* env steps taken, lookaheads and rollbacks included */
+} rlt_optimize_result;
+
+void rlt_optimize_result_free(rlt_optimize_result *r); /* frees the strings; NULL ok */
+
+/* Fills the best-state fields of r from env (gflops, time_ms, schedule,
+ * tree) with trace[0 .. n_trace-1]. OUT_OF_MEMORY. */
+rlt_status rlt_optimize_result_take(rlt_optimize_result *r, const rlt_env *env, const int *trace, int n_trace,
+                                    rlt_diag *diag);
+
+/* The rollout length `rltune optimize` and `rltune tune --tuner policy` use
+ * by default: the shipped policy's training episodes are this long. */
+#define RLT_POLICY_DEFAULT_STEPS 16
+
+typedef struct rlt_rollout_opts {
+    int max_steps;   /* actions per rollout; 0 = 10 (LoopTune's) */
+    int beam_width;  /* 0 or 1: greedy; W > 1: policy-guided beam search of width W */
+} rlt_rollout_opts;
+
+/* Optimises the op of `env` (reset by the caller: the rollout starts at its
+ * state) with the policy. Greedy: at each step the best legal action by the
+ * policy's scores, until stop or max_steps; the result is the best state
+ * on the way. Beam: each of the W states expands into its W best actions
+ * by the policy, all measured in one batch (rlt_env_prefetch); the W
+ * candidates with the largest measured GFLOP/s over the peak plus the
+ * policy's value of what is still to gain (rlt_policy_values) go on, for
+ * max_steps levels. env is left at the result's state. Errors: the env's
+ * (a failed evaluator), OUT_OF_MEMORY; INVALID_ARGUMENT when the env was
+ * not reset. */
+rlt_status rlt_policy_rollout(const rlt_policy *p, rlt_env *env, const rlt_rollout_opts *opts,
+                              rlt_optimize_result *out, rlt_diag *diag);
+
+#endif /* RLT_POLICY_H */
