@@ -96,6 +96,12 @@ int rlt_cli_exit_for(rlt_status status);
 rlt_status rlt_cli_env_opts_get(const rlt_cli_args *args, int repeat_def, double min_repeat_ms_def,
                                 rlt_env_opts *out, rlt_diag *diag);
 
+/* The env of `op` with `opts`, reset at the nest of --schedule FILE when it
+ * is given, else at the op's default nest (env and optimize). On success
+ * *out is owned by the caller; otherwise prints the error and returns the
+ * exit code (an unreadable schedule is bad input). */
+int rlt_cli_env_start(const rlt_cli_args *args, const rlt_op *op, const rlt_env_opts *opts, rlt_env **out);
+
 typedef struct rlt_cli_input {
     rlt_op *op;              /* owned */
     rlt_sched *sched;        /* owned; NULL: the default schedule */

@@ -126,33 +126,18 @@ static int run_env(const rlt_cli_args *args)
     rlt_diag d = {0};
     rlt_op *op = NULL;
     rlt_env *env = NULL;
-    char *sched_text = NULL, *line = NULL;
+    char *line = NULL;
     size_t line_cap = 0;
     rlt_env_opts opts;
-    const char *sched_path = rlt_cli_args_get(args, "schedule");
 
     rlt_status st = read_opts(args, &opts, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_op_load(args, &op, &d);
-    if (st == RLT_STATUS_OK && sched_path) {
-        st = rlt_text_file_read(sched_path, &sched_text, &d);
-        if (st != RLT_STATUS_OK) {
-            rlt_diag_prefix(&d, "--schedule");
-            st = RLT_STATUS_INVALID_ARGUMENT; /* a missing file is bad input */
-        }
-    }
-    if (st == RLT_STATUS_OK) st = rlt_env_create(op->spec, &opts, &env, &d);
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    st = sched_text ? rlt_env_reset_schedule(env, sched_text, &d) : rlt_env_reset(env, &d);
-    if (st != RLT_STATUS_OK) {
-        if (sched_text) rlt_diag_prefix(&d, "--schedule %s", sched_path);
-        rlt_cli_error("%s", d.message);
-        rc = rlt_cli_exit_for(st);
-        goto cleanup;
-    }
+    if ((rc = rlt_cli_env_start(args, op, &opts, &env)) != RLT_CLI_EXIT_OK) goto cleanup;
 
     bool is_tty = isatty(STDIN_FILENO) != 0, is_stopped = false;
     printf("op:       %s\n", op->spec);
@@ -213,7 +198,6 @@ out_of_memory:
 cleanup:
     fflush(stdout);
     free(line); /* from getline: libc's allocator */
-    rlt_free(sched_text);
     rlt_env_destroy(env);
     rlt_op_destroy(op);
     return rc;

@@ -144,39 +144,24 @@ static int run_optimize(const rlt_cli_args *args)
     rlt_op *op = NULL;
     rlt_env *env = NULL;
     rlt_policy *policy = NULL;
-    char *sched_text = NULL;
     rlt_optimize_result result = {0};
     rlt_env_opts eo;
     optimize_cfg cfg = {0};
-    const char *sched_path = rlt_cli_args_get(args, "schedule");
 
     rlt_status st = rlt_cli_env_opts_get(args, 3, 10.0, &eo, &d);
     if (st == RLT_STATUS_OK) st = read_cfg(args, &eo, &cfg, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_op_load(args, &op, &d);
-    if (st == RLT_STATUS_OK && sched_path &&
-        (st = rlt_text_file_read(sched_path, &sched_text, &d)) != RLT_STATUS_OK) {
-        rlt_diag_prefix(&d, "--schedule");
-        st = RLT_STATUS_INVALID_ARGUMENT;
-    }
     if (st == RLT_STATUS_OK && cfg.policy_path &&
         (st = rlt_policy_load(cfg.policy_path, &policy, &d)) != RLT_STATUS_OK) {
         rlt_diag_prefix(&d, "--policy");
         if (st == RLT_STATUS_IO_ERROR || st == RLT_STATUS_PARSE_ERROR) st = RLT_STATUS_INVALID_ARGUMENT;
     }
-    if (st == RLT_STATUS_OK) st = rlt_env_create(op->spec, &eo, &env, &d);
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    fflush(stdout); /* the runner forks */
-    st = sched_text ? rlt_env_reset_schedule(env, sched_text, &d) : rlt_env_reset(env, &d);
-    if (st != RLT_STATUS_OK) {
-        if (sched_text) rlt_diag_prefix(&d, "--schedule %s", sched_path);
-        rlt_cli_error("%s", d.message);
-        rc = rlt_cli_exit_for(st);
-        goto cleanup;
-    }
+    if ((rc = rlt_cli_env_start(args, op, &eo, &env)) != RLT_CLI_EXIT_OK) goto cleanup;
     st = policy ? rlt_policy_rollout(policy, env, &cfg.rollout, &result, &d)
                 : rlt_env_search(env, &cfg.search_opts, &result, &d);
     if (st != RLT_STATUS_OK) {
@@ -203,7 +188,6 @@ cleanup:
     fflush(stdout);
     rlt_optimize_result_free(&result);
     rlt_policy_destroy(policy);
-    rlt_free(sched_text);
     rlt_env_destroy(env);
     rlt_op_destroy(op);
     return rc;

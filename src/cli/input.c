@@ -164,3 +164,31 @@ rlt_status rlt_cli_env_opts_get(const rlt_cli_args *args, int repeat_def, double
     };
     return RLT_STATUS_OK;
 }
+
+int rlt_cli_env_start(const rlt_cli_args *args, const rlt_op *op, const rlt_env_opts *opts, rlt_env **out)
+{
+    rlt_diag d = {0};
+    char *text = NULL;
+    rlt_env *env = NULL;
+    const char *path = rlt_cli_args_get(args, "schedule");
+    *out = NULL;
+    rlt_status st = RLT_STATUS_OK;
+    if (path && (st = rlt_text_file_read(path, &text, &d)) != RLT_STATUS_OK) {
+        rlt_diag_prefix(&d, "--schedule");
+        st = RLT_STATUS_INVALID_ARGUMENT; /* a missing file is bad input */
+    }
+    if (st == RLT_STATUS_OK) st = rlt_env_create(op->spec, opts, &env, &d);
+    if (st == RLT_STATUS_OK) {
+        fflush(stdout); /* the runner forks: nothing buffered may be written twice */
+        st = text ? rlt_env_reset_schedule(env, text, &d) : rlt_env_reset(env, &d);
+        if (st != RLT_STATUS_OK && text) rlt_diag_prefix(&d, "--schedule %s", path);
+    }
+    rlt_free(text);
+    if (st != RLT_STATUS_OK) {
+        rlt_env_destroy(env);
+        rlt_cli_error("%s", d.message);
+        return rlt_cli_exit_for(st);
+    }
+    *out = env;
+    return RLT_CLI_EXIT_OK;
+}

@@ -187,7 +187,10 @@ rlt_status env_schedule_build(const rlt_nest *nest, int merge_var, rlt_sched **o
 
 /* ---- the kernel of a state: automatic accumulation ---------------------- */
 
-int env_accumulator_loop(const rlt_nest *nest)
+/* The accumulator's loop (as env_accumulator_loop) and the kernel with it
+ * in *kernel (the nest itself when there is none): each candidate loop is
+ * tried once, by the primitive that makes the kernel. */
+static int place_accumulator(const rlt_nest *nest, rlt_nest *kernel)
 {
     /* p = -1 is the root (a tile around the whole nest); loop p's tile holds
      * the spatial loops inside it. */
@@ -206,20 +209,19 @@ int env_accumulator_loop(const rlt_nest *nest)
             if (tile > ENV_MAX_TILE_FLOATS) is_register_tile = false;
         }
         if (!has_reduction || !is_register_tile) continue;
-        rlt_nest scratch;
-        if (rlt_sched_cache_write(nest, p < 0 ? "root" : loop_name(nest, p), &scratch, NULL) == RLT_STATUS_OK)
-            return p;
+        if (rlt_sched_cache_write(nest, p < 0 ? "root" : loop_name(nest, p), kernel, NULL) == RLT_STATUS_OK) return p;
     }
+    *kernel = *nest;
     return ENV_NO_ACCUMULATOR;
 }
 
-void env_kernel_nest(const rlt_nest *nest, rlt_nest *out)
+int env_accumulator_loop(const rlt_nest *nest)
 {
-    int p = env_accumulator_loop(nest);
-    if (p == ENV_NO_ACCUMULATOR || rlt_sched_cache_write(nest, p < 0 ? "root" : loop_name(nest, p), out, NULL) !=
-                                       RLT_STATUS_OK)
-        *out = *nest;
+    rlt_nest scratch;
+    return place_accumulator(nest, &scratch);
 }
+
+void env_kernel_nest(const rlt_nest *nest, rlt_nest *out) { place_accumulator(nest, out); }
 
 rlt_status env_kernel_schedule_build(const rlt_nest *nest, rlt_sched **out, rlt_diag *diag)
 {
