@@ -75,31 +75,6 @@ typedef struct run {
     double final_gflops;  /* median of the re-measurements */
 } run;
 
-static void die(int code, const char *fmt, ...) RLT_PRINTF(2, 3);
-
-static void die(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench_looptune: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(code);
-}
-
-static char *make_temp_dir(void)
-{
-    char *d = bench_temp_dir();
-    if (!d) die(3, "cannot make a temporary directory: %s", strerror(errno));
-    return d;
-}
-
-static void remove_dir(const char *dir)
-{
-    if (!bench_remove_dir(dir)) fprintf(stderr, "%s: could not remove %s\n", "bench_looptune", dir);
-}
-
 /* OpenBLAS sgemm through bench_sgemm; 0 when it is missing or fails. */
 static double sgemm_gflops(int m, int n, int k)
 {
@@ -112,13 +87,13 @@ static double sgemm_gflops(int m, int n, int k)
 static void run_method(const char *spec, const method *m, const rlt_policy *policy, double peak, int steps,
                        double budget_s, double policy_wall_s, uint64_t seed, run *out)
 {
-    char *cache = make_temp_dir();
+    char *cache = bench_temp_dir_or_die();
     rlt_env_opts eo = {.cache_dir = cache, .peak_gflops = peak, .seed = seed};
     rlt_env *env = NULL;
     rlt_diag d = {0};
-    if (rlt_env_create(spec, &eo, &env, &d) != RLT_STATUS_OK) die(2, "%s: %s", spec, d.message);
+    if (rlt_env_create(spec, &eo, &env, &d) != RLT_STATUS_OK) bench_die(2, "%s: %s", spec, d.message);
     uint64_t t0 = rlt_time_ns();
-    if (rlt_env_reset(env, &d) != RLT_STATUS_OK) die(3, "%s: %s", spec, d.message);
+    if (rlt_env_reset(env, &d) != RLT_STATUS_OK) bench_die(3, "%s: %s", spec, d.message);
     double reset_s = (double)(rlt_time_ns() - t0) * 1e-9;
     rlt_optimize_result r = {0};
     rlt_status st;
@@ -139,7 +114,7 @@ static void run_method(const char *spec, const method *m, const rlt_policy *poli
         }
         st = rlt_env_search(env, &so, &r, &d);
     }
-    if (st != RLT_STATUS_OK) die(3, "%s, %s: %s", spec, m->name, d.message);
+    if (st != RLT_STATUS_OK) bench_die(3, "%s, %s: %s", spec, m->name, d.message);
     memset(out, 0, sizeof *out);
     out->has_run = true;
     out->search_gflops = r.gflops;
@@ -149,7 +124,7 @@ static void run_method(const char *spec, const method *m, const rlt_policy *poli
     snprintf(out->schedule, sizeof out->schedule, "%s", r.schedule);
     rlt_optimize_result_free(&r);
     rlt_env_destroy(env);
-    remove_dir(cache);
+    bench_remove_dir_or_warn(cache);
     free(cache);
 }
 
@@ -157,19 +132,7 @@ static char *remeasure_cache;
 
 static double remeasure(const rlt_workload *w, const rlt_op *op, const run *rr)
 {
-    rlt_diag d = {0};
-    rlt_sched *s = NULL;
-    rlt_nest nest;
-    if (rlt_sched_parse(rr->schedule, "found", &s, &d) != RLT_STATUS_OK ||
-        rlt_sched_apply(s, op, &nest, &d) != RLT_STATUS_OK)
-        die(3, "replaying a found schedule: %s\n%s", d.message, rr->schedule);
-    rlt_sched_destroy(s);
-    rlt_build_opts bopts = {.cache_dir = remeasure_cache};
-    rlt_run_opts ropts = {.repeat = 7, .min_repeat_ms = 50, .timeout_s = 120, .n_threads = 1};
-    rlt_run_result res;
-    if (rlt_measure_nests(w, &bopts, &ropts, 1, &nest, &res, &d) != RLT_STATUS_OK)
-        die(3, "re-measuring: %s", d.message);
-    return res.status == RLT_STATUS_OK ? res.gflops : 0;
+    return bench_measure_schedule(w, op, rr->schedule, NULL, remeasure_cache, 1, 120);
 }
 
 static double geomean(const double *v, int n)
@@ -186,12 +149,13 @@ static double geomean(const double *v, int n)
 
 static const char *arg_value(int *i, int argc, char **argv)
 {
-    if (*i + 1 >= argc) die(2, "%s needs a value", argv[*i]);
+    if (*i + 1 >= argc) bench_die(2, "%s needs a value", argv[*i]);
     return argv[++*i];
 }
 
 int main(int argc, char **argv)
 {
+    bench_program = "bench_looptune";
     const char *policy_path = NULL, *dataset_path = NULL;
     const char *conv = "conv2d:N=1,C=32,H=28,W=28,K=32,R=3,S=3,stride=1,pad=1;"
                        "conv2d:N=1,C=64,H=14,W=14,K=64,R=3,S=3,stride=1,pad=1";
@@ -210,17 +174,17 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--seed") == 0) seed = strtoull(arg_value(&i, argc, argv), NULL, 10);
         else if (strcmp(argv[i], "--methods") == 0)
             snprintf(methods_arg, sizeof methods_arg, "%s", arg_value(&i, argc, argv));
-        else die(2, "unknown argument '%s' (see the comment at the top of bench/looptune.c)", argv[i]);
+        else bench_die(2, "unknown argument '%s' (see the comment at the top of bench/looptune.c)", argv[i]);
     }
-    if (!policy_path || !dataset_path) die(2, "--policy FILE and --dataset FILE are required");
+    if (!policy_path || !dataset_path) bench_die(2, "--policy FILE and --dataset FILE are required");
     if (n_test < 0 || n_test > 24 || steps < 1 || steps > 64 || rounds < 1 || rounds > MAX_ROUNDS || !(budget_s > 0))
-        die(2, "--n-test 0..24, --steps 1..64, --rounds 1..%d, --budget > 0", MAX_ROUNDS);
+        bench_die(2, "--n-test 0..24, --steps 1..64, --rounds 1..%d, --budget > 0", MAX_ROUNDS);
 
     rlt_diag d = {0};
     rlt_policy *policy = NULL;
     rlt_shape_set shapes = {0};
-    if (rlt_policy_load(policy_path, &policy, &d) != RLT_STATUS_OK) die(2, "%s", d.message);
-    if (rlt_shape_set_load(dataset_path, &shapes, &d) != RLT_STATUS_OK) die(2, "%s", d.message);
+    if (rlt_policy_load(policy_path, &policy, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
+    if (rlt_shape_set_load(dataset_path, &shapes, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
 
     /* the methods */
     const method *methods[MAX_METHODS];
@@ -232,7 +196,7 @@ int main(int argc, char **argv)
         snprintf(key, sizeof key, ",%s,", ALL_METHODS[k].name);
         if (!methods_arg[0] || strstr(padded, key)) methods[n_methods++] = &ALL_METHODS[k];
     }
-    if (n_methods == 0 || methods[0]->kind != M_POLICY) die(2, "--methods must include policy (first)");
+    if (n_methods == 0 || methods[0]->kind != M_POLICY) bench_die(2, "--methods must include policy (first)");
 
     /* the workloads: evenly spaced test shapes, then the conv layers */
     const char *specs[MAX_WORKLOADS];
@@ -259,7 +223,7 @@ int main(int argc, char **argv)
     rlt_env *probe = NULL;
     if (rlt_env_create("matmul:M=8,N=8,K=8", NULL, &probe, &d) != RLT_STATUS_OK ||
         rlt_env_reset(probe, &d) != RLT_STATUS_OK)
-        die(3, "settling the peak: %s", d.message);
+        bench_die(3, "settling the peak: %s", d.message);
     double peak = rlt_env_peak_gflops(probe);
     rlt_env_destroy(probe);
 
@@ -277,7 +241,7 @@ int main(int argc, char **argv)
            "rounds (7 samples >= 50 ms, median), OpenBLAS sgemm (one thread) in the same rounds.\n\n",
            steps, budget_s, rounds);
 
-    remeasure_cache = make_temp_dir();
+    remeasure_cache = bench_temp_dir_or_die();
     static run runs[MAX_WORKLOADS][MAX_METHODS];
     double blas[MAX_WORKLOADS] = {0};
     double ratio_best[MAX_WORKLOADS], ratio_time[MAX_WORKLOADS], ratio_blas[MAX_WORKLOADS];
@@ -297,7 +261,7 @@ int main(int argc, char **argv)
         rlt_build_opts wopts = {.cache_dir = remeasure_cache};
         if (rlt_op_parse(spec, &op, &d) != RLT_STATUS_OK ||
             rlt_workload_create(op, &wopts, seed, &wl, &d) != RLT_STATUS_OK)
-            die(3, "%s: %s", spec, d.message);
+            bench_die(3, "%s: %s", spec, d.message);
         double b[MAX_ROUNDS];
         for (int r = 0; r < rounds; r++) {
             for (int k = 0; k < n_methods; k++) runs[w][k].remeasured[r] = remeasure(wl, op, &runs[w][k]);
@@ -357,7 +321,7 @@ int main(int argc, char **argv)
     if (policy->about) printf("\nThe policy's `about`:\n\n```\n%s%s```\n", policy->about,
                               policy->about[0] && policy->about[strlen(policy->about) - 1] == '\n' ? "" : "\n");
 
-    remove_dir(remeasure_cache);
+    bench_remove_dir_or_warn(remeasure_cache);
     free(remeasure_cache);
     free(conv_copy);
     rlt_shape_set_free(&shapes);

@@ -82,57 +82,19 @@ typedef struct run_result {
     double remeasured[MAX_ROUNDS];
 } run_result;
 
-static void die(int code, const char *fmt, ...) RLT_PRINTF(2, 3);
-
-static void die(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench_tuning: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(code);
-}
-
 /* ---- baselines: separate programs, JSON out (bench_run_json) ------------- */
 
 static bool is_program(const char *path) { return access(path, X_OK) == 0; }
 
 /* ---- tuning runs ---------------------------------------------------------- */
 
-typedef struct progress_ctx {
-    const char *what;
-} progress_ctx;
-
-static void on_progress(const rlt_tune_progress *p, void *arg)
-{
-    const progress_ctx *c = arg;
-    fprintf(stderr, "\r  %-60.60s %5d/%-5d best %7.2f GFLOP/s  %5.2f trials/s", c->what, p->n_done, p->n_total,
-            p->best_gflops, p->measurements_per_s);
-    fflush(stderr);
-}
-
-static char *make_temp_dir(void)
-{
-    char *d = bench_temp_dir();
-    if (!d) die(3, "cannot make a temporary directory: %s", strerror(errno));
-    return d;
-}
-
-static void remove_dir(const char *dir)
-{
-    if (!bench_remove_dir(dir)) fprintf(stderr, "%s: could not remove %s\n", "bench_tuning", dir);
-}
-
 /* One tuning run with a cold compile cache and no records. */
 static void tune_once(const rlt_op *op, const char *tuner, uint64_t seed, int trials, int threads,
                       run_result *out)
 {
-    char *cache = make_temp_dir();
+    char *cache = bench_temp_dir_or_die();
     char what[768];
     snprintf(what, sizeof what, "%s %s seed %llu", op->spec, tuner, (unsigned long long)seed);
-    progress_ctx pc = {what};
     rlt_tune_opts o = {
         .tuner = tuner,
         .n_trials = trials,
@@ -140,14 +102,14 @@ static void tune_once(const rlt_op *op, const char *tuner, uint64_t seed, int tr
         .n_threads = threads,
         .build = {.cache_dir = cache},
         .run = {.repeat = 3, .min_repeat_ms = 10, .timeout_s = 10},
-        .progress = on_progress,
-        .progress_ctx = &pc,
+        .progress = bench_tune_progress,
+        .progress_ctx = what,
     };
     rlt_tune_result r;
     rlt_diag d = {0};
     rlt_status st = rlt_tune(op, &o, &r, &d);
     fprintf(stderr, "\n");
-    if (st != RLT_STATUS_OK) die(3, "tuning %s: %s", what, d.message);
+    if (st != RLT_STATUS_OK) bench_die(3, "tuning %s: %s", what, d.message);
     memset(out, 0, sizeof *out);
     out->has_run = true;
     for (int c = 0; c < N_CHECKPOINTS; c++)
@@ -159,7 +121,7 @@ static void tune_once(const rlt_op *op, const char *tuner, uint64_t seed, int tr
     snprintf(out->schedule, sizeof out->schedule, "%s", r.best_schedule);
     snprintf(out->cc, sizeof out->cc, "%s", r.best_cc);
     rlt_tune_result_free(&r);
-    remove_dir(cache);
+    bench_remove_dir_or_warn(cache);
     free(cache);
 }
 
@@ -169,19 +131,8 @@ static char *remeasure_cache; /* compile cache of the re-measurements */
 static double remeasure(const rlt_workload *w, const rlt_op *op, const run_result *rr, int threads)
 {
     if (!rr->schedule[0]) return 0;
-    rlt_diag d = {0};
-    rlt_sched *s = NULL;
-    rlt_nest nest;
-    if (rlt_sched_parse(rr->schedule, "tuned", &s, &d) != RLT_STATUS_OK ||
-        rlt_sched_apply(s, op, &nest, &d) != RLT_STATUS_OK)
-        die(3, "replaying a tuned schedule: %s", d.message);
-    rlt_sched_destroy(s);
-    rlt_build_opts bopts = {.cc = strcmp(rr->cc, "clang") == 0 ? "clang" : NULL, .cache_dir = remeasure_cache};
-    rlt_run_opts ropts = {.repeat = 7, .min_repeat_ms = 50, .timeout_s = 120, .n_threads = threads};
-    rlt_run_result res;
-    if (rlt_measure_nests(w, &bopts, &ropts, 1, &nest, &res, &d) != RLT_STATUS_OK)
-        die(3, "re-measuring: %s", d.message);
-    return res.status == RLT_STATUS_OK ? res.gflops : 0;
+    return bench_measure_schedule(w, op, rr->schedule, strcmp(rr->cc, "clang") == 0 ? "clang" : NULL, remeasure_cache,
+                                  threads, 120);
 }
 
 /* ---- main ------------------------------------------------------------------ */
@@ -203,6 +154,7 @@ static void print_cell(double v)
 
 int main(int argc, char **argv)
 {
+    bench_program = "bench_tuning";
     int trials = 1000, n_seeds = 3, throughput_trials = 128, rounds = 3, threads = 1;
     bool skip_throughput = false;
     char tuner_list[256] = "random,grid,ga,xgb,xgb-rank", workload_list[128] = "matmul,conv2d";
@@ -212,7 +164,7 @@ int main(int argc, char **argv)
             skip_throughput = true;
             continue;
         }
-        if (!v) die(2, "option %s needs a value", a);
+        if (!v) bench_die(2, "option %s needs a value", a);
         if (strcmp(a, "--trials") == 0) trials = atoi(v);
         else if (strcmp(a, "--seeds") == 0) n_seeds = atoi(v);
         else if (strcmp(a, "--throughput-trials") == 0) throughput_trials = atoi(v);
@@ -220,12 +172,12 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
         else if (strcmp(a, "--tuners") == 0) snprintf(tuner_list, sizeof tuner_list, "%s", v);
         else if (strcmp(a, "--workloads") == 0) snprintf(workload_list, sizeof workload_list, "%s", v);
-        else die(2, "unknown option %s", a);
+        else bench_die(2, "unknown option %s", a);
         i++;
     }
     if (trials < 1 || n_seeds < 1 || n_seeds > MAX_SEEDS || throughput_trials < 1 || rounds < 1 ||
         rounds > MAX_ROUNDS || threads < 1 || threads > 256)
-        die(2, "out of range: --trials >= 1, --seeds 1..16, --throughput-trials >= 1, --rounds 1..16, "
+        bench_die(2, "out of range: --trials >= 1, --seeds 1..16, --throughput-trials >= 1, --rounds 1..16, "
                "--threads 1..256");
     char date[64];
     time_t now = time(NULL);
@@ -244,13 +196,13 @@ int main(int argc, char **argv)
     int n_wl = split_list(workload_list, wnames, 8);
 
 
-    remeasure_cache = make_temp_dir();
+    remeasure_cache = bench_temp_dir_or_die();
 
     /* Part 1 */
     if (!skip_throughput) {
         rlt_op *op = NULL;
         rlt_diag d = {0};
-        if (rlt_op_parse("matmul:M=256,N=256,K=256", &op, &d) != RLT_STATUS_OK) die(3, "%s", d.message);
+        if (rlt_op_parse("matmul:M=256,N=256,K=256", &op, &d) != RLT_STATUS_OK) bench_die(3, "%s", d.message);
         printf("## Throughput: matmul 256^3, %d trials, cold compile cache\n\n", throughput_trials);
         printf("| tuner | trials/s (median of %d seeds) | each seed |\n|---|---|---|\n", n_seeds);
         const char *tp_tuners[] = {"random", "xgb-rank"};
@@ -275,10 +227,10 @@ int main(int argc, char **argv)
         const workload *wl = NULL;
         for (size_t k = 0; k < sizeof WORKLOADS / sizeof *WORKLOADS; k++)
             if (strcmp(WORKLOADS[k].name, wnames[wi]) == 0) wl = &WORKLOADS[k];
-        if (!wl) die(2, "unknown workload '%s' (matmul, conv2d)", wnames[wi]);
+        if (!wl) bench_die(2, "unknown workload '%s' (matmul, conv2d)", wnames[wi]);
         rlt_op *op = NULL;
         rlt_diag d = {0};
-        if (rlt_op_parse(wl->spec, &op, &d) != RLT_STATUS_OK) die(3, "%s", d.message);
+        if (rlt_op_parse(wl->spec, &op, &d) != RLT_STATUS_OK) bench_die(3, "%s", d.message);
         static run_result runs[MAX_TUNERS][MAX_SEEDS];
         memset(runs, 0, sizeof runs);
         for (int t = 0; t < n_tuners; t++)
@@ -287,7 +239,7 @@ int main(int argc, char **argv)
         /* Re-measure every final kernel, interleaved with the baselines. */
         rlt_workload *w = NULL;
         rlt_build_opts wopts = {.cache_dir = remeasure_cache};
-        if (rlt_workload_create(op, &wopts, 0, &w, &d) != RLT_STATUS_OK) die(3, "%s", d.message);
+        if (rlt_workload_create(op, &wopts, 0, &w, &d) != RLT_STATUS_OK) bench_die(3, "%s", d.message);
         char sgemm_cmd[1024], dnnl_pref[1024], dnnl_plain[1024];
         snprintf(sgemm_cmd, sizeof sgemm_cmd, "%s/bench_sgemm %d %d %d %d --json", RLTUNE_BENCH_DIR, wl->gemm_m,
                  wl->gemm_n, wl->gemm_k, threads);
@@ -371,7 +323,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         rlt_op_destroy(op);
     }
-    remove_dir(remeasure_cache);
+    bench_remove_dir_or_warn(remeasure_cache);
     free(remeasure_cache);
     return 0;
 }

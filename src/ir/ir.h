@@ -183,6 +183,13 @@ void rlt_tensor_fill(float *data, int64_t n, uint64_t seed);
 rlt_status rlt_op_eval_reference(const rlt_op *op, const float *const *inputs, double *out,
                                  double *out_magnitude, rlt_diag *diag);
 
+/* One element of the output (its index in the output's row-major order),
+ * evaluated as rlt_op_eval_reference does, with its magnitude: the check of
+ * a sample of a large output (bench_dnnl). INVALID_ARGUMENT for an index
+ * outside the output. */
+rlt_status rlt_op_eval_reference_at(const rlt_op *op, const float *const *inputs, int64_t index, double *value,
+                                    double *magnitude, rlt_diag *diag);
+
 /* ---- loop nests --------------------------------------------------------- */
 
 typedef enum rlt_var_origin {

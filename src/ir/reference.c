@@ -13,6 +13,7 @@
 #include "ir/ir.h"
 
 #include <math.h>
+#include <string.h>
 
 void rlt_tensor_fill(float *data, int64_t n, uint64_t seed)
 {
@@ -98,43 +99,86 @@ static bool next_point(const rlt_op *op, int64_t *point, int first, int last)
     return false;
 }
 
-rlt_status rlt_op_eval_reference(const rlt_op *op, const float *const *inputs, double *out,
-                                 double *out_magnitude, rlt_diag *diag)
+/* Checks the op and its inputs and fills s (strides per tensor). */
+static rlt_status eval_setup(const rlt_op *op, const float *const *inputs, eval_state *s, const char *who,
+                             rlt_diag *diag)
 {
-    if (!op || !out || (op->n_tensors > 1 && !inputs))
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "rlt_op_eval_reference: missing op, inputs or output");
+    if (!op || (op->n_tensors > 1 && !inputs))
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s: missing op, inputs or output", who);
     if (!op->body || !is_well_formed(op, op->body, false) || !is_well_formed(op, op->epilogue, true))
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "rlt_op_eval_reference: op '%s' has a malformed expression (a load of the output or an "
+                        "%s: op '%s' has a malformed expression (a load of the output or an "
                         "ACC outside the epilogue)",
-                        op->spec);
-    eval_state s = {.op = op, .inputs = inputs};
+                        who, op->spec);
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    s->inputs = inputs;
     for (int t = 0; t < op->n_tensors; t++) {
         if (t < op->n_tensors - 1 && !inputs[t])
-            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "rlt_op_eval_reference: input %d (%s) is NULL", t,
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s: input %d (%s) is NULL", who, t,
                             op->tensors[t].name);
         int64_t stride = 1;
         for (int d = op->tensors[t].n_dims - 1; d >= 0; d--) {
-            s.strides[t][d] = stride;
+            s->strides[t][d] = stride;
             stride *= op->tensors[t].dims[d];
         }
     }
+    return RLT_STATUS_OK;
+}
+
+/* The output element at the spatial point in s->point: the reduction over
+ * every reduce axis, then the epilogue. */
+static void eval_element(eval_state *s, double *value, double *magnitude)
+{
+    const rlt_op *op = s->op;
+    for (int x = op->n_spatial; x < op->n_axes; x++) s->point[x] = 0;
+    s->acc = 0;
+    s->acc_magnitude = 0;
+    do {
+        double v, m;
+        eval(s, op->body, &v, &m);
+        s->acc += v;
+        s->acc_magnitude += m;
+    } while (next_point(op, s->point, op->n_spatial, op->n_axes));
+    *value = s->acc;
+    *magnitude = s->acc_magnitude;
+    if (op->epilogue) eval(s, op->epilogue, value, magnitude);
+}
+
+rlt_status rlt_op_eval_reference(const rlt_op *op, const float *const *inputs, double *out,
+                                 double *out_magnitude, rlt_diag *diag)
+{
+    eval_state s;
+    rlt_status st = eval_setup(op, inputs, &s, "rlt_op_eval_reference", diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (!out) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "rlt_op_eval_reference: missing output");
     int64_t o = 0; /* the output is indexed by the spatial axes in order */
     do {
-        for (int x = op->n_spatial; x < op->n_axes; x++) s.point[x] = 0;
-        s.acc = 0;
-        s.acc_magnitude = 0;
-        do {
-            double v, m;
-            eval(&s, op->body, &v, &m);
-            s.acc += v;
-            s.acc_magnitude += m;
-        } while (next_point(op, s.point, op->n_spatial, op->n_axes));
-        double value = s.acc, magnitude = s.acc_magnitude;
-        if (op->epilogue) eval(&s, op->epilogue, &value, &magnitude);
+        double value, magnitude;
+        eval_element(&s, &value, &magnitude);
         out[o] = value;
         if (out_magnitude) out_magnitude[o] = magnitude;
         o++;
     } while (next_point(op, s.point, 0, op->n_spatial));
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_op_eval_reference_at(const rlt_op *op, const float *const *inputs, int64_t index, double *value,
+                                    double *magnitude, rlt_diag *diag)
+{
+    eval_state s;
+    rlt_status st = eval_setup(op, inputs, &s, "rlt_op_eval_reference_at", diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (!value || !magnitude)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "rlt_op_eval_reference_at: missing output");
+    if (index < 0 || index >= rlt_op_tensor_size(op, op->n_tensors - 1))
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "rlt_op_eval_reference_at: element %lld is outside the output of %s", (long long)index,
+                        op->spec);
+    for (int x = op->n_spatial - 1; x >= 0; x--) {
+        s.point[x] = index % op->axes[x].extent;
+        index /= op->axes[x].extent;
+    }
+    eval_element(&s, value, magnitude);
     return RLT_STATUS_OK;
 }

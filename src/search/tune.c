@@ -271,7 +271,15 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
         out->n_transfer_workloads = transfer.n_workloads;
     }
     rlt_config start_config;
-    if (o.start_nest && !o.plan) {
+    if (o.start_key && !o.plan) {
+        if ((st = rlt_space_config_parse(&space, o.start_key, &start_config, diag)) != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "the start configuration");
+            goto done;
+        }
+        o.tuner_opts.n_start = 1;
+        o.tuner_opts.start_configs = &start_config;
+        snprintf(out->start_config, sizeof out->start_config, "%s", o.start_key);
+    } else if (o.start_nest && !o.plan) {
         rlt_diag pd = {0};
         if (rlt_space_project(&space, o.start_nest, &start_config, &pd) == RLT_STATUS_OK) {
             o.tuner_opts.n_start = 1;

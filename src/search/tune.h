@@ -73,6 +73,11 @@ typedef struct rlt_tune_opts {
      * that configuration's neighbours are proposed first, then the tuner's
      * own (`rltune tune --tuner policy` passes the LoopTune policy's nest). */
     const rlt_nest *start_nest;
+    /* NULL: none. Else a configuration key of the op's space ("v1;vec=...",
+     * every knob named; PARSE_ERROR otherwise) the search starts from, like
+     * start_nest (which it replaces): a run at another thread count starts
+     * from the best of the last one this way (bench/vs_vendor.c). */
+    const char *start_key;
     const volatile sig_atomic_t *stop; /* when it becomes non-zero, stop after the batch in flight */
     rlt_tune_progress_fn progress;     /* called after every batch (may be NULL) */
     void *progress_ctx;
@@ -92,7 +97,8 @@ typedef struct rlt_tune_result {
     char best_config[1024];   /* the best configuration's key ("" if none) */
     char best_schedule[4096]; /* its schedule */
     char best_cc[16];
-    char start_config[1024];  /* start_nest's configuration key ("" without one, or when none was near) */
+    char start_config[1024];  /* start_key, or start_nest's configuration key ("" without one, or when
+                                 none was near) */
     double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
     double wall_s;
     double tuner_s;           /* of which in the tuner: creating (and loading) it, proposing, learning */

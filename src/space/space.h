@@ -77,8 +77,8 @@ typedef struct rlt_space {
     rlt_knob knobs[RLT_SPACE_MAX_KNOBS];
     int n_threads;
     int max_accumulators; /* register tiles needing more accumulators (vectors, or
-                             scalars when not vectorized) are invalid: twice the
-                             target's vector registers (32 for AVX2, 64 for AVX-512) */
+                             scalars when not vectorized) are invalid: the
+                             target's vector registers less 4 (12 for AVX2, 28 for AVX-512) */
     const rlt_space_subset *subset; /* borrowed; NULL: every configuration (rlt_space_restrict) */
 } rlt_space;
 

@@ -373,6 +373,40 @@ Test(dataset, replay_of_a_complete_dataset_finds_its_best)
     rlt_op_destroy(op);
 }
 
+/* start_key (a run at another thread count starts from the best of the
+ * last one): the key's configuration is the first one evaluated, and a key
+ * that is not a configuration of the space is refused. */
+Test(dataset, a_start_key_is_evaluated_first)
+{
+    rlt_op *op = fixture_op("matmul:M=2,N=2,K=2");
+    const char *path = tmp_path("start.db");
+    fake_dataset f = make_fake_dataset(path, op, 4096, 0, -1);
+    rlt_space s;
+    make_space(op, &s);
+    int best = 0;
+    for (int i = 1; i < f.n; i++)
+        if (fake_gflops(&s, &f.plan[i]) > fake_gflops(&s, &f.plan[best])) best = i;
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_space_config_key(&s, &f.plan[best], &key);
+    rlt_replay *rp = open_replay(path, op);
+    rlt_diag d = {0};
+    rlt_tune_result r;
+    rlt_tune_opts o = {.tuner = "random", .n_trials = 1, .seed = 3, .replay = rp, .start_key = key.data};
+    cr_assert_eq(rlt_tune(op, &o, &r, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(r.best_gflops, f.best_gflops);
+    cr_assert_str_eq(r.start_config, key.data);
+    rlt_tune_result_free(&r);
+
+    o.start_key = "v1;bogus=3";
+    cr_assert_eq(rlt_tune(op, &o, &r, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, "start configuration") && strstr(d.message, "bogus"), "%s", d.message);
+    rlt_str_free(&key);
+    rlt_replay_close(rp);
+    free(f.plan);
+    rlt_op_destroy(op);
+}
+
 /* ---- refusals ----------------------------------------------------------------- */
 
 static void expect_refused(const char *path, const rlt_op *op, const char *target, rlt_status status,

@@ -251,3 +251,40 @@ Test(reference, magnitude_may_be_null_and_bad_arguments_fail)
     cr_assert_eq(rlt_op_eval_reference(NULL, inputs, out, NULL, NULL), RLT_STATUS_INVALID_ARGUMENT);
     rlt_op_destroy(op);
 }
+
+/* One element at a time (what bench_dnnl checks a large output's sample
+ * with) gives exactly the whole evaluation's values and magnitudes. */
+static void expect_elements_agree(const fixture *f)
+{
+    rlt_diag d = {0};
+    for (int64_t i = 0; i < f->n_out; i++) {
+        double v = -1, m = -1;
+        cr_assert_eq(rlt_op_eval_reference_at(f->op, (const float *const *)f->inputs, i, &v, &m, &d),
+                     RLT_STATUS_OK, "%s", d.message);
+        cr_assert_eq(v, f->out[i], "%s element %lld: %.17g, whole %.17g", f->op->spec, (long long)i, v, f->out[i]);
+        cr_assert_eq(m, f->magnitude[i], "%s element %lld: magnitude differs", f->op->spec, (long long)i);
+    }
+}
+
+Test(reference, one_element_at_a_time_agrees_with_the_whole)
+{
+    const char *specs[] = {"conv2d:N=2,C=3,H=5,W=6,K=4,R=3,S=2,stride=2,pad=1,dilation=1",
+                           "dense:M=3,N=5,K=7,bias=1,relu=1", "batch_matmul:B=2,M=3,N=4,K=5"};
+    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+        fixture f = setup_spec(specs[s]);
+        expect_elements_agree(&f);
+        teardown(&f);
+    }
+    fixture f = setup_expr("Y[i,j] += X[i,k] * W[j,k]; Y[i,j] = relu(Y[i,j] - b[j])", "i=3,j=4,k=5");
+    expect_elements_agree(&f);
+    rlt_diag d = {0};
+    double v, m;
+    cr_assert_eq(rlt_op_eval_reference_at(f.op, (const float *const *)f.inputs, f.n_out, &v, &m, &d),
+                 RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "outside the output"), "%s", d.message);
+    cr_assert_eq(rlt_op_eval_reference_at(f.op, (const float *const *)f.inputs, -1, &v, &m, &d),
+                 RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert_eq(rlt_op_eval_reference_at(f.op, (const float *const *)f.inputs, 0, NULL, &m, &d),
+                 RLT_STATUS_INVALID_ARGUMENT);
+    teardown(&f);
+}
