@@ -135,18 +135,6 @@ static double remeasure(const rlt_workload *w, const rlt_op *op, const run *rr)
     return bench_measure_schedule(w, op, rr->schedule, NULL, remeasure_cache, 1, 120);
 }
 
-static double geomean(const double *v, int n)
-{
-    double s = 0;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (v[i] > 0) {
-            s += log(v[i]);
-            k++;
-        }
-    return k ? exp(s / k) : 0;
-}
-
 static const char *arg_value(int *i, int argc, char **argv)
 {
     if (*i + 1 >= argc) bench_die(2, "%s needs a value", argv[*i]);
@@ -310,14 +298,14 @@ int main(int argc, char **argv)
     double mn = INFINITY;
     for (int i = 0; i < n_ratio; i++) mn = fmin(mn, ratio_best[i]);
     printf("| policy GFLOP/s / best search's (all workloads) | %.2f | %.2f | >= 0.9 |\n",
-           geomean(ratio_best, n_ratio), n_ratio ? mn : 0);
+           bench_geomean(ratio_best, n_ratio), n_ratio ? mn : 0);
     double mx = 0;
     for (int i = 0; i < n_ratio; i++) mx = fmax(mx, ratio_time[i]);
-    printf("| policy wall time / best search's | %.3f | (max %.3f) | <= 0.1 |\n", geomean(ratio_time, n_ratio), mx);
+    printf("| policy wall time / best search's | %.3f | (max %.3f) | <= 0.1 |\n", bench_geomean(ratio_time, n_ratio), mx);
     mn = INFINITY;
     for (int i = 0; i < n_blas_ratio; i++) mn = fmin(mn, ratio_blas[i]);
     printf("| policy GFLOP/s / OpenBLAS (held-out matmuls) | %.2f | %.2f | >= 0.7 |\n",
-           geomean(ratio_blas, n_blas_ratio), n_blas_ratio ? mn : 0);
+           bench_geomean(ratio_blas, n_blas_ratio), n_blas_ratio ? mn : 0);
     if (policy->about) printf("\nThe policy's `about`:\n\n```\n%s%s```\n", policy->about,
                               policy->about[0] && policy->about[strlen(policy->about) - 1] == '\n' ? "" : "\n");
 

@@ -8,6 +8,7 @@
 #ifndef RLT_BENCH_TIMING_H
 #define RLT_BENCH_TIMING_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -33,6 +34,20 @@ static inline double bench_median(double *v, int n)
     if (n <= 0) return 0;
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Geometric mean of the positive entries of v (others are unknowns, left
+ * out); 0 when there are none. */
+static inline double bench_geomean(const double *v, int n)
+{
+    double log_sum = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > 0) {
+            log_sum += log(v[i]);
+            k++;
+        }
+    return k ? exp(log_sum / k) : 0;
 }
 
 /* Times fn(ctx) as above; n_samples is 1..BENCH_MAX_SAMPLES. Returns the

@@ -90,11 +90,11 @@ static family family_of(const rlt_op *op)
     return FAM_MATMUL;
 }
 
+/* The extent of the axis of this name; 0 when the op has none. */
 static int64_t axis_extent(const rlt_op *op, const char *name)
 {
-    for (int a = 0; a < op->n_axes; a++)
-        if (strcmp(op->axes[a].name, name) == 0) return op->axes[a].extent;
-    return 0;
+    int a = rlt_op_find_axis(op, name);
+    return a >= 0 ? op->axes[a].extent : 0;
 }
 
 /* ---- the workload list ------------------------------------------------------- */
@@ -239,27 +239,22 @@ static void print_num(double v)
         printf(" n/a |");
 }
 
-static void print_ratio(double a, double b)
+/* A ratio, or n/a for 0 (unknown). */
+static void print_ratio_value(double r)
 {
-    if (a > 0 && b > 0)
-        printf(" %.2f |", a / b);
+    if (r > 0)
+        printf(" %.2f |", r);
     else
         printf(" n/a |");
 }
 
-/* Geometric mean of the ratios a[i] / b[i] over the pairs where both are
- * known; 0 when there are none. */
-static double geomean_ratio(const double *a, const double *b, int n, int *n_used)
+static void print_ratio(double a, double b) { print_ratio_value(a > 0 && b > 0 ? a / b : 0); }
+
+/* The ratios a[i] / b[i] where both are known, 0 elsewhere (bench_geomean
+ * leaves those out). */
+static void ratios(const double *a, const double *b, int n, double *out)
 {
-    double log_sum = 0;
-    int used = 0;
-    for (int i = 0; i < n; i++)
-        if (a[i] > 0 && b[i] > 0) {
-            log_sum += log(a[i] / b[i]);
-            used++;
-        }
-    *n_used = used;
-    return used ? exp(log_sum / used) : 0;
+    for (int i = 0; i < n; i++) out[i] = a[i] > 0 && b[i] > 0 ? a[i] / b[i] : 0;
 }
 
 static double median_of(const double *v, int n)
@@ -420,13 +415,17 @@ int main(int argc, char **argv)
                 n++;
             }
             if (n == 0) continue;
-            int u_blas, u_pref, u_plain;
-            double g_blas = geomean_ratio(a, blas, n, &u_blas), g_pref = geomean_ratio(a, pref, n, &u_pref);
-            double g_plain = geomean_ratio(a, plain, n, &u_plain);
+            double r[MAX_WORKLOADS];
+            ratios(a, blas, n, r);
+            double g_blas = bench_geomean(r, n);
+            ratios(a, pref, n, r);
+            double g_pref = bench_geomean(r, n);
+            ratios(a, plain, n, r);
+            double g_plain = bench_geomean(r, n);
             printf("| %s | %d | %d |", FAMILY_NAMES[f], threads[t], n);
-            printf(u_blas ? " %.2f |" : " n/a |", g_blas);
-            printf(u_pref ? " %.2f |" : " n/a |", g_pref);
-            printf(u_plain ? " %.2f |" : " n/a |", g_plain);
+            print_ratio_value(g_blas);
+            print_ratio_value(g_pref);
+            print_ratio_value(g_plain);
             /* The issue's targets: matmul >= 1.0x OpenBLAS on every shape;
              * conv2d geomean >= 0.9x oneDNN preferred and > 1.0x plain on
              * every layer; depthwise and dense >= 1.0x oneDNN. */
@@ -443,7 +442,7 @@ int main(int argc, char **argv)
             if (f == FAM_MATMUL) goal = ">= 1.0x OpenBLAS on every shape";
             if (f == FAM_CONV2D) {
                 goal = ">= 0.9x oneDNN preferred (geomean), > 1.0x oneDNN plain on every layer";
-                met &= u_pref > 0 && g_pref >= 0.9;
+                met &= g_pref >= 0.9;
             }
             if (f == FAM_DEPTHWISE || f == FAM_DENSE) goal = ">= 1.0x oneDNN (faster format) on every layer";
             printf(" %s | %s |\n", goal, met ? "met" : "MISSED");
