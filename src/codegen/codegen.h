@@ -4,6 +4,7 @@
  * Every kernel has the same ABI, so the runner can call any of them:
  *
  *     size_t SYMBOL_workspace_bytes(void);
+ *     void   SYMBOL_prepare(float *const *tensors, void *workspace, int n_threads);
  *     void   SYMBOL(float *const *tensors, void *workspace, int n_threads);
  *
  * `tensors` holds the op's tensors in order (inputs, then the output);
@@ -11,6 +12,16 @@
  * returns (staged inputs live there); `n_threads` is the thread count for
  * parallel loops that did not fix their own. The kernel overwrites every
  * output element and never writes its inputs.
+ *
+ * Weights (tensors an op marks is_weight: a framework's parameters) are
+ * staged once: SYMBOL_prepare packs and pads them into the workspace, and
+ * SYMBOL reads them there on every later call with that workspace. Call
+ * SYMBOL_prepare again when the weights change. It reads only the weights
+ * and does nothing when the schedule stages none. The runner calls it once,
+ * before the checked call, so a measured time never includes it; it is
+ * the same contract as a framework's weight pre-packing, and as oneDNN's
+ * weights reordered once to the primitive's layout. Activations are staged
+ * inside SYMBOL, on every call, and timed.
  *
  * The reference kernel of an op is different: scalar, unscheduled, double
  * precision, and it also writes a magnitude per output element (the body and

@@ -133,8 +133,8 @@ static const char *text_of(const gen *g, const rlt_str *t)
  * underscore. */
 static bool is_reserved(const char *name)
 {
-    /* p0, p1, ... and c0, c1, ... are the staging loops' counters. */
-    if ((name[0] == 'p' || name[0] == 'c') && name[1] >= '0' && name[1] <= '9') {
+    /* p0, p1, ..., c0, c1, ... and b0, b1, ... are the staging loops'. */
+    if ((name[0] == 'p' || name[0] == 'c' || name[0] == 'b') && name[1] >= '0' && name[1] <= '9') {
         const char *d = name + 1;
         while (*d >= '0' && *d <= '9') d++;
         if (*d == '\0') return true;
@@ -1072,11 +1072,37 @@ static void emit_plan(gen *g, const plan *p, int idx, int indent)
 
 /* ---- staging ------------------------------------------------------------ */
 
+/* A staged weight: staged once by SYMBOL_prepare, not on every call. */
+static bool is_prestaged(const gen *g, int t)
+{
+    return t + 1 < g->op->n_tensors && g->ws_offset[t] >= 0 && g->op->tensors[t].is_weight;
+}
+
+/* The tensor dim that the innermost physical dim of t's stage walks with
+ * step 1 (its coordinate is base + p_last), or -1 when there is none: then
+ * every element checks its own coordinates. */
+static int staging_inner_dim(const gen *g, int t)
+{
+    int last = g->n_phys[t] - 1, found = -1;
+    for (int d = 0; d < g->op->tensors[t].n_dims; d++) {
+        int outer = g->outer_pos[t][d], inner = g->inner_pos[t][d];
+        bool walks = inner == last || (outer == last && inner < 0);
+        if (outer == last && inner >= 0) return -1; /* p_last steps by a whole block */
+        if (!walks) continue;
+        if (found >= 0) return -1;
+        found = d;
+    }
+    return found;
+}
+
+/* Copies t into its stage (padding zeros, blocks). The innermost loop is
+ * split where the source coordinate enters and leaves the tensor: zeros,
+ * a plain copy without checks, zeros. */
 static void emit_staging(gen *g, int t, bool use_openmp)
 {
     const rlt_tensor *tensor = &g->op->tensors[t];
     const rlt_layout *l = &g->n->layouts[t];
-    int np = g->n_phys[t];
+    int np = g->n_phys[t], last = np - 1;
     const int64_t *pd = g->phys_dims[t];
     rlt_str desc;
     rlt_str_init(&desc);
@@ -1084,10 +1110,13 @@ static void emit_staging(gen *g, int t, bool use_openmp)
     out(g, 1, "/* stage %s into %s_s%s%s%s */\n", tensor->name, g->tname[t], text_of(g, &desc),
         l->is_padded ? " padded" : "", l->n_blocks ? " packed" : "");
     rlt_str_free(&desc);
-    if (use_openmp) out(g, 1, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
-    for (int d = 0; d < np; d++)
-        out(g, 1 + d, "for (long p%d = 0; p%d < %" PRId64 "; p%d++)%s\n", d, d, pd[d], d, d + 1 == np ? " {" : "");
-    int in = 1 + np;
+    int walk = staging_inner_dim(g, t);
+    int n_outer = walk >= 0 ? last : np; /* loops around the body */
+    if (use_openmp && n_outer > 0) out(g, 1, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
+    for (int d = 0; d < n_outer; d++)
+        out(g, 1 + d, "for (long p%d = 0; p%d < %" PRId64 "; p%d++)%s\n", d, d, pd[d], d, d + 1 == n_outer ? " {" : "");
+    if (n_outer == 0) out(g, 1, "{\n");
+    int in = 1 + n_outer;
     rlt_str cond, src, dst;
     rlt_str_init(&cond);
     rlt_str_init(&src);
@@ -1096,18 +1125,48 @@ static void emit_staging(gen *g, int t, bool use_openmp)
     dims_strides(tensor->dims, tensor->n_dims, strides);
     for (int d = 0; d < tensor->n_dims; d++) {
         int outer = g->outer_pos[t][d], inner = g->inner_pos[t][d];
+        const char *sep = cond.len ? " && " : "";
+        if (d == walk) {
+            /* the coordinate without p_last: base */
+            if (inner >= 0)
+                out(g, in, "long b%d = p%d * %" PRId64 " - %" PRId64 ";\n", d, outer, pd[inner], l->pad_lo[d]);
+            else
+                out(g, in, "long b%d = -%" PRId64 ";\n", d, l->pad_lo[d]);
+            rlt_str_printf(&src, "%sb%d * %" PRId64, d ? " + " : "", d, strides[d]);
+            continue;
+        }
         if (inner >= 0)
             out(g, in, "long c%d = p%d * %" PRId64 " + p%d - %" PRId64 ";\n", d, outer, pd[inner], inner, l->pad_lo[d]);
         else
             out(g, in, "long c%d = p%d - %" PRId64 ";\n", d, outer, l->pad_lo[d]);
-        rlt_str_printf(&cond, "%sc%d >= 0 && c%d < %" PRId64, d ? " && " : "", d, d, tensor->dims[d]);
+        rlt_str_printf(&cond, "%sc%d >= 0 && c%d < %" PRId64, sep, d, d, tensor->dims[d]);
         rlt_str_printf(&src, "%sc%d * %" PRId64, d ? " + " : "", d, strides[d]);
     }
     int64_t pstrides[2 * RLT_MAX_DIMS];
     dims_strides(pd, np, pstrides);
-    for (int d = 0; d < np; d++) rlt_str_printf(&dst, "%sp%d * %" PRId64, d ? " + " : "", d, pstrides[d]);
-    out(g, in, "%s_s[%s] = (%s) ? %s[%s] : 0.0f;\n", g->tname[t], text_of(g, &dst), text_of(g, &cond),
-        g->tname[t], text_of(g, &src));
+    for (int d = 0; d < n_outer; d++) rlt_str_printf(&dst, "%sp%d * %" PRId64, d ? " + " : "", d, pstrides[d]);
+    if (!dst.len) rlt_str_append(&dst, "0");
+    if (!src.len) rlt_str_append(&src, "0");
+    if (walk < 0) {
+        out(g, in, "%s_s[%s] = (%s) ? %s[%s] : 0.0f;\n", g->tname[t], text_of(g, &dst), text_of(g, &cond),
+            g->tname[t], text_of(g, &src));
+    } else {
+        /* p_last copies where 0 <= b + p_last < dim, and the other dims are in range */
+        int64_t n_last = pd[last], dim = tensor->dims[walk];
+        out(g, in, "long rlt_lo = 0, rlt_hi = 0;\n");
+        if (cond.len) out(g, in, "if (%s) {\n", text_of(g, &cond));
+        else out(g, in, "{\n");
+        out(g, in + 1, "rlt_lo = -b%d < 0 ? 0 : -b%d > %" PRId64 " ? %" PRId64 " : -b%d;\n", walk, walk, n_last, n_last, walk);
+        out(g, in + 1, "rlt_hi = %" PRId64 " - b%d < rlt_lo ? rlt_lo : %" PRId64 " - b%d > %" PRId64 " ? %" PRId64 " : %" PRId64 " - b%d;\n",
+            dim, walk, dim, walk, n_last, n_last, dim, walk);
+        out(g, in, "}\n");
+        out(g, in, "float *restrict rlt_dst = %s_s + %s;\n", g->tname[t], text_of(g, &dst));
+        out(g, in, "long rlt_src = %s;\n", text_of(g, &src));
+        out(g, in, "for (long p%d = 0; p%d < rlt_lo; p%d++) rlt_dst[p%d] = 0.0f;\n", last, last, last, last);
+        out(g, in, "for (long p%d = rlt_lo; p%d < rlt_hi; p%d++) rlt_dst[p%d] = %s[rlt_src + p%d * %" PRId64 "];\n", last, last, last, last,
+            g->tname[t], last, strides[walk]);
+        out(g, in, "for (long p%d = rlt_hi; p%d < %" PRId64 "; p%d++) rlt_dst[p%d] = 0.0f;\n", last, last, n_last, last, last);
+    }
     out(g, in - 1, "}\n");
     rlt_str_free(&cond);
     rlt_str_free(&src);
@@ -1146,17 +1205,36 @@ rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *ksrc, rlt_di
     out(g, 0, " */\n");
     rlt_str_free(&tree);
     out(g, 0, "size_t %s_workspace_bytes(void) { return %" PRId64 "; }\n\n", CODEGEN_SYMBOL_PLACEHOLDER, g->ws_bytes);
+
+    /* Weights' stages: once, before the calls (codegen.h). */
+    out(g, 0, "void %s_prepare(float *const *rlt_t, void *rlt_ws, int rlt_nthreads)\n{\n", CODEGEN_SYMBOL_PLACEHOLDER);
+    for (int t = 0; t + 1 < op->n_tensors; t++) {
+        if (!is_prestaged(g, t)) continue;
+        out(g, 1, "const float *restrict %s = rlt_t[%d];\n", g->tname[t], t);
+        out(g, 1, "float *restrict %s_s = (float *)((char *)rlt_ws + %" PRId64 ");\n", g->tname[t], g->ws_offset[t]);
+    }
+    bool any_prestaged = false;
+    for (int t = 0; t + 1 < op->n_tensors; t++) any_prestaged |= is_prestaged(g, t);
+    if (!any_prestaged) out(g, 1, "/* no weight is staged */\n");
+    out(g, 1, "(void)rlt_t;\n");
+    out(g, 1, "(void)rlt_ws;\n");
+    out(g, 1, "if (rlt_nthreads < 1) rlt_nthreads = 1;\n");
+    for (int t = 0; t + 1 < op->n_tensors; t++)
+        if (is_prestaged(g, t)) emit_staging(g, t, needs_openmp);
+    out(g, 0, "}\n\n");
+
     out(g, 0, "void %s(float *const *rlt_t, void *rlt_ws, int rlt_nthreads)\n{\n", CODEGEN_SYMBOL_PLACEHOLDER);
     for (int t = 0; t < op->n_tensors; t++) {
         bool is_out = t == op->n_tensors - 1;
         out(g, 1, "%sfloat *restrict %s = rlt_t[%d];\n", is_out ? "" : "const ", g->tname[t], t);
         if (!is_out && g->ws_offset[t] >= 0)
-            out(g, 1, "float *restrict %s_s = (float *)((char *)rlt_ws + %" PRId64 ");\n", g->tname[t], g->ws_offset[t]);
+            out(g, 1, "%sfloat *restrict %s_s = (float *)((char *)rlt_ws + %" PRId64 ");\n",
+                is_prestaged(g, t) ? "const " : "", g->tname[t], g->ws_offset[t]);
     }
     out(g, 1, "(void)rlt_ws;\n");
     out(g, 1, "if (rlt_nthreads < 1) rlt_nthreads = 1;\n");
     for (int t = 0; t + 1 < op->n_tensors; t++)
-        if (g->ws_offset[t] >= 0) emit_staging(g, t, needs_openmp);
+        if (g->ws_offset[t] >= 0 && !is_prestaged(g, t)) emit_staging(g, t, needs_openmp);
     plan main_plan = {.n = nest->n_loops, .kind = BODY_MAIN};
     for (int l = 0; l < nest->n_loops; l++) main_plan.pos[l] = l;
     emit_plan(g, &main_plan, 0, 1);

@@ -141,6 +141,28 @@ static void append_args(rlt_str *out, const rlt_op *op, const char *array)
     }
 }
 
+/* "const float *W, const float *bias, ": the weights, each followed by ", " */
+static void append_weight_params(rlt_str *out, const rlt_op *op)
+{
+    for (int t = 0; t < op->n_tensors; t++) {
+        if (!op->tensors[t].is_weight) continue;
+        char name[RLT_NAME_MAX + 2];
+        param_name(&op->tensors[t], name, sizeof name);
+        rlt_str_printf(out, "const float *%s, ", name);
+    }
+}
+
+/* "NULL, (float *)W, NULL": the tensor array of SYMBOL_prepare */
+static void append_weight_args(rlt_str *out, const rlt_op *op)
+{
+    for (int t = 0; t < op->n_tensors; t++) {
+        char name[RLT_NAME_MAX + 2];
+        param_name(&op->tensors[t], name, sizeof name);
+        if (op->tensors[t].is_weight) rlt_str_printf(out, "%s(float *)%s", t ? ", " : "", name);
+        else rlt_str_printf(out, "%sNULL", t ? ", " : "");
+    }
+}
+
 typedef struct export_text {
     const rlt_op *op;
     const char *name;
@@ -174,8 +196,8 @@ static void write_header(const export_text *x, rlt_str *s)
         param_name(&op->tensors[t], name, sizeof name);
         rlt_str_printf(s, " *   %-8s float", name);
         for (int k = 0; k < op->tensors[t].n_dims; k++) rlt_str_printf(s, "[%" PRId64 "]", op->tensors[t].dims[k]);
-        rlt_str_printf(s, "  %s\n",
-                       op->tensors[t].is_output ? "output: every element is overwritten" : "input: only read");
+        if (op->tensors[t].is_weight) rlt_str_printf(s, "  weight: only read; %s_prepare stages it\n", n);
+        else rlt_str_printf(s, "  %s\n", op->tensors[t].is_output ? "output: every element is overwritten" : "input: only read");
     }
     rlt_str_printf(s,
                    " * Pointers need no particular alignment; inputs and the output must not overlap.\n"
@@ -189,18 +211,31 @@ static void write_header(const export_text *x, rlt_str *s)
                    n, x->upper, x->n_threads);
     rlt_str_printf(s,
                    "/* Computes the output from the inputs. Allocates the kernel's workspace (64-byte\n"
-                   " * aligned) for the call and frees it; parallel loops run on %s_THREADS threads.\n"
-                   " * Returns 0, or -1 when the workspace cannot be allocated (the output is then\n"
-                   " * untouched). Reentrant: calls on different outputs may run at once. */\n"
+                   " * aligned) for the call, stages the weights into it, runs the kernel and frees\n"
+                   " * it; parallel loops run on %s_THREADS threads. Returns 0, or -1 when the\n"
+                   " * workspace cannot be allocated (the output is then untouched). Reentrant: calls\n"
+                   " * on different outputs may run at once. For repeated calls with the same\n"
+                   " * weights, prepare a workspace once and call %s_ws: the tuned time is that\n"
+                   " * of %s_ws. */\n"
                    "int %s(",
-                   x->upper, n);
+                   x->upper, n, n, n);
     append_params(s, op);
     rlt_str_append(s, ");\n\n");
-    rlt_str_printf(s, "/* Bytes of workspace %s_ws needs (may be 0). */\nsize_t %s_workspace_bytes(void);\n\n", n, n);
+    rlt_str_printf(s, "/* Bytes of workspace %s_prepare and %s_ws need (may be 0). */\nsize_t %s_workspace_bytes(void);\n\n",
+                   n, n, n);
     rlt_str_printf(s,
-                   "/* The same without allocating: `workspace` is caller-owned scratch, 64-byte\n"
-                   " * aligned and at least %s_workspace_bytes() long (NULL when that is 0), used\n"
-                   " * by one call at a time; parallel loops run on n_threads threads (< 1: one). */\n"
+                   "/* Stages the weights (packs and pads them as the schedule says) into `workspace`:\n"
+                   " * caller-owned, 64-byte aligned, at least %s_workspace_bytes() long (NULL when\n"
+                   " * that is 0). Call it once, and again whenever the weights change; it does\n"
+                   " * nothing when the schedule stages no weight. */\n"
+                   "void %s_prepare(",
+                   n, n);
+    append_weight_params(s, op);
+    rlt_str_append(s, "void *workspace, int n_threads);\n\n");
+    rlt_str_printf(s,
+                   "/* Computes the output with a workspace that %s_prepare filled from the same\n"
+                   " * weights, allocating nothing; one call at a time per workspace; parallel loops\n"
+                   " * run on n_threads threads (< 1: one). This is the call the tuner timed. */\n"
                    "void %s_ws(",
                    n, n);
     append_params(s, op);
@@ -209,8 +244,9 @@ static void write_header(const export_text *x, rlt_str *s)
                    "/* The kernel itself, with rltune's kernel ABI (docs/formats.md): `tensors` holds\n"
                    " * the tensors above in order. */\n"
                    "size_t %s_kernel_workspace_bytes(void);\n"
+                   "void %s_kernel_prepare(float *const *tensors, void *workspace, int n_threads);\n"
                    "void %s_kernel(float *const *tensors, void *workspace, int n_threads);\n\n",
-                   n, n);
+                   n, n, n);
     rlt_str_printf(s, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s_H */\n", x->upper);
     if (stmt.has_failed) s->has_failed = true;
     rlt_str_free(&stmt);
@@ -230,6 +266,13 @@ static void write_source(const export_text *x, rlt_str *s)
     rlt_str_printf(s, "#include <stdlib.h>\n\n#include \"%s.h\"\n\n", n);
     append_replaced(s, x->kernel->code, x->kernel->symbol, kernel_name);
     rlt_str_printf(s, "\nsize_t %s_workspace_bytes(void) { return %s_kernel_workspace_bytes(); }\n\n", n, n);
+    rlt_str_printf(s, "void %s_prepare(", n);
+    append_weight_params(s, x->op);
+    rlt_str_append(s, "void *workspace, int n_threads)\n{\n");
+    rlt_str_append(s, "    /* the kernel only reads the weights: casting const away is safe */\n");
+    rlt_str_append(s, "    float *const rlt_tensors[] = {");
+    append_weight_args(s, x->op);
+    rlt_str_printf(s, "};\n    %s_kernel_prepare(rlt_tensors, workspace, n_threads);\n}\n\n", n);
     rlt_str_printf(s, "void %s_ws(", n);
     append_params(s, x->op);
     rlt_str_append(s, ", void *workspace, int n_threads)\n{\n");
@@ -248,8 +291,15 @@ static void write_source(const export_text *x, rlt_str *s)
                    "        rlt_workspace = aligned_alloc(64, (rlt_bytes + 63) / 64 * 64);\n"
                    "        if (!rlt_workspace) return -1;\n"
                    "    }\n"
-                   "    %s_ws(",
+                   "    %s_prepare(",
                    n, n);
+    for (int t = 0; t < x->op->n_tensors; t++) {
+        if (!x->op->tensors[t].is_weight) continue;
+        char name[RLT_NAME_MAX + 2];
+        param_name(&x->op->tensors[t], name, sizeof name);
+        rlt_str_printf(s, "%s, ", name);
+    }
+    rlt_str_printf(s, "rlt_workspace, %s_THREADS);\n    %s_ws(", x->upper, n);
     for (int t = 0; t < x->op->n_tensors; t++) {
         char name[RLT_NAME_MAX + 2];
         param_name(&x->op->tensors[t], name, sizeof name);

@@ -8,7 +8,8 @@
  *
  * Generated code never runs in the calling process. Each run forks a child
  * that makes the inputs and the reference read-only, pins itself, dlopens the
- * kernel, checks one call against the reference (output pre-filled with NaN,
+ * kernel, stages its weights once (SYMBOL_prepare, untimed: codegen.h),
+ * checks one call against the reference (output pre-filled with NaN,
  * guard pages and canaries around output and workspace), warms up, times, and
  * checks the output once more; it sends one fixed-size message back over a
  * pipe. The parent waits with poll() and a deadline, kills the child on
@@ -657,6 +658,8 @@ static void kernel_child(void *arg, int fd)
         rlt_run_result_set_message(r, "cannot find '%s': %s", ws_sym, dl_error());
         goto send;
     }
+    snprintf(ws_sym, sizeof ws_sym, "%s_prepare", sym);
+    kernel_fn prepare = (kernel_fn)dlsym(lib, ws_sym); /* optional: kernels not from codegen may have none */
     size_t ws_bytes = workspace_bytes();
     if (!guarded_alloc((size_t)w->n_out * sizeof(float), &out) || !guarded_alloc(ws_bytes, &ws)) {
         rlt_run_result_set_message(r, "cannot allocate the output (%" PRId64 " floats) and a workspace of %zu bytes", w->n_out,
@@ -674,6 +677,8 @@ static void kernel_child(void *arg, int fd)
     for (int t = 0; t < w->n_inputs; t++) tensors[t] = w->inputs[t];
     tensors[w->n_inputs] = out_data;
 
+    /* The weights' stages, once (codegen.h): never timed. */
+    if (prepare) prepare(tensors, ws.data, c->n_threads);
     uint64_t first_start = rlt_time_ns();
     kernel(tensors, ws.data, c->n_threads);
     double first_ns = (double)(rlt_time_ns() - first_start);

@@ -250,11 +250,17 @@ cleanup:
 /* ---- measuring ------------------------------------------------------------ */
 
 /* The part of a target key that a run's options choose (threads, compiler
- * and flags), after the machine's part (CPU, vector width). */
-static const char *target_run_part(const char *key)
+ * and flags), without the machine's part (CPU, vector width) or what the
+ * dataset's timings include (weights=...: a replay answers with what was
+ * measured, as it was measured). */
+static void target_run_part(const char *key, char *out, size_t cap)
 {
     const char *p = strstr(key, ";threads=");
-    return p ? p + 1 : key;
+    p = p ? p + 1 : key;
+    const char *w = strstr(p, "weights=");
+    const char *after = w ? strchr(w, ';') : NULL;
+    if (w && after) snprintf(out, cap, "%.*s%s", (int)(w - p), p, after + 1);
+    else snprintf(out, cap, "%s", p);
 }
 
 static bool has_cc_knob(const rlt_space *s)
@@ -396,6 +402,7 @@ typedef struct load_ctx {
     rlt_config *configs;
     rlt_replay_entry *entries;
     int n, cap;
+    int n_invalid; /* records of configurations no longer valid in the space */
     rlt_status st;
     rlt_diag *diag;
 } load_ctx;
@@ -413,11 +420,11 @@ static bool load_record(const rlt_record *rec, void *ctx)
         return false;
     }
     if (!rlt_space_is_valid(l->space, &c)) {
-        l->st = rlt_fail(l->diag, RLT_STATUS_INVALID_ARGUMENT,
-                         "dataset '%s', record %" PRId64 ": configuration '%.200s' is not valid in this rltune's "
-                         "space",
-                         l->path, rec->id, rec->config);
-        return false;
+        /* A configuration the space has since ruled out (say, a register
+         * tile that no longer fits): no tuner can propose it, so the replay
+         * leaves it out, and says how many. */
+        l->n_invalid++;
+        return true;
     }
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 1024;
@@ -470,11 +477,14 @@ rlt_status rlt_replay_open(const char *path, const rlt_op *op, const char *run_t
                       path, info->spec, op->spec);
         goto cleanup;
     }
-    if (run_target && strcmp(target_run_part(info->target), target_run_part(run_target)) != 0) {
+    char dataset_part[sizeof info->target], run_part[sizeof info->target];
+    target_run_part(info->target, dataset_part, sizeof dataset_part);
+    if (run_target) target_run_part(run_target, run_part, sizeof run_part);
+    if (run_target && strcmp(dataset_part, run_part) != 0) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "dataset '%s' was measured with %s, this run would measure with %s: give the --threads, "
                       "--cc and --cflags of the dataset run",
-                      path, target_run_part(info->target), target_run_part(run_target));
+                      path, dataset_part, run_part);
         goto cleanup;
     }
     rlt_space_opts sopts = {.n_threads = info->n_threads,
@@ -494,14 +504,19 @@ rlt_status rlt_replay_open(const char *path, const rlt_op *op, const char *run_t
     if ((st = l.st) != RLT_STATUS_OK) goto cleanup;
     if ((st = rlt_space_subset_create(&r->space, l.n, l.configs, &r->subset, diag)) != RLT_STATUS_OK) goto cleanup;
     int n = rlt_space_subset_size(r->subset);
-    if (n < info->n_configs) {
+    if (l.n_invalid > 0)
+        rlt_log(RLT_LOG_WARN,
+                "dataset '%s': %d of its records are of configurations this rltune's space no longer allows; "
+                "the replay leaves them out",
+                path, l.n_invalid);
+    if (n + l.n_invalid < info->n_configs) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "dataset '%s' is unfinished: %d of its %d configurations are measured; run the 'rltune "
                       "dataset' that started it again to finish it",
-                      path, n, info->n_configs);
+                      path, n + l.n_invalid, info->n_configs);
         goto cleanup;
     }
-    if (n > info->n_configs) {
+    if (n + l.n_invalid > info->n_configs) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "dataset '%s' holds %d configurations, more than the %d its description plans: it was "
                       "written by something other than 'rltune dataset'",

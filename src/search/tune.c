@@ -29,8 +29,11 @@ void rlt_tune_target_key(const rlt_build_opts *build, int n_threads, rlt_str *ou
     rlt_str cc;
     rlt_str_init(&cc);
     rlt_build_describe(build, false, &cc);
-    rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d;cc=%s", t.cpu_model, t.vector_floats, n_threads > 0 ? n_threads : 1,
-                   cc.data ? cc.data : "");
+    /* weights=prepacked: weights are staged once, untimed (codegen.h). Records
+     * from before that (no such field) timed the staging on every call, so
+     * they belong to another target. */
+    rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d;weights=prepacked;cc=%s", t.cpu_model, t.vector_floats,
+                   n_threads > 0 ? n_threads : 1, cc.data ? cc.data : "");
     if (cc.has_failed) out->has_failed = true;
     rlt_str_free(&cc);
 }

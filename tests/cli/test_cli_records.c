@@ -330,6 +330,34 @@ Test(cli_records, export_of_a_schedule_file_needs_no_records)
     assert_export_runs(dir, "my_matmul");
 }
 
+Test(cli_records, export_of_a_packed_weight_stages_it_in_prepare)
+{
+    /* dense's W packed in panels of 4 along j: a weight, staged by _prepare */
+    const char *sched = tmp_path("packed.sched");
+    tmp_file_write_text(sched, "split j 4\nreorder i j.o k j.i\npack W 0 4\nvectorize j.i\n");
+    const char *dir = tmp_path("dense_lib");
+    cli_run r = CLI("export", "--op", "dense:M=3,N=10,K=7,bias=1", "--schedule", sched, "--out", dir, "--name",
+                    "my_dense");
+    assert_ok(&r);
+    cli_run_free(&r);
+    char path[400];
+    snprintf(path, sizeof path, "%s/my_dense.h", dir);
+    char *header = tmp_file_read(path, NULL);
+    cr_assert_not_null(header);
+    assert_has(header, "void my_dense_prepare(const float *W, const float *bias, void *workspace, int n_threads);",
+               "header");
+    assert_has(header, "W        float[10][7]  weight: only read; my_dense_prepare stages it", "header");
+    free(header);
+    snprintf(path, sizeof path, "%s/my_dense.c", dir);
+    char *source = tmp_file_read(path, NULL);
+    cr_assert_not_null(source);
+    /* the kernel reads the staged copy; only the prepare function writes it */
+    assert_has(source, "void my_dense_kernel_prepare(", "source");
+    assert_has(source, "const float *restrict W_s = ", "source");
+    free(source);
+    assert_export_runs(dir, "my_dense");
+}
+
 /* ---- bad input ---------------------------------------------------------- */
 
 Test(cli_records, bad_input_is_a_usage_error)

@@ -373,6 +373,53 @@ Test(dataset, replay_of_a_complete_dataset_finds_its_best)
     rlt_op_destroy(op);
 }
 
+/* A dataset measured before the space ruled some configurations out (as
+ * when register tiles were limited to the vector registers): the replay
+ * leaves those out and answers for the rest. */
+Test(dataset, replay_leaves_out_configurations_the_space_no_longer_allows)
+{
+    rlt_op *op = fixture_op("matmul:M=16,N=16,K=16");
+    const char *path = tmp_path("older.db");
+    fake_dataset f = make_fake_dataset(path, op, 64, 0, -1);
+    rlt_space s;
+    make_space(op, &s);
+    rlt_config ruled_out;
+    bool found = false;
+    for (uint64_t i = 0; i < rlt_space_size(&s) && !found; i++) {
+        rlt_space_config_of(&s, i, &ruled_out);
+        found = !rlt_space_is_valid(&s, &ruled_out);
+    }
+    cr_assert(found, "the space has no invalid configuration to stand for a ruled-out one");
+    /* its record, the fastest of all, and one more configuration planned */
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_space_config_key(&s, &ruled_out, &key);
+    rlt_record rec = {.gflops = 1e6, .time_min_ms = 1e-6, .time_median_ms = 1e-6, .n_threads = 1, .created_s = 2e9};
+    snprintf(rec.spec, sizeof rec.spec, "%s", op->spec);
+    snprintf(rec.target, sizeof rec.target, FAKE_TARGET);
+    snprintf(rec.config, sizeof rec.config, "%s", key.data);
+    snprintf(rec.tuner, sizeof rec.tuner, RLT_DATASET_PROPOSER);
+    snprintf(rec.status, sizeof rec.status, "OK");
+    rlt_str_free(&key);
+    rlt_diag d = {0};
+    rlt_db *db = NULL;
+    cr_assert_eq(rlt_db_open(path, NULL, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_db_append(db, 1, &rec, &d), RLT_STATUS_OK, "%s", d.message);
+    f.info.n_configs++;
+    cr_assert_eq(rlt_dataset_info_put(db, &f.info, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_db_close(db);
+
+    rlt_replay *rp = open_replay(path, op);
+    cr_assert_null(rlt_replay_find(rp, &ruled_out));
+    rlt_tune_result r = replay_tune(op, rp, "random", f.n + 10, 1);
+    cr_assert_eq(r.n_trials, f.n);
+    cr_assert_eq(r.best_gflops, f.best_gflops);
+    rlt_tune_result_free(&r);
+    rlt_replay_close(rp);
+    free(f.plan);
+    rlt_op_destroy(op);
+}
+
 /* start_key (a run at another thread count starts from the best of the
  * last one): the key's configuration is the first one evaluated, and a key
  * that is not a configuration of the space is refused. */
@@ -437,6 +484,13 @@ Test(dataset, replay_refuses_what_it_cannot_answer_for)
     cr_assert_eq(rlt_replay_open(done, op, "cpu=another;vec=16;threads=1;cc=made up", &rp, &d), RLT_STATUS_OK, "%s",
                  d.message);
     rlt_replay_close(rp);
+    /* and so may what the timings include: the dataset has no weights= (it
+     * is older than that field), this run's target has */
+    cr_assert_eq(rlt_replay_open(done, op, "cpu=made up;vec=8;threads=1;weights=prepacked;cc=made up", &rp, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    rlt_replay_close(rp);
+    expect_refused(done, op, "cpu=made up;vec=8;threads=1;weights=prepacked;cc=other", RLT_STATUS_INVALID_ARGUMENT,
+                   "cc=other");
     /* a records database without a description is not a dataset */
     const char *plain = tmp_path("plain.db");
     rlt_db *db = NULL;

@@ -320,6 +320,42 @@ Test(run, workspace_is_provided_aligned_and_guarded)
     assert_message_has(&r, "past the end of its workspace");
 }
 
+Test(run, prepare_runs_once_before_the_first_call)
+{
+    const char *tmpls[] = {
+        /* B transposed into the workspace by _prepare; the kernel traps
+         * unless _prepare ran exactly once before it. */
+        "static int prepared;\n"
+        "size_t @_workspace_bytes(void) { return 16 * 16 * sizeof(float); }\n"
+        "void @_prepare(float *const *t, void *ws, int n_threads)\n"
+        "{\n"
+        "  (void)n_threads;\n"
+        "  prepared++;\n"
+        "  float *bt = ws;\n"
+        "  for (int k = 0; k < 16; k++)\n"
+        "    for (int j = 0; j < 16; j++) bt[j * 16 + k] = t[1][k * 16 + j];\n"
+        "}\n"
+        "void @(float *const *t, void *ws, int n_threads)\n"
+        "{\n"
+        "  (void)n_threads;\n"
+        "  if (prepared != 1) __builtin_trap();\n"
+        "  const float *bt = ws;\n"
+        "  for (int i = 0; i < 16; i++)\n"
+        "    for (int j = 0; j < 16; j++) {\n"
+        "      float acc = 0.0f;\n"
+        "      for (int k = 0; k < 16; k++) acc += t[0][i * 16 + k] * bt[j * 16 + k];\n"
+        "      t[2][i * 16 + j] = acc;\n"
+        "    }\n"
+        "}\n",
+    };
+    rlt_build_result b;
+    build_all(1, tmpls, &b);
+    rlt_run_result r = run_one(&b, &quick);
+    cr_assert_eq(r.status, RLT_STATUS_OK, "%s: %s", rlt_status_str(r.status), r.message);
+    cr_assert(r.is_correct);
+    cr_assert(r.n_samples >= 1);
+}
+
 Test(run, missing_symbols_are_run_errors)
 {
     const char *tmpls[] = {
