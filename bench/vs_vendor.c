@@ -13,6 +13,8 @@
  * the best configuration found at the previous thread count and its
  * neighbours (`start_key`; the parallel knob, which a 1-thread space lacks,
  * starts at none), so that it needs its budget for what threads change. The
+ * Each run ends with rltune tune's final pick (--final N, default 4: the N
+ * best measured again, 3 rounds, the best median kept; 0 turns it off). The
  * tuning wall time of every run is reported.
  *
  * Measuring. After a workload's runs, each best kernel is measured again
@@ -31,7 +33,7 @@
  *              layers pays), and with rltune's plain layouts (NCHW). For
  *              matmul and batch_matmul there is one oneDNN number (plain).
  *
- * Usage: bench_vs_vendor [--trials N] [--tuner NAME] [--threads 1,2] [--rounds N]
+ * Usage: bench_vs_vendor [--trials N] [--final N] [--tuner NAME] [--threads 1,2] [--rounds N]
  *                        [--workloads FILE] [--only SUBSTRING]... [--seed S]
  *                        [--no-transfer] [--db FILE]
  * --only (repeatable) keeps the workloads whose spec contains one of the
@@ -139,6 +141,7 @@ static bool is_selected(const char *spec, const char *const *only, int n_only)
 typedef struct tune_setup {
     const char *tuner;
     int trials;
+    int n_final; /* rlt_tune_opts.n_final */
     uint64_t seed;
     rlt_db *db;
     bool transfer;
@@ -163,6 +166,7 @@ static void tune_cell(const rlt_op *op, const tune_setup *ts, int threads, const
         .db = ts->db,
         .transfer_db = ts->transfer ? ts->db : NULL,
         .start_key = start[0] ? start : NULL,
+        .n_final = ts->n_final,
         .progress = bench_tune_progress,
         .progress_ctx = what,
     };
@@ -269,7 +273,7 @@ static double median_of(const double *v, int n)
 int main(int argc, char **argv)
 {
     bench_program = "bench_vs_vendor";
-    int trials = 128, rounds = 3;
+    int trials = 128, rounds = 3, n_final = 4;
     uint64_t seed = 0;
     bool transfer = true;
     char tuner[64] = "xgb-rank", thread_list[64] = "1,2", db_path[1024] = "";
@@ -286,6 +290,7 @@ int main(int argc, char **argv)
         if (!v) bench_die(2, "option %s needs a value (see the header of bench/vs_vendor.c)", a);
         if (strcmp(a, "--trials") == 0) trials = atoi(v);
         else if (strcmp(a, "--rounds") == 0) rounds = atoi(v);
+        else if (strcmp(a, "--final") == 0) n_final = atoi(v);
         else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
         else if (strcmp(a, "--tuner") == 0) snprintf(tuner, sizeof tuner, "%s", v);
         else if (strcmp(a, "--threads") == 0) snprintf(thread_list, sizeof thread_list, "%s", v);
@@ -295,7 +300,8 @@ int main(int argc, char **argv)
         else bench_die(2, "unknown option %s", a);
         i++;
     }
-    if (trials < 1 || rounds < 1 || rounds > MAX_ROUNDS) bench_die(2, "out of range: --trials >= 1, --rounds 1..16");
+    if (trials < 1 || rounds < 1 || rounds > MAX_ROUNDS || n_final < 0 || n_final > 16)
+        bench_die(2, "out of range: --trials >= 1, --rounds 1..16, --final 0..16");
     int threads[MAX_THREADS], n_threads = 0;
     {
         char tl[64];
@@ -334,8 +340,8 @@ int main(int argc, char **argv)
     printf("# bench_vs_vendor, %s\n\n", date);
     printf("Machine: %s, %d cores, %d-float vectors. oneDNN: %s.\n", target.cpu_model, target.n_cores,
            target.vector_floats, has_dnnl ? "bench_dnnl" : "not built (n/a)");
-    printf("Command: bench_vs_vendor --trials %d --tuner %s --threads %s --rounds %d --seed %llu%s", trials, tuner,
-           thread_list, rounds, (unsigned long long)seed, transfer ? "" : " --no-transfer");
+    printf("Command: bench_vs_vendor --trials %d --final %d --tuner %s --threads %s --rounds %d --seed %llu%s", trials,
+           n_final, tuner, thread_list, rounds, (unsigned long long)seed, transfer ? "" : " --no-transfer");
     for (int i = 0; i < n_only; i++) printf(" --only '%s'", only[i]);
     printf("\n");
     printf("Budget: %d trials of %s per workload and thread count%s.\n\n", trials, tuner,
@@ -351,7 +357,7 @@ int main(int argc, char **argv)
     static cell cells[MAX_WORKLOADS][MAX_THREADS];
     family fam[MAX_WORKLOADS];
     /* transfer warm-starts the model-based tuners only (xgb, xgb-rank) */
-    tune_setup ts = {tuner, trials, seed, db, transfer && strncmp(tuner, "xgb", 3) == 0};
+    tune_setup ts = {tuner, trials, n_final, seed, db, transfer && strncmp(tuner, "xgb", 3) == 0};
     double tune_total_s = 0;
     for (int wi = 0; wi < n_wl; wi++) {
         rlt_op *op = NULL;

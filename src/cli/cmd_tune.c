@@ -35,6 +35,10 @@ static const rlt_cli_opt tune_opts[] = {
     {"trials", "N", "configurations to evaluate, at least 1 (default 200)"},
     {"seed", "S", "seed of the tuner, a whole number >= 0 (default 0)"},
     {"early-stopping", "N", "stop after N trials without a better configuration (default: never)"},
+    {"final", "N", "at the end, measure the N best configurations again, 3 rounds of longer samples, and pick "
+                   "the best of them (default 4; 0: off; live runs only)"},
+    {"start", "KEY", "start the search from this configuration of the space (a config key, as 'rltune best' "
+                     "prints it) and its neighbours"},
     {"measure", "MODE", "live (default: build, run and time here) or replay:FILE (answer from a dataset)"},
     {"db", "FILE", "records database (default rltune.db in the working directory; none with a replay)"},
     {"transfer", "FILE", "warm-start xgb / xgb-rank / ppo from the records of other workloads of the op's kind "
@@ -211,6 +215,12 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
         is_ok &= cJSON_AddNullToObject(best, "time_ms") != NULL;
         is_ok &= cJSON_AddNullToObject(best, "config") != NULL;
     }
+    cJSON *final = cJSON_AddObjectToObject(o, "final");
+    if (!final) goto cleanup;
+    is_ok &= cJSON_AddNumberToObject(final, "candidates", r->n_final) != NULL;
+    is_ok &= cJSON_AddNumberToObject(final, "rounds", r->final_rounds) != NULL;
+    is_ok &= cJSON_AddNumberToObject(final, "tuning_best_gflops", r->tuning_best_gflops) != NULL;
+    is_ok &= add_string_or_null(final, "tuning_best_config", r->tuning_best_config[0] ? r->tuning_best_config : NULL);
     cJSON *curve = cJSON_AddArrayToObject(o, "curve");
     if (!curve) goto cleanup;
     for (int i = 0; i < r->n_trials; i++) {
@@ -339,13 +349,14 @@ static int run_tune(const rlt_cli_args *args)
     rlt_str target;
     rlt_str_init(&target);
     char *json = NULL;
-    int64_t trials, seed, early;
+    int64_t trials, seed, early, n_final;
     const char *replay_path = NULL, *db_path = NULL;
     rlt_tune_opts o = {0};
     rlt_status st;
     if ((st = rlt_cli_args_int(args, "trials", 200, 1, 1000000, &trials, &d)) ||
         (st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d)) ||
-        (st = rlt_cli_args_int(args, "early-stopping", 0, 1, 1000000, &early, &d))) {
+        (st = rlt_cli_args_int(args, "early-stopping", 0, 1, 1000000, &early, &d)) ||
+        (st = rlt_cli_args_int(args, "final", 4, 0, 64, &n_final, &d))) {
         rlt_cli_error("%s", d.message);
         goto cleanup;
     }
@@ -435,6 +446,14 @@ static int run_tune(const rlt_cli_args *args)
     o.tuner = tuner;
     o.n_trials = (int)trials;
     o.early_stopping = (int)early;
+    o.n_final = (int)n_final;
+    if (rlt_cli_args_has(args, "start")) {
+        if (is_policy) {
+            rlt_cli_error("--start and --tuner policy both choose where the search starts: give one");
+            goto cleanup;
+        }
+        o.start_key = rlt_cli_args_get(args, "start");
+    }
     o.seed = (uint64_t)seed;
     o.db = db;
     o.replay = replay;
@@ -449,7 +468,9 @@ static int run_tune(const rlt_cli_args *args)
     rlt_cli_interrupt_release();
     if (pc.is_tty) printf("\n");
     if (st != RLT_STATUS_OK) {
-        if (replay)
+        if (o.start_key && strncmp(d.message, "the start configuration", 23) == 0)
+            rlt_cli_error("--start: %s", d.message); /* nothing was measured */
+        else if (replay)
             rlt_cli_error("tuning stopped (%s): %s", rlt_status_str(st), d.message);
         else
             rlt_cli_error("tuning stopped (%s): %s (%d trials stored in %s)", rlt_status_str(st), d.message,
@@ -489,6 +510,15 @@ static int run_tune(const rlt_cli_args *args)
             printf("transfer:  %d rows from %d other workload%s in %s\n", r.n_transfer_rows, r.n_transfer_workloads,
                    r.n_transfer_workloads == 1 ? "" : "s", transfer_path);
         printf("wall time: %.1f s (%.2f trials/s)\n", r.wall_s, r.measurements_per_s);
+        if (r.n_final > 0) {
+            bool is_same = strcmp(r.best_config, r.tuning_best_config) == 0;
+            printf("final:     the %d best measured again, %d round%s of %d samples of >= %g ms each: %s\n",
+                   r.n_final, r.final_rounds, r.final_rounds == 1 ? "" : "s", RLT_TUNE_FINAL_REPEAT,
+                   RLT_TUNE_FINAL_MIN_MS, is_same ? "tuning's best stays" : "another one is faster");
+            if (!is_same)
+                printf("           (tuning's best had measured %.2f GFLOP/s: %s)\n", r.tuning_best_gflops,
+                       r.tuning_best_config);
+        }
         if (r.best_gflops > 0) {
             printf("best:      %.2f GFLOP/s, %.4f ms (compiler %s)\n", r.best_gflops, r.best_time_ms, r.best_cc);
             printf("config:    %s\n", r.best_config);
@@ -527,9 +557,16 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
                "the first batch comes from the model instead of at random.",
     .details = "Ctrl-C stops after the batch in flight, with everything measured stored; a second\n"
                "Ctrl-C ends at once (committed batches are kept).\n"
+               "Tuning times each candidate with a few short samples, which can flatter one; with\n"
+               "--final N (default 4) the N best are then measured again, in turn, 3 rounds of 5\n"
+               "samples of >= 25 ms, and the best median is the run's best. Each is stored as one\n"
+               "more record, its configuration's newest, which 'rltune best' goes by. It is skipped\n"
+               "when the run measured nothing new, was interrupted, or replays a dataset.\n"
                "With --json, stdout holds exactly one JSON object: op, tuner, trials, measured,\n"
-               "from_records, failed, best {gflops, time_ms, config, schedule, cc}, curve (best\n"
-               "GFLOP/s after each trial), wall_s, tuner_s (the part of it in the tuner),\n"
+               "from_records, failed, best {gflops, time_ms, config, schedule, cc}, final\n"
+               "{candidates, rounds, tuning_best_gflops, tuning_best_config} (the --final pick;\n"
+               "candidates 0 when it did not run), curve (best GFLOP/s after each trial, as tuning\n"
+               "measured it), wall_s, tuner_s (the part of it in the tuner),\n"
                "measurements_per_s, db (null in a replay), interrupted, stopped_early,\n"
                "space_exhausted, measure (live or replay), dataset (its file, or null), replayed\n"
                "(trials answered by it), n_absent (trials it lacks), transfer_rows and\n"

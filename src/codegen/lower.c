@@ -1113,8 +1113,13 @@ static void emit_staging(gen *g, int t, bool use_openmp)
     int walk = staging_inner_dim(g, t);
     int n_outer = walk >= 0 ? last : np; /* loops around the body */
     if (use_openmp && n_outer > 0) out(g, 1, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
-    for (int d = 0; d < n_outer; d++)
+    /* No unrolling of the copy: clang would unroll these short constant
+     * loops whole, around vectorized inner loops, and take seconds (a 7x7
+     * conv2d's weights: 17 s instead of 1). */
+    for (int d = 0; d < n_outer; d++) {
+        if (d > 0 || !use_openmp) out(g, 1 + d, "#pragma GCC unroll 1\n");
         out(g, 1 + d, "for (long p%d = 0; p%d < %" PRId64 "; p%d++)%s\n", d, d, pd[d], d, d + 1 == n_outer ? " {" : "");
+    }
     if (n_outer == 0) out(g, 1, "{\n");
     int in = 1 + n_outer;
     rlt_str cond, src, dst;
@@ -1156,16 +1161,23 @@ static void emit_staging(gen *g, int t, bool use_openmp)
         out(g, in, "long rlt_lo = 0, rlt_hi = 0;\n");
         if (cond.len) out(g, in, "if (%s) {\n", text_of(g, &cond));
         else out(g, in, "{\n");
-        out(g, in + 1, "rlt_lo = -b%d < 0 ? 0 : -b%d > %" PRId64 " ? %" PRId64 " : -b%d;\n", walk, walk, n_last, n_last, walk);
-        out(g, in + 1, "rlt_hi = %" PRId64 " - b%d < rlt_lo ? rlt_lo : %" PRId64 " - b%d > %" PRId64 " ? %" PRId64 " : %" PRId64 " - b%d;\n",
-            dim, walk, dim, walk, n_last, n_last, dim, walk);
+        /* rlt_lo = clamp(-b, 0, n_last); rlt_hi = clamp(dim - b, rlt_lo, n_last) */
+        char b[16], p[16];
+        snprintf(b, sizeof b, "b%d", walk);
+        snprintf(p, sizeof p, "p%d", last);
+        out(g, in + 1, "rlt_lo = -%s < 0 ? 0 : -%s > %" PRId64 " ? %" PRId64 " : -%s;\n", b, b, n_last, n_last, b);
+        out(g, in + 1, "rlt_hi = %" PRId64 " - %s < rlt_lo ? rlt_lo : %" PRId64 " - %s > %" PRId64 " ? %" PRId64
+            " : %" PRId64 " - %s;\n", dim, b, dim, b, n_last, n_last, dim, b);
         out(g, in, "}\n");
         out(g, in, "float *restrict rlt_dst = %s_s + %s;\n", g->tname[t], text_of(g, &dst));
         out(g, in, "long rlt_src = %s;\n", text_of(g, &src));
-        out(g, in, "for (long p%d = 0; p%d < rlt_lo; p%d++) rlt_dst[p%d] = 0.0f;\n", last, last, last, last);
-        out(g, in, "for (long p%d = rlt_lo; p%d < rlt_hi; p%d++) rlt_dst[p%d] = %s[rlt_src + p%d * %" PRId64 "];\n", last, last, last, last,
-            g->tname[t], last, strides[walk]);
-        out(g, in, "for (long p%d = rlt_hi; p%d < %" PRId64 "; p%d++) rlt_dst[p%d] = 0.0f;\n", last, last, n_last, last, last);
+        out(g, in, "#pragma GCC unroll 1\n");
+        out(g, in, "for (long %s = 0; %s < rlt_lo; %s++) rlt_dst[%s] = 0.0f;\n", p, p, p, p);
+        out(g, in, "#pragma GCC unroll 1\n");
+        out(g, in, "for (long %s = rlt_lo; %s < rlt_hi; %s++) rlt_dst[%s] = %s[rlt_src + %s * %" PRId64 "];\n", p, p,
+            p, p, g->tname[t], p, strides[walk]);
+        out(g, in, "#pragma GCC unroll 1\n");
+        out(g, in, "for (long %s = rlt_hi; %s < %" PRId64 "; %s++) rlt_dst[%s] = 0.0f;\n", p, p, n_last, p, p);
     }
     out(g, in - 1, "}\n");
     rlt_str_free(&cond);

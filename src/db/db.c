@@ -89,9 +89,21 @@ static const char k_sql_lookup[] = "SELECT " RECORD_COLUMNS RECORD_FROM
 static const char k_sql_exists[] = "SELECT 1" RECORD_FROM
                                    " WHERE w.spec = ?1 AND w.target = ?2 AND m.config = ?3"
                                    " AND m.created_s = ?4 AND m.status = ?5 LIMIT 1";
+/* The fastest configuration by its latest record (the one lookup gives): a
+ * configuration measured again (a tuning run's final pick, a resumed run)
+ * counts by its newest measurement, and one whose newest failed does not
+ * count. Bare schedules (config "") are told apart by their schedule.
+ * Careful measurements outrank quick ones: a final pick's records (message
+ * RLT_DB_FINAL_PREFIX...) come before tuning-time ones, which a few short
+ * samples can flatter. */
 static const char k_sql_best[] = "SELECT " RECORD_COLUMNS RECORD_FROM
                                  " WHERE w.spec = ?1 AND (?2 IS NULL OR w.target = ?2) AND m.status = 'OK'"
-                                 " ORDER BY m.gflops DESC, m.time_min_ms ASC, m.id ASC LIMIT 1";
+                                 " AND NOT EXISTS (SELECT 1 FROM measurements n"
+                                 " WHERE n.workload_id = m.workload_id AND n.config = m.config"
+                                 " AND (m.config <> '' OR n.schedule = m.schedule)"
+                                 " AND (n.created_s > m.created_s OR (n.created_s = m.created_s AND n.id > m.id)))"
+                                 " ORDER BY substr(m.message, 1, length(" RLT_DB_FINAL_PREFIX_SQL ")) = "
+                                 RLT_DB_FINAL_PREFIX_SQL " DESC, m.gflops DESC, m.time_min_ms ASC, m.id ASC LIMIT 1";
 /* A query for "one spec" and one for "every spec" rather than one with
  * "?1 IS NULL OR": the OR would keep SQLite from using the spec's index. */
 static const char k_sql_count_all[] = "SELECT count(*) FROM measurements";

@@ -86,8 +86,15 @@ rlt_status rlt_db_append(rlt_db *db, int n, const rlt_record *records, rlt_diag 
 rlt_status rlt_db_lookup(rlt_db *db, const char *spec, const char *target, const char *config, rlt_record *out,
                          bool *out_found, rlt_diag *diag);
 
+/* How the message of a final pick's record starts (rlt_tune_opts.n_final):
+ * best prefers such careful measurements. */
+#define RLT_DB_FINAL_PREFIX "final pick:"
+#define RLT_DB_FINAL_PREFIX_SQL "'final pick:'"
+
 /* The fastest OK record of a spec (for one target, or any when target is
- * NULL). out_found false when there is none. */
+ * NULL) among its configurations' latest records: a configuration counts by
+ * its newest measurement, and final picks' records come first
+ * (docs/formats.md). out_found false when there is none. */
 rlt_status rlt_db_best(rlt_db *db, const char *spec, const char *target, rlt_record *out, bool *out_found,
                        rlt_diag *diag);
 

@@ -18,7 +18,9 @@
 #include "search/dataset.h"
 #include "search/transfer.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -117,15 +119,45 @@ static void replay_batch(const rlt_tune_opts *o, const batch *b, int n, double *
     }
 }
 
+/* Lowers configuration c (its key: `key`) into b's slot: the nest to build
+ * and its compiler, and the start of its record (op, target, configuration,
+ * schedule, tuner; the measurement fills the rest). */
+static rlt_status lower_candidate(const rlt_op *op, const rlt_space *space, const rlt_tune_opts *o, const char *target,
+                                  const rlt_config *c, const char *key, batch *b, int slot, rlt_diag *diag)
+{
+    const char *cc = "gcc";
+    rlt_sched *sched = NULL;
+    rlt_status st = rlt_space_schedule(space, c, &sched, &cc, diag);
+    if (st != RLT_STATUS_OK) return st;
+    st = rlt_sched_apply(sched, op, &b->nests[slot], diag);
+    rlt_str text;
+    rlt_str_init(&text);
+    rlt_sched_print(sched, &text);
+    rlt_sched_destroy(sched);
+    if (st == RLT_STATUS_OK && text.has_failed)
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory during tuning");
+    if (st == RLT_STATUS_OK) {
+        rlt_record *rec = &b->records[slot];
+        memset(rec, 0, sizeof *rec);
+        copy_text(rec->spec, sizeof rec->spec, op->spec);
+        copy_text(rec->target, sizeof rec->target, target);
+        copy_text(rec->config, sizeof rec->config, key);
+        copy_text(rec->schedule, sizeof rec->schedule, text.data);
+        copy_text(rec->tuner, sizeof rec->tuner, o->tuner);
+        copy_text(b->cc[slot], sizeof b->cc[slot], cc);
+    }
+    rlt_str_free(&text);
+    return st;
+}
+
 /* Reads back the batch's configurations measured before (those of the
  * plan's proposer only, with a plan) and lowers the rest for measuring:
  * b->slot[0..*out_n_new) are their positions. */
 static rlt_status prepare_batch(const rlt_op *op, const rlt_space *space, const rlt_tune_opts *o, const char *target,
                                 batch *b, int n, int *out_n_new, rlt_tune_result *out, rlt_diag *diag)
 {
-    rlt_str key, sched_text;
+    rlt_str key;
     rlt_str_init(&key);
-    rlt_str_init(&sched_text);
     rlt_status st = RLT_STATUS_OK;
     int n_new = 0;
     for (int i = 0; i < n; i++) {
@@ -143,29 +175,16 @@ static rlt_status prepare_batch(const rlt_op *op, const rlt_space *space, const 
             if (strcmp(rec->status, "OK") != 0) out->n_failed++;
             continue;
         }
-        const char *cc = "gcc";
-        rlt_sched *sched = NULL;
-        if ((st = rlt_space_schedule(space, &b->configs[i], &sched, &cc, diag)) != RLT_STATUS_OK) goto done;
-        st = rlt_sched_apply(sched, op, &b->nests[n_new], diag);
-        rlt_str_clear(&sched_text);
-        rlt_sched_print(sched, &sched_text);
-        rlt_sched_destroy(sched);
-        if (st != RLT_STATUS_OK) goto done; /* tuners propose valid configurations only */
-        memset(rec, 0, sizeof *rec);
-        copy_text(rec->spec, sizeof rec->spec, op->spec);
-        copy_text(rec->target, sizeof rec->target, target);
-        copy_text(rec->config, sizeof rec->config, key.data);
-        copy_text(rec->schedule, sizeof rec->schedule, sched_text.data);
-        copy_text(rec->tuner, sizeof rec->tuner, o->tuner);
-        copy_text(b->cc[n_new], sizeof b->cc[n_new], cc);
+        /* tuners propose valid configurations only: a failure here is a bug or out of memory */
+        if ((st = lower_candidate(op, space, o, target, &b->configs[i], key.data ? key.data : "", b, n_new, diag)) !=
+            RLT_STATUS_OK)
+            goto done;
         b->slot[n_new++] = i;
     }
-    if (key.has_failed || sched_text.has_failed)
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory during tuning");
+    if (key.has_failed) st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory during tuning");
 done:
     *out_n_new = n_new;
     rlt_str_free(&key);
-    rlt_str_free(&sched_text);
     return st;
 }
 
@@ -209,6 +228,133 @@ static void note_best(const rlt_space *space, const rlt_config *c, rlt_tune_resu
     rlt_str_free(&text);
 }
 
+/* ---- the final pick --------------------------------------------------- */
+
+/* The best configurations of the run so far, best first (at most cap). */
+typedef struct top_list {
+    int n, cap;
+    rlt_config *configs;
+    uint64_t *indices;
+    double *scores;
+} top_list;
+
+static void top_offer(top_list *t, const rlt_space *space, const rlt_config *c, double score)
+{
+    if (score <= 0 || t->cap == 0) return;
+    uint64_t index = rlt_space_index_of(space, c);
+    for (int i = 0; i < t->n; i++)
+        if (t->indices[i] == index) return; /* read back again: the same score */
+    int pos = t->n;
+    while (pos > 0 && score > t->scores[pos - 1]) pos--;
+    if (pos >= t->cap) return;
+    int n_move = (t->n < t->cap ? t->n : t->cap - 1) - pos;
+    memmove(&t->configs[pos + 1], &t->configs[pos], sizeof *t->configs * (size_t)n_move);
+    memmove(&t->indices[pos + 1], &t->indices[pos], sizeof *t->indices * (size_t)n_move);
+    memmove(&t->scores[pos + 1], &t->scores[pos], sizeof *t->scores * (size_t)n_move);
+    t->configs[pos] = *c;
+    t->indices[pos] = index;
+    t->scores[pos] = score;
+    if (t->n < t->cap) t->n++;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Measures the top candidates again, rounds times each in turn, stores one
+ * record each (the median over the rounds), and makes the best of them the
+ * run's best (rlt_tune_opts.n_final). */
+static rlt_status final_pick(const rlt_op *op, const rlt_space *space, const rlt_workload *w, const rlt_tune_opts *o,
+                             const char *target, const top_list *top, batch *b, rlt_tune_result *out, rlt_diag *diag)
+{
+    int n = top->n, rounds = o->final_rounds > 0 ? o->final_rounds : 3;
+    rlt_tune_opts fo = *o;
+    fo.run.repeat = RLT_MAX(o->run.repeat, RLT_TUNE_FINAL_REPEAT);
+    fo.run.min_repeat_ms = RLT_MAX(o->run.min_repeat_ms, RLT_TUNE_FINAL_MIN_MS);
+    fo.run.slow_cutoff_ms = 0; /* every candidate is timed in full */
+    double *times = rlt_calloc((size_t)(n * rounds), sizeof *times);
+    double *mins = rlt_calloc((size_t)n, sizeof *mins);
+    rlt_run_result *failure = rlt_calloc((size_t)n, sizeof *failure);
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_status st = RLT_STATUS_OK;
+    if (!times || !mins || !failure) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory re-measuring the best candidates");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        rlt_str_clear(&key);
+        rlt_space_config_key(space, &top->configs[i], &key);
+        if (key.has_failed) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory re-measuring the best candidates");
+            goto done;
+        }
+        if ((st = lower_candidate(op, space, o, target, &top->configs[i], key.data, b, i, diag)) != RLT_STATUS_OK)
+            goto done;
+        mins[i] = INFINITY;
+    }
+    for (int r = 0; r < rounds; r++) {
+        if (o->stop && *o->stop) break;
+        if ((st = measure_batch(w, &fo, b, n, diag)) != RLT_STATUS_OK) goto done;
+        for (int i = 0; i < n; i++) {
+            const rlt_run_result *res = &b->results[i];
+            if (res->status != RLT_STATUS_OK) {
+                if (failure[i].status == RLT_STATUS_OK) failure[i] = *res;
+                continue;
+            }
+            times[i * rounds + r] = res->time_median_ms;
+            mins[i] = RLT_MIN(mins[i], res->time_min_ms);
+        }
+        out->final_rounds = r + 1;
+    }
+    int done_rounds = out->final_rounds, pick = -1;
+    double pick_gflops = 0.0;
+    for (int i = 0; i < n && done_rounds > 0; i++) {
+        rlt_record *rec = &b->records[i];
+        rec->n_threads = o->n_threads;
+        rec->seed = o->seed;
+        rec->created_s = wall_now_s();
+        if (failure[i].status != RLT_STATUS_OK) {
+            /* flaky: it failed now where it passed before; that is its record */
+            copy_text(rec->status, sizeof rec->status, rlt_status_str(failure[i].status));
+            copy_text(rec->message, sizeof rec->message, failure[i].message);
+            continue;
+        }
+        double *t = &times[i * rounds];
+        qsort(t, (size_t)done_rounds, sizeof *t, compare_doubles);
+        double median = done_rounds % 2 ? t[done_rounds / 2] : 0.5 * (t[done_rounds / 2 - 1] + t[done_rounds / 2]);
+        copy_text(rec->status, sizeof rec->status, "OK");
+        rec->time_median_ms = median;
+        rec->time_min_ms = mins[i];
+        rec->gflops = op->flops / (median * 1e6);
+        snprintf(rec->message, sizeof rec->message,
+                 RLT_DB_FINAL_PREFIX " the median of %d rounds of %d samples of >= %g ms (tuning had measured %.2f "
+                 "GFLOP/s)",
+                 done_rounds, fo.run.repeat, fo.run.min_repeat_ms, top->scores[i]);
+        if (rec->gflops > pick_gflops) {
+            pick_gflops = rec->gflops;
+            pick = i;
+        }
+    }
+    if (done_rounds > 0 && o->db && (st = rlt_db_append(o->db, n, b->records, diag)) != RLT_STATUS_OK) goto done;
+    out->n_final = done_rounds > 0 ? n : 0;
+    if (pick >= 0) {
+        out->best_gflops = pick_gflops;
+        out->best_time_ms = b->records[pick].time_median_ms;
+        note_best(space, &top->configs[pick], out);
+    }
+done:
+    rlt_free(times);
+    rlt_free(mins);
+    rlt_free(failure);
+    rlt_str_free(&key);
+    return st;
+}
+
+/* ---- the tuning loop ---------------------------------------------------- */
+
 rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result *out, rlt_diag *diag)
 {
     memset(out, 0, sizeof *out);
@@ -242,6 +388,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     rlt_str target;
     rlt_str_init(&target);
     rlt_transfer transfer = {0};
+    top_list top = {0};
     uint64_t start_ns = rlt_time_ns();
     int since_best = 0, n_planned = 0;
     rlt_status st = RLT_STATUS_OK;
@@ -309,7 +456,12 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     out->tuner_s += (double)(rlt_time_ns() - tuner_start_ns) * 1e-9;
     if (!o.replay && (st = rlt_workload_create(op, &o.build, 0, &w, diag)) != RLT_STATUS_OK) goto done;
     out->curve = rlt_calloc((size_t)o.n_trials, sizeof *out->curve);
-    if (!batch_alloc(&b, o.batch_size) || !out->curve || target.has_failed) {
+    top.cap = o.replay || o.plan ? 0 : RLT_MAX(0, RLT_MIN(o.n_final, o.batch_size));
+    top.configs = rlt_calloc((size_t)top.cap + 1, sizeof *top.configs);
+    top.indices = rlt_calloc((size_t)top.cap + 1, sizeof *top.indices);
+    top.scores = rlt_calloc((size_t)top.cap + 1, sizeof *top.scores);
+    if (!batch_alloc(&b, o.batch_size) || !out->curve || target.has_failed || !top.configs || !top.indices ||
+        !top.scores) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a tuning run");
         goto done;
     }
@@ -359,6 +511,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
         }
         /* the curve, the best, early stopping */
         for (int i = 0; i < n; i++) {
+            top_offer(&top, &space, &b.configs[i], b.scores[i]);
             if (b.scores[i] > out->best_gflops) {
                 out->best_gflops = b.scores[i];
                 out->best_time_ms = op->flops / (b.scores[i] * 1e6);
@@ -382,10 +535,20 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     }
     /* the agent as it stands after the last batch (also when stopped) */
     if (o.agent_out && (st = rlt_tuner_save(tuner, o.agent_out, diag)) != RLT_STATUS_OK) goto done;
+    out->tuning_best_gflops = out->best_gflops;
+    copy_text(out->tuning_best_config, sizeof out->tuning_best_config, out->best_config);
+    /* Nothing new measured (a resumed run): the records already say what
+     * they said; re-measuring would only add rows. */
+    if (top.n >= 2 && !out->was_stopped && out->n_measured > 0 &&
+        (st = final_pick(op, &space, w, &o, target.data ? target.data : "", &top, &b, out, diag)) != RLT_STATUS_OK)
+        goto done;
 done:
     out->wall_s = (double)(rlt_time_ns() - start_ns) * 1e-9;
     out->measurements_per_s = out->wall_s > 0 ? out->n_trials / out->wall_s : 0;
     batch_free(&b);
+    rlt_free(top.configs);
+    rlt_free(top.indices);
+    rlt_free(top.scores);
     rlt_str_free(&target);
     rlt_workload_destroy(w);
     rlt_tuner_destroy(tuner);

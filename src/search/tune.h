@@ -78,6 +78,18 @@ typedef struct rlt_tune_opts {
      * start_nest (which it replaces): a run at another thread count starts
      * from the best of the last one this way (bench/vs_vendor.c). */
     const char *start_key;
+    /* 0: none. Else, when a live search that measured something ends
+     * (early or not, but not stopped), the n_final best configurations of
+     * the run (at most batch_size) are measured again, final_rounds times
+     * each, in turn, with more and longer samples than tuning takes
+     * (RLT_TUNE_FINAL_REPEAT samples of at least RLT_TUNE_FINAL_MIN_MS),
+     * and the best median over the rounds is the run's best. A tuning-time
+     * measurement is a few short samples and can be lucky, most of all at
+     * several threads. Each candidate's re-measurement is stored as one
+     * record (median and minimum over the rounds), which is then its
+     * configuration's latest: what rltune best and a resumed run read. */
+    int n_final;
+    int final_rounds; /* 0: 3 */
     const volatile sig_atomic_t *stop; /* when it becomes non-zero, stop after the batch in flight */
     rlt_tune_progress_fn progress;     /* called after every batch (may be NULL) */
     void *progress_ctx;
@@ -106,7 +118,16 @@ typedef struct rlt_tune_result {
     bool was_stopped;         /* by *stop */
     bool was_stopped_early;   /* by early_stopping */
     bool was_exhausted;       /* the tuner had nothing left to propose */
+    /* The final pick (n_final): the candidates measured again (0 when it did
+     * not run), the rounds, and the best as tuning had measured it. */
+    int n_final;
+    int final_rounds;
+    double tuning_best_gflops;
+    char tuning_best_config[1024];
 } rlt_tune_result;
+
+#define RLT_TUNE_FINAL_REPEAT 5
+#define RLT_TUNE_FINAL_MIN_MS 25.0
 
 /* The target part of a workload's key: CPU, vector width, compiler and
  * flags, threads. Records of one key are comparable. */

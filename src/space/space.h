@@ -24,7 +24,9 @@
  *   <s>.mid             middle tile of s, in register tiles
  *   <r>.tile            inner (cache) block of reduction axis r
  *   order.s / order.r   the order of the spatial / reduction axes in their levels
- *   unroll              0: no unrolling, 1: unroll the register tile
+ *   unroll              0: no unrolling, 1: unroll the register tile, and the
+ *                       reduction axes that lie whole inside the accumulator
+ *                       while that makes at most 16 copies (a 3x3 window)
  *   pack.<T>            off, or the axis whose register tile T's panels follow
  *   pad.<T>             copy T with zero borders (only for padded accesses)
  *   parallel            none, or the spatial axis whose L0 loop is parallel

@@ -508,7 +508,7 @@ Test(cli, tune_json_then_resume_measures_nothing_new)
 {
     char db[512];
     snprintf(db, sizeof db, "%s/tune.db", tmp_dir);
-    const char *const args[] = {"tune", "--op", "matmul:M=16,N=24,K=8", "--tuner", "random", "--trials", "6",
+    const char *const args[] = {"tune", "--final", "0", "--op", "matmul:M=16,N=24,K=8", "--tuner", "random", "--trials", "6",
                                 "--batch", "3", "--seed", "5", "--db", db, "--cflags", "-O1 -march=native",
                                 "--repeat", "1", "--min-repeat-ms", "0.5", "--json", NULL};
     cli_run r = run_cli_argv(NULL, args);
@@ -538,18 +538,18 @@ Test(cli, tune_json_then_resume_measures_nothing_new)
 
 Test(cli, tune_bad_input)
 {
-    cli_run r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--tuner", "annealing");
+    cli_run r = CLI("tune", "--final", "0", "--op", "matmul:M=8,N=8,K=8", "--tuner", "annealing");
     assert_usage_error(&r, "unknown tuner 'annealing'");
     cli_run_free(&r);
-    r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--trials", "0");
+    r = CLI("tune", "--final", "0", "--op", "matmul:M=8,N=8,K=8", "--trials", "0");
     assert_usage_error(&r, "--trials");
     cli_run_free(&r);
-    r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--trials", "-3");
+    r = CLI("tune", "--final", "0", "--op", "matmul:M=8,N=8,K=8", "--trials", "-3");
     assert_usage_error(&r, "--trials");
     cli_run_free(&r);
     /* a file that is not a database is refused and left as it was */
     const char *junk = write_tmp("junk.db", "these are not the records you are looking for\n");
-    r = CLI("tune", "--op", "matmul:M=8,N=8,K=8", "--db", junk, "--trials", "2");
+    r = CLI("tune", "--final", "0", "--op", "matmul:M=8,N=8,K=8", "--db", junk, "--trials", "2");
     assert_usage_error(&r, "junk.db");
     cli_run_free(&r);
     FILE *f = fopen(junk, "r");

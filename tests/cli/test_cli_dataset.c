@@ -76,7 +76,7 @@ static cJSON *replay(const char *path, const char *tuner, const char *trials)
 {
     char measure[400];
     snprintf(measure, sizeof measure, "replay:%s", path);
-    cli_run r = CLI("tune", "--expr", EXPR, "--shape", SHAPE, "--measure", measure, "--tuner", tuner, "--trials",
+    cli_run r = CLI("tune", "--final", "0", "--expr", EXPR, "--shape", SHAPE, "--measure", measure, "--tuner", tuner, "--trials",
                     trials, "--seed", "5", "--cflags", CFLAGS, "--json");
     assert_ok(&r);
     cJSON *j = parse_json(&r);
@@ -167,7 +167,7 @@ Test(cli_dataset, replays_find_the_datasets_best_reproducibly_without_compiling)
     /* the text report says where the answers came from */
     char measure[400];
     snprintf(measure, sizeof measure, "replay:%s", path);
-    cli_run r = CLI("tune", "--expr", EXPR, "--shape", SHAPE, "--measure", measure, "--tuner", "random", "--trials",
+    cli_run r = CLI("tune", "--final", "0", "--expr", EXPR, "--shape", SHAPE, "--measure", measure, "--tuner", "random", "--trials",
                     "5", "--cflags", CFLAGS);
     assert_ok(&r);
     assert_has(r.out, "measure:   replay of", "tune report");
@@ -205,7 +205,7 @@ static void expect_replay_refused(const char *path, const char *expr, const char
 {
     char measure[400];
     snprintf(measure, sizeof measure, "replay:%s", path);
-    cli_run r = CLI("tune", "--expr", expr, "--shape", SHAPE, "--measure", measure, "--cflags", cflags);
+    cli_run r = CLI("tune", "--final", "0", "--expr", expr, "--shape", SHAPE, "--measure", measure, "--cflags", cflags);
     assert_usage_error(&r, needle);
     cli_run_free(&r);
 }
@@ -246,7 +246,7 @@ Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
     /* a records database that is not a dataset: replay refuses it, dataset
      * will not write into it, and tune will not write into a dataset */
     const char *plain = tmp_path("plain.db");
-    cli_run r = CLI("tune", "--expr", EXPR, "--shape", SHAPE, "--tuner", "random", "--trials", "1", "--db", plain,
+    cli_run r = CLI("tune", "--final", "0", "--expr", EXPR, "--shape", SHAPE, "--tuner", "random", "--trials", "1", "--db", plain,
                     "--cflags", CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5");
     assert_ok(&r);
     cli_run_free(&r);

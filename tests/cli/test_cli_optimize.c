@@ -116,7 +116,7 @@ Test(cli_optimize, tune_starts_from_the_policys_result)
 {
     char db[512];
     snprintf(db, sizeof db, "%s/t.db", tmp_dir);
-    cli_run r = CLI("tune", "--op", MM, "--tuner", "policy", "--policy", policy_path, "--policy-base", "random",
+    cli_run r = CLI("tune", "--final", "0", "--op", MM, "--tuner", "policy", "--policy", policy_path, "--policy-base", "random",
                     "--trials", "6", "--db", db, "--json", "--cflags", "-O1 -march=native");
     assert_ok(&r);
     cJSON *j = parse_json(&r);

@@ -37,7 +37,7 @@ static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name
 /* Tunes `spec` for `trials` trials into the test's database. */
 static void tune(const char *spec, const char *trials)
 {
-    cli_run r = CLI("tune", "--op", spec, "--tuner", "random", "--trials", trials, "--batch", trials, "--cflags",
+    cli_run r = CLI("tune", "--final", "0", "--op", spec, "--tuner", "random", "--trials", trials, "--batch", trials, "--cflags",
                     TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path);
     assert_ok(&r);
     cli_run_free(&r);
@@ -142,6 +142,63 @@ Test(cli_records, best_is_the_fastest_of_history)
 }
 
 /* measure --best: the best record's schedule and compiler, measured again */
+/* rltune tune --final N: the N best are measured again and stored, the
+ * pick is what best reads, and a resumed run that measures nothing new
+ * adds nothing. */
+Test(cli_records, the_final_pick_measures_the_best_again_and_best_goes_by_it)
+{
+    const char *const args[] = {"tune", "--op", MATMUL, "--tuner", "random", "--trials", "6", "--batch", "6",
+                                "--final", "2", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5",
+                                "--db", db_path, "--json", NULL};
+    cli_run r = run_cli_argv(NULL, args);
+    assert_ok(&r);
+    cJSON *o = parse_json(&r);
+    cJSON *final = cJSON_GetObjectItem(o, "final");
+    cr_assert_not_null(final);
+    cr_assert_eq(cJSON_GetObjectItem(final, "candidates")->valueint, 2);
+    cr_assert_eq(cJSON_GetObjectItem(final, "rounds")->valueint, 3);
+    cr_assert_gt(cJSON_GetObjectItem(final, "tuning_best_gflops")->valuedouble, 0);
+    cr_assert_not_null(cJSON_GetObjectItem(final, "tuning_best_config")->valuestring);
+    cJSON *best = cJSON_GetObjectItem(o, "best");
+    char picked[1024];
+    snprintf(picked, sizeof picked, "%s", cJSON_GetObjectItem(best, "config")->valuestring);
+    double picked_gflops = cJSON_GetObjectItem(best, "gflops")->valuedouble;
+    cJSON_Delete(o);
+    cli_run_free(&r);
+
+    cli_run h = CLI("history", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&h);
+    cJSON *ho = parse_json(&h);
+    cJSON *recs = cJSON_GetObjectItem(ho, "records");
+    cr_assert_eq(cJSON_GetArraySize(recs), 8, "6 trials and 2 re-measured");
+    bool has_picked = false;
+    for (int i = 6; i < 8; i++) {
+        cJSON *rec = cJSON_GetArrayItem(recs, i);
+        assert_has(cJSON_GetObjectItem(rec, "message")->valuestring, "final pick: the median of 3 rounds",
+                   "a final record");
+        has_picked |= strcmp(cJSON_GetObjectItem(rec, "config")->valuestring, picked) == 0;
+    }
+    cr_assert(has_picked, "the pick %s is not among the re-measured", picked);
+    cJSON_Delete(ho);
+    cli_run_free(&h);
+
+    cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&b);
+    cJSON *bo = parse_json(&b);
+    cr_assert_str_eq(cJSON_GetObjectItem(bo, "config")->valuestring, picked);
+    cr_assert_float_eq(cJSON_GetObjectItem(bo, "gflops")->valuedouble, picked_gflops, 1e-6 * picked_gflops);
+    cJSON_Delete(bo);
+    cli_run_free(&b);
+
+    cli_run again = run_cli_argv(NULL, args);
+    assert_ok(&again);
+    cJSON *ao = parse_json(&again);
+    cr_assert_eq(cJSON_GetObjectItem(ao, "measured")->valueint, 0);
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(ao, "final"), "candidates")->valueint, 0);
+    cJSON_Delete(ao);
+    cli_run_free(&again);
+}
+
 Test(cli_records, measure_best_measures_the_best_record_again)
 {
     tune(MATMUL, "4");
@@ -182,7 +239,7 @@ Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
 {
     tune(MATMUL, "6");
     const char *other = "matmul:M=16,N=24,K=16";
-    cli_run r = CLI("tune", "--op", other, "--tuner", "xgb-rank", "--trials", "2", "--batch", "2", "--cflags",
+    cli_run r = CLI("tune", "--final", "0", "--op", other, "--tuner", "xgb-rank", "--trials", "2", "--batch", "2", "--cflags",
                     TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--transfer", db_path,
                     "--json");
     assert_ok(&r);
@@ -192,7 +249,7 @@ Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
     cr_assert_eq(cJSON_GetObjectItem(j, "transfer_workloads")->valueint, 1);
     cr_assert_eq(cJSON_GetObjectItem(j, "measured")->valueint, 2);
     /* without --transfer: 0 */
-    cli_run n = CLI("tune", "--op", other, "--tuner", "xgb-rank", "--trials", "2", "--batch", "2", "--cflags",
+    cli_run n = CLI("tune", "--final", "0", "--op", other, "--tuner", "xgb-rank", "--trials", "2", "--batch", "2", "--cflags",
                     TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--json");
     assert_ok(&n);
     cJSON *k = parse_json(&n);

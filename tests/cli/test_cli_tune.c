@@ -221,7 +221,7 @@ Test(cli_tune, kill_9_loses_at_most_the_batch_in_flight_and_the_rerun_resumes)
 {
     use_private_cache();
     const char *db = tmp_path("killed.db"), *out = tmp_path("out"), *err = tmp_path("err");
-    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
+    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
                                 BATCH_TEXT, "--seed", "11", "--cflags", TUNE_CFLAGS, "--repeat", "1",
                                 "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
     pid_t pid = start_run(args, out, err);
@@ -266,7 +266,7 @@ Test(cli_tune, two_runs_writing_one_database_at_once_both_store_everything)
         snprintf(out[i], sizeof out[i], "%s", tmp_path(i ? "out2" : "out1"));
         snprintf(err[i], sizeof err[i], "%s", tmp_path(i ? "err2" : "err1"));
         /* batches of 2: many small transactions from each */
-        const char *const args[] = {"tune", "--op", specs[i], "--tuner", "random", "--trials", "8", "--batch", "2",
+        const char *const args[] = {"tune", "--final", "0", "--op", specs[i], "--tuner", "random", "--trials", "8", "--batch", "2",
                                     "--seed", seeds[i], "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
                                     "0.5", "--db", db, "--json", NULL};
         pids[i] = start_run(args, out[i], err[i]);
@@ -351,7 +351,7 @@ static char *run_on_terminal(const char *const *args, int *out_status)
 
 Test(cli_tune, progress_line_on_a_terminal_and_none_on_a_pipe)
 {
-    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
+    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
                                 "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
                                 "0.5", "--db", tmp_path("tty.db"), NULL};
     int status = 0;
@@ -392,7 +392,7 @@ Test(cli_tune, progress_line_on_a_terminal_and_none_on_a_pipe)
     free(text);
 
     /* stdout a pipe, the same report without --json: no progress at all */
-    const char *const pipe_args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
+    const char *const pipe_args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
                                      "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
                                      "0.5", "--db", tmp_path("pipe.db"), NULL};
     cli_run r = run_cli_argv(NULL, pipe_args);
@@ -488,7 +488,7 @@ Test(cli_tune, ctrl_c_stops_after_the_batch_in_flight_with_everything_stored)
 {
     const char *cc = use_slow_compiler();
     const char *db = tmp_path("int.db"), *out = tmp_path("out"), *err = tmp_path("err");
-    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
+    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
                                 BATCH_TEXT, "--seed", "4", "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
                                 "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
     pid_t pid = start_run(args, out, err);
@@ -540,7 +540,7 @@ Test(cli_tune, a_second_ctrl_c_ends_the_run_at_once)
 {
     const char *cc = use_slow_compiler();
     const char *db = tmp_path("int2.db"), *out = tmp_path("out"), *err = tmp_path("err");
-    const char *const args[] = {"tune", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
+    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
                                 BATCH_TEXT, "--seed", "5", "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
                                 "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
     pid_t pid = start_run(args, out, err);
@@ -575,13 +575,13 @@ Test(cli_tune, tuner_options_come_from_the_command_line_and_a_file_and_are_check
     cli_run_free(&r);
 
     const char *db = tmp_path("opts.db");
-    r = CLI("tune", "--op", OP, "--tuner", "dqn", "--trials", "4", "--batch", BATCH_TEXT, "--db", db,
+    r = CLI("tune", "--final", "0", "--op", OP, "--tuner", "dqn", "--trials", "4", "--batch", BATCH_TEXT, "--db", db,
             "--tuner-opt", "dqn_horizon=3,dqn_reset=zeros", "--json");
     assert_ok(&r);
     cli_run_free(&r);
     const char *config = tmp_path("dqn.json");
     tmp_file_write_text(config, "{\"dqn_hidden\": 16, \"dqn_lr\": 0.0005, \"dqn_reset\": \"median\"}");
-    r = CLI("tune", "--op", OP, "--tuner", "dqn", "--trials", "4", "--batch", BATCH_TEXT, "--db", db,
+    r = CLI("tune", "--final", "0", "--op", OP, "--tuner", "dqn", "--trials", "4", "--batch", BATCH_TEXT, "--db", db,
             "--tuner-config", config, "--tuner-opt", "dqn_horizon=2", "--json");
     assert_ok(&r);
     cli_run_free(&r);
@@ -614,7 +614,7 @@ Test(cli_tune, an_agent_saved_on_one_workload_starts_the_next)
     const char *db = tmp_path("agent.db");
     char agent[320];
     snprintf(agent, sizeof agent, "%s", tmp_path("dqn.rla"));
-    cli_run r = CLI("tune", "--op", OP, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db,
+    cli_run r = CLI("tune", "--final", "0", "--op", OP, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db,
                     "--agent-out", agent, "--json");
     assert_ok(&r);
     cJSON *o = parse_tune_json(r.out);
@@ -626,7 +626,7 @@ Test(cli_tune, an_agent_saved_on_one_workload_starts_the_next)
     cr_assert_eq(stat(agent, &st), 0, "no agent file");
 
     /* another shape of the same op kind, reading and rewriting the agent */
-    r = CLI("tune", "--op", OP2, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db, "--agent-in",
+    r = CLI("tune", "--final", "0", "--op", OP2, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db, "--agent-in",
             agent, "--agent-out", agent, "--json");
     assert_ok(&r);
     o = parse_tune_json(r.out);

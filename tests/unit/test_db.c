@@ -175,6 +175,62 @@ static void raw_exec(const char *path, const char *sql)
     cr_assert_eq(sqlite3_close(c), SQLITE_OK);
 }
 
+/* ---- best: a configuration counts by its latest record -------------------- */
+
+static rlt_record timed_record(const char *config, const char *schedule, const char *status, double gflops,
+                               double created_s)
+{
+    rlt_record r = make_record("matmul:M=8,N=8,K=8", config, 0);
+    snprintf(r.schedule, sizeof r.schedule, "%s", schedule);
+    snprintf(r.status, sizeof r.status, "%s", status);
+    bool is_ok = strcmp(status, "OK") == 0;
+    r.gflops = is_ok ? gflops : 0;
+    r.time_min_ms = r.time_median_ms = is_ok ? 1.0 / gflops : 0;
+    r.created_s = created_s;
+    return r;
+}
+
+Test(db, best_counts_a_configuration_by_its_latest_record)
+{
+    char *dir = make_temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/best.db", dir);
+    rlt_db *db = open_db(path, NULL);
+    const rlt_record recs[] = {
+        timed_record("a", "s", "OK", 100.0, 1.0), /* a lucky first measurement... */
+        timed_record("b", "s", "OK", 80.0, 2.0),
+        timed_record("c", "s", "OK", 120.0, 3.0), /* ...and a kernel that later fails */
+        timed_record("a", "s", "OK", 50.0, 4.0),  /* ...measured again: 50 */
+        timed_record("c", "s", "WRONG_ANSWER", 0.0, 5.0),
+        timed_record("", "split i 2\n", "OK", 60.0, 6.0), /* two bare schedules */
+    };
+    append(db, (int)RLT_ARRAY_LEN(recs), recs);
+    rlt_record r;
+    bool found = false;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_best(db, "matmul:M=8,N=8,K=8", NULL, &r, &found, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert_str_eq(r.config, "b");
+    cr_assert_eq(r.gflops, 80.0);
+    /* a later bare schedule does not hide an earlier, different one */
+    rlt_record bare = timed_record("", "split i 4\n", "OK", 90.0, 7.0);
+    append(db, 1, &bare);
+    rlt_record slower = timed_record("", "split i 8\n", "OK", 10.0, 8.0);
+    append(db, 1, &slower);
+    cr_assert_eq(rlt_db_best(db, "matmul:M=8,N=8,K=8", "cpu=test;cc=gcc", &r, &found, &d), RLT_STATUS_OK);
+    cr_assert(found);
+    cr_assert_str_eq(r.schedule, "split i 4\n");
+    /* a careful measurement (a final pick's) outranks the quick ones */
+    rlt_record careful = timed_record("d", "s", "OK", 40.0, 9.0);
+    snprintf(careful.message, sizeof careful.message, RLT_DB_FINAL_PREFIX " the median of 3 rounds");
+    append(db, 1, &careful);
+    cr_assert_eq(rlt_db_best(db, "matmul:M=8,N=8,K=8", NULL, &r, &found, &d), RLT_STATUS_OK);
+    cr_assert_str_eq(r.config, "d");
+    rlt_db_close(db);
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
 /* ---- the basic life of a database ---------------------------------------- */
 
 Test(db, create_append_query_and_reopen)
