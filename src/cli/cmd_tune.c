@@ -219,6 +219,7 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
     if (!final) goto cleanup;
     is_ok &= cJSON_AddNumberToObject(final, "candidates", r->n_final) != NULL;
     is_ok &= cJSON_AddNumberToObject(final, "rounds", r->final_rounds) != NULL;
+    is_ok &= cJSON_AddNumberToObject(final, "wall_s", r->final_s) != NULL;
     is_ok &= cJSON_AddNumberToObject(final, "tuning_best_gflops", r->tuning_best_gflops) != NULL;
     is_ok &= add_string_or_null(final, "tuning_best_config", r->tuning_best_config[0] ? r->tuning_best_config : NULL);
     cJSON *curve = cJSON_AddArrayToObject(o, "curve");
@@ -509,7 +510,11 @@ static int run_tune(const rlt_cli_args *args)
         if (transfer_path)
             printf("transfer:  %d rows from %d other workload%s in %s\n", r.n_transfer_rows, r.n_transfer_workloads,
                    r.n_transfer_workloads == 1 ? "" : "s", transfer_path);
-        printf("wall time: %.1f s (%.2f trials/s)\n", r.wall_s, r.measurements_per_s);
+        if (r.n_final > 0)
+            printf("wall time: %.1f s (%.2f trials/s, then %.1f s for the final pick)\n", r.wall_s,
+                   r.measurements_per_s, r.final_s);
+        else
+            printf("wall time: %.1f s (%.2f trials/s)\n", r.wall_s, r.measurements_per_s);
         if (r.n_final > 0) {
             bool is_same = strcmp(r.best_config, r.tuning_best_config) == 0;
             printf("final:     the %d best measured again, %d round%s of %d samples of >= %g ms each: %s\n",
@@ -564,7 +569,7 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
                "when the run measured nothing new, was interrupted, or replays a dataset.\n"
                "With --json, stdout holds exactly one JSON object: op, tuner, trials, measured,\n"
                "from_records, failed, best {gflops, time_ms, config, schedule, cc}, final\n"
-               "{candidates, rounds, tuning_best_gflops, tuning_best_config} (the --final pick;\n"
+               "{candidates, rounds, wall_s, tuning_best_gflops, tuning_best_config} (the --final pick;\n"
                "candidates 0 when it did not run), curve (best GFLOP/s after each trial, as tuning\n"
                "measured it), wall_s, tuner_s (the part of it in the tuner),\n"
                "measurements_per_s, db (null in a replay), interrupted, stopped_early,\n"

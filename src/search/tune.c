@@ -390,6 +390,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     rlt_transfer transfer = {0};
     top_list top = {0};
     uint64_t start_ns = rlt_time_ns();
+    double search_s = 0; /* wall time of the search, without the final pick */
     int since_best = 0, n_planned = 0;
     rlt_status st = RLT_STATUS_OK;
     if (o.replay) {
@@ -537,6 +538,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     if (o.agent_out && (st = rlt_tuner_save(tuner, o.agent_out, diag)) != RLT_STATUS_OK) goto done;
     out->tuning_best_gflops = out->best_gflops;
     copy_text(out->tuning_best_config, sizeof out->tuning_best_config, out->best_config);
+    search_s = (double)(rlt_time_ns() - start_ns) * 1e-9;
     /* Nothing new measured (a resumed run): the records already say what
      * they said; re-measuring would only add rows. */
     if (top.n >= 2 && !out->was_stopped && out->n_measured > 0 &&
@@ -544,7 +546,9 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
         goto done;
 done:
     out->wall_s = (double)(rlt_time_ns() - start_ns) * 1e-9;
-    out->measurements_per_s = out->wall_s > 0 ? out->n_trials / out->wall_s : 0;
+    if (search_s <= 0) search_s = out->wall_s;
+    out->final_s = out->n_final > 0 ? out->wall_s - search_s : 0;
+    out->measurements_per_s = search_s > 0 ? out->n_trials / search_s : 0;
     batch_free(&b);
     rlt_free(top.configs);
     rlt_free(top.indices);

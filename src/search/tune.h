@@ -112,9 +112,9 @@ typedef struct rlt_tune_result {
     char start_config[1024];  /* start_key, or start_nest's configuration key ("" without one, or when
                                  none was near) */
     double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
-    double wall_s;
+    double wall_s;            /* the whole run, the final pick included */
     double tuner_s;           /* of which in the tuner: creating (and loading) it, proposing, learning */
-    double measurements_per_s;
+    double measurements_per_s; /* trials per second of the search (wall_s without the final pick) */
     bool was_stopped;         /* by *stop */
     bool was_stopped_early;   /* by early_stopping */
     bool was_exhausted;       /* the tuner had nothing left to propose */
@@ -122,6 +122,7 @@ typedef struct rlt_tune_result {
      * not run), the rounds, and the best as tuning had measured it. */
     int n_final;
     int final_rounds;
+    double final_s;           /* its wall time */
     double tuning_best_gflops;
     char tuning_best_config[1024];
 } rlt_tune_result;
