@@ -40,6 +40,16 @@
 
 #define RLT_SYMBOL_MAX 64
 
+/* The version of the code a schedule lowers to, part of every tuning
+ * record's target key (`codegen=N`): a change that makes the same schedule
+ * (or configuration key) produce different code bumps it, so that records
+ * of the old code are not read back, resumed or transferred as if they
+ * described the new. History:
+ *   1  (no field) everything before;
+ *   2  reduction loops of one iteration (1x1 windows) no longer zero the
+ *      output first or make an accumulator tile continue partial sums. */
+#define RLT_CODEGEN_VERSION 2
+
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */
     char *code;                  /* the kernel's functions; owned: free with rlt_free */

@@ -91,7 +91,7 @@ typedef struct gen {
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
     bool in_vector;     /* emitting the vector path (vec_var spans lanes) */
-    int r0;             /* position of the outermost reduction loop (n_loops if none) */
+    int r0;             /* position of the outermost reduction loop of more than one iteration (n_loops if none) */
     int acc_depth;      /* loops at and after this position form the tile; -1: none */
     bool acc_is_final;  /* every reduction loop is inside the accumulator */
     int64_t ws_offset[RLT_MAX_TENSORS];
@@ -260,9 +260,12 @@ static void analyse(gen *g)
             g->vec_var = n->loops[l].var;
             g->vec_width = (int)n->vars[g->vec_var].extent;
         }
+    /* A reduction loop of one iteration (a 1x1 window's r and s, a split
+     * that left one block) adds no partial sums: only longer ones make the
+     * output start at zero or an accumulator continue from memory. */
     g->r0 = n->n_loops;
     for (int l = n->n_loops - 1; l >= 0; l--)
-        if (n->vars[n->loops[l].var].is_reduce) g->r0 = l;
+        if (n->vars[n->loops[l].var].is_reduce && n->vars[n->loops[l].var].extent > 1) g->r0 = l;
     g->acc_depth = -1;
     if (n->acc_var == RLT_ACC_ROOT) g->acc_depth = 0;
     else if (n->acc_var >= 0) g->acc_depth = rlt_nest_loop_of_var(n, n->acc_var) + 1;

@@ -250,17 +250,28 @@ cleanup:
 /* ---- measuring ------------------------------------------------------------ */
 
 /* The part of a target key that a run's options choose (threads, compiler
- * and flags), without the machine's part (CPU, vector width) or what the
- * dataset's timings include (weights=...: a replay answers with what was
- * measured, as it was measured). */
+ * and flags), without the machine's part (CPU, vector width) or what says
+ * how the dataset's kernels were made and timed (weights=..., codegen=...:
+ * a replay answers with what was measured, as it was measured). */
 static void target_run_part(const char *key, char *out, size_t cap)
 {
     const char *p = strstr(key, ";threads=");
     p = p ? p + 1 : key;
-    const char *w = strstr(p, "weights=");
-    const char *after = w ? strchr(w, ';') : NULL;
-    if (w && after) snprintf(out, cap, "%.*s%s", (int)(w - p), p, after + 1);
-    else snprintf(out, cap, "%s", p);
+    size_t n = 0;
+    out[0] = '\0';
+    while (*p) {
+        const char *end = strchr(p, ';');
+        /* cc= runs to the end: its flags may hold ';' */
+        if (strncmp(p, "cc=", 3) == 0 || !end) end = p + strlen(p);
+        bool is_kept = strncmp(p, "weights=", 8) != 0 && strncmp(p, "codegen=", 8) != 0;
+        if (is_kept && n + (size_t)(end - p) + 2 <= cap) {
+            if (n) out[n++] = ';';
+            memcpy(out + n, p, (size_t)(end - p));
+            n += (size_t)(end - p);
+            out[n] = '\0';
+        }
+        p = *end ? end + 1 : end;
+    }
 }
 
 static bool has_cc_knob(const rlt_space *s)

@@ -15,6 +15,7 @@
  * stores nothing.
  */
 #include "search/tune.h"
+#include "codegen/codegen.h"
 #include "search/dataset.h"
 #include "search/transfer.h"
 
@@ -33,9 +34,11 @@ void rlt_tune_target_key(const rlt_build_opts *build, int n_threads, rlt_str *ou
     rlt_build_describe(build, false, &cc);
     /* weights=prepacked: weights are staged once, untimed (codegen.h). Records
      * from before that (no such field) timed the staging on every call, so
-     * they belong to another target. */
-    rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d;weights=prepacked;cc=%s", t.cpu_model, t.vector_floats,
-                   n_threads > 0 ? n_threads : 1, cc.data ? cc.data : "");
+     * they belong to another target. codegen=N: the version of the code a
+     * configuration lowers to (RLT_CODEGEN_VERSION); older records measured
+     * other code under the same keys. */
+    rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d;weights=prepacked;codegen=%d;cc=%s", t.cpu_model, t.vector_floats,
+                   n_threads > 0 ? n_threads : 1, RLT_CODEGEN_VERSION, cc.data ? cc.data : "");
     if (cc.has_failed) out->has_failed = true;
     rlt_str_free(&cc);
 }

@@ -484,13 +484,17 @@ Test(dataset, replay_refuses_what_it_cannot_answer_for)
     cr_assert_eq(rlt_replay_open(done, op, "cpu=another;vec=16;threads=1;cc=made up", &rp, &d), RLT_STATUS_OK, "%s",
                  d.message);
     rlt_replay_close(rp);
-    /* and so may what the timings include: the dataset has no weights= (it
-     * is older than that field), this run's target has */
-    cr_assert_eq(rlt_replay_open(done, op, "cpu=made up;vec=8;threads=1;weights=prepacked;cc=made up", &rp, &d),
+    /* and so may what the timings include and the code's version: the
+     * dataset has no weights= or codegen= (it is older than those fields),
+     * this run's target has */
+    cr_assert_eq(rlt_replay_open(done, op, "cpu=made up;vec=8;threads=1;weights=prepacked;codegen=7;cc=made up", &rp,
+                                 &d),
                  RLT_STATUS_OK, "%s", d.message);
     rlt_replay_close(rp);
-    expect_refused(done, op, "cpu=made up;vec=8;threads=1;weights=prepacked;cc=other", RLT_STATUS_INVALID_ARGUMENT,
-                   "cc=other");
+    expect_refused(done, op, "cpu=made up;vec=8;threads=1;weights=prepacked;codegen=7;cc=other",
+                   RLT_STATUS_INVALID_ARGUMENT, "cc=other");
+    expect_refused(done, op, "cpu=made up;vec=8;threads=2;codegen=7;cc=made up", RLT_STATUS_INVALID_ARGUMENT,
+                   "threads=2");
     /* a records database without a description is not a dataset */
     const char *plain = tmp_path("plain.db");
     rlt_db *db = NULL;
