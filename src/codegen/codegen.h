@@ -47,8 +47,11 @@
  * described the new. History:
  *   1  (no field) everything before;
  *   2  reduction loops of one iteration (1x1 windows) no longer zero the
- *      output first or make an accumulator tile continue partial sums. */
-#define RLT_CODEGEN_VERSION 2
+ *      output first or make an accumulator tile continue partial sums;
+ *   3  a vector tile whose vector runs across the output's rows is written
+ *      back and reloaded transposed (rlt_tstore8xN, rlt_tload8xN), not lane
+ *      by lane. */
+#define RLT_CODEGEN_VERSION 3
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */

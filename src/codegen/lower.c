@@ -970,6 +970,88 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
     rlt_str_free(&cond);
 }
 
+/* The write-back (or the reload of partial sums) of a vector tile whose
+ * vector runs across the output's rows (conv2d's output channels in NCHW: a
+ * scalar store or load per lane) when the unrolled loop at plan index idx,
+ * directly outside the vector loop, walks the output's unit-stride dim: its
+ * vectors are transposed in registers in runs of 8, 4 or 2, and each lane's
+ * run stored or loaded at once (rlt_tstore8xN, rlt_tload8xN in the
+ * preamble); a last single one goes lane by lane as before. Returns false,
+ * having emitted nothing, where that does not apply. */
+static bool emit_transposed_tile(gen *g, const plan *p, int idx, int indent)
+{
+    int pos = p->pos[idx], v = g->n->loops[pos].var;
+    bool is_load = p->kind == BODY_ACC_LOAD;
+    if ((p->kind != BODY_WRITEBACK && !is_load) || g->vec_width != 8 || idx + 2 != p->n) return false;
+    int vpos = p->pos[idx + 1];
+    if (g->n->loops[vpos].kind != RLT_LOOP_VECTORIZE || g->n->loops[vpos].var != g->vec_var) return false;
+    addr a;
+    out_addr(g, &a);
+    int64_t ls = a.l.c[g->vec_var];
+    if (a.n_nl > 0 || a.l.c[v] != 1 || ls <= 1) return false;
+    for (int k = 0; k < g->n_guards; k++)
+        if (!g->is_guard_known[k] && (g->guard_depth[k] == pos || g->guard_depth[k] == vpos ||
+                                      g->guard_vpoint[k] == pos || g->guard_vpoint[k] == vpos))
+            return false;
+    for (int s = 0; s < g->n->n_vars; s++)
+        if (g->is_symbol[s] && g->derived_from[s] >= 0 && (g->sym_depth[s] == pos || g->sym_depth[s] == vpos))
+            return false;
+    const rlt_expr *epi = g->op->epilogue;
+    const char *o = g->tname[g->op->n_tensors - 1];
+    int64_t ext = g->n->vars[v].extent;
+    rlt_str text, ref, value;
+    rlt_str_init(&text);
+    rlt_str_init(&ref);
+    rlt_str_init(&value);
+    g->is_fixed[v] = true;
+    for (int64_t e0 = 0; e0 < ext;) {
+        int64_t run = ext - e0 >= 8 ? 8 : ext - e0 >= 4 ? 4 : ext - e0 >= 2 ? 2 : 1;
+        if (run == 1) {
+            g->fixed[v] = e0;
+            out(g, indent, "{ /* %s = %" PRId64 " */\n", g->n->vars[v].name, e0);
+            emit_inside(g, p, idx, indent + 1);
+            out(g, indent, "}\n");
+            break;
+        }
+        rlt_str_clear(&text);
+        g->fixed[v] = e0;
+        print_addr_lane0(g, &a, &text);
+        out(g, indent, "/* %s = %" PRId64 "..%" PRId64 ", transposed */\n", g->n->vars[v].name, e0, e0 + run - 1);
+        int tmp = is_load ? g->n_temps++ : -1;
+        if (is_load) {
+            out(g, indent, "{\n");
+            out(g, indent + 1, "rlt_v8x%" PRId64 " rlt_t%d = rlt_tload8x%" PRId64 "(&%s[%s], %" PRId64 ");\n", run, tmp,
+                run, o, text_of(g, &text), ls);
+        } else
+            out(g, indent, "rlt_tstore8x%" PRId64 "(&%s[%s], %" PRId64, run, o, text_of(g, &text), ls);
+        g->in_vector = true;
+        for (int64_t e = e0; e < e0 + run; e++) {
+            g->fixed[v] = e;
+            rlt_str_clear(&ref);
+            rlt_str_clear(&value);
+            acc_ref(g, &ref);
+            if (is_load) {
+                out(g, indent + 1, "%s = rlt_t%d.v[%" PRId64 "];\n", text_of(g, &ref), tmp, e - e0);
+                continue;
+            }
+            if (epi && g->acc_is_final) emit_expr(g, epi, text_of(g, &ref), &value);
+            else rlt_str_append(&value, text_of(g, &ref));
+            out(g, 0, ", %s", text_of(g, &value));
+        }
+        g->in_vector = false;
+        out(g, is_load ? indent : 0, is_load ? "}\n" : ");\n");
+        e0 += run;
+    }
+    g->is_fixed[v] = false;
+    note_failure(g, &text);
+    note_failure(g, &ref);
+    note_failure(g, &value);
+    rlt_str_free(&text);
+    rlt_str_free(&ref);
+    rlt_str_free(&value);
+    return true;
+}
+
 static void emit_loop(gen *g, const plan *p, int idx, int indent)
 {
     int pos = p->pos[idx];
@@ -1005,6 +1087,7 @@ static void emit_loop(gen *g, const plan *p, int idx, int indent)
             out(g, indent, "}\n");
             return;
         }
+        if (emit_transposed_tile(g, p, idx, indent)) return;
         for (int64_t c = 0; c < ext; c++) {
             g->is_fixed[v] = true;
             g->fixed[v] = c;
