@@ -39,6 +39,8 @@ static const rlt_cli_opt tune_opts[] = {
                    "the best of them (default 4; 0: off; live runs only)"},
     {"start", "KEY", "start the search from this configuration of the space (a config key, as 'rltune best' "
                      "prints it) and its neighbours"},
+    {"no-other-threads", NULL, "do not start by measuring the op's best configurations recorded at other "
+                               "thread counts (by default up to 3 of them, in the --db, come first)"},
     {"measure", "MODE", "live (default: build, run and time here) or replay:FILE (answer from a dataset)"},
     {"db", "FILE", "records database (default rltune.db in the working directory; none with a replay)"},
     {"transfer", "FILE", "warm-start xgb / xgb-rank / ppo from the records of other workloads of the op's kind "
@@ -192,6 +194,7 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
     is_ok &= cJSON_AddNumberToObject(o, "n_absent", r->n_absent) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "transfer_rows", r->n_transfer_rows) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
+    is_ok &= cJSON_AddNumberToObject(o, "other_threads", r->n_other_threads) != NULL;
     is_ok &= add_string_or_null(o, "agent_in", opts->agent_in);
     is_ok &= add_string_or_null(o, "agent_out", opts->agent_out);
     if (start) {
@@ -455,6 +458,7 @@ static int run_tune(const rlt_cli_args *args)
         }
         o.start_key = rlt_cli_args_get(args, "start");
     }
+    o.from_other_threads = !rlt_cli_args_has(args, "no-other-threads");
     o.seed = (uint64_t)seed;
     o.db = db;
     o.replay = replay;
@@ -510,6 +514,9 @@ static int run_tune(const rlt_cli_args *args)
         if (transfer_path)
             printf("transfer:  %d rows from %d other workload%s in %s\n", r.n_transfer_rows, r.n_transfer_workloads,
                    r.n_transfer_workloads == 1 ? "" : "s", transfer_path);
+        if (r.n_other_threads > 0)
+            printf("started:   with %d configuration%s from the op's best at other thread counts\n",
+                   r.n_other_threads, r.n_other_threads == 1 ? "" : "s");
         if (r.n_final > 0)
             printf("wall time: %.1f s (%.2f trials/s, then %.1f s for the final pick)\n", r.wall_s,
                    r.measurements_per_s, r.final_s);
@@ -575,8 +582,13 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
                "measurements_per_s, db (null in a replay), interrupted, stopped_early,\n"
                "space_exhausted, measure (live or replay), dataset (its file, or null), replayed\n"
                "(trials answered by it), n_absent (trials it lacks), transfer_rows and\n"
-               "transfer_workloads (the --transfer warm start; 0 without), agent_in and agent_out\n"
-               "(the files, or null).\n"
+               "transfer_workloads (the --transfer warm start; 0 without), other_threads (the\n"
+               "configurations taken from other thread counts), agent_in and agent_out (the files,\n"
+               "or null).\n"
+               "A live run first measures the op's best configurations recorded in the --db at other\n"
+               "thread counts (up to 3, final picks first, each by its latest record; a parallel knob\n"
+               "one space lacks is dropped, one it has is tried at each value), so a run at 2 threads\n"
+               "after one at 1 starts from what that one found; --no-other-threads turns it off.\n"
                "A learning tuner's agent (networks, optimiser state, exploration counters) is saved\n"
                "with --agent-out when the run ends, interrupted or not, and loaded with --agent-in\n"
                "before its first proposal: on the same workload, or on another of the same op kind\n"

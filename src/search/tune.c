@@ -231,6 +231,186 @@ static void note_best(const rlt_space *space, const rlt_config *c, rlt_tune_resu
     rlt_str_free(&text);
 }
 
+/* ---- the same op at other thread counts --------------------------------- */
+
+/* A target key without its threads= field: keys equal in that differ at
+ * most in their thread counts. */
+static void target_without_threads(const char *key, char *out, size_t cap)
+{
+    const char *t = strstr(key, ";threads=");
+    const char *end = t ? strchr(t + 1, ';') : NULL;
+    if (!t) snprintf(out, cap, "%s", key);
+    else snprintf(out, cap, "%.*s%s", (int)(t - key), key, end ? end : "");
+}
+
+typedef struct other_record {
+    char *target, *config; /* owned */
+    double gflops;         /* 0 unless OK */
+    bool is_final;         /* a final pick's careful measurement */
+    int order;             /* position in the history, oldest first */
+} other_record;
+
+typedef struct other_walk {
+    const char *own_target;
+    char own_part[sizeof ((rlt_record *)0)->target];
+    other_record *records;
+    int n, cap;
+    bool has_failed;
+} other_walk;
+
+static char *copy_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *c = rlt_malloc(n);
+    if (c) memcpy(c, s, n);
+    return c;
+}
+
+static bool collect_other_threads(const rlt_record *r, void *ctx)
+{
+    other_walk *w = ctx;
+    if (!r->config[0] || strcmp(r->target, w->own_target) == 0) return true;
+    char part[sizeof r->target];
+    target_without_threads(r->target, part, sizeof part);
+    if (strcmp(part, w->own_part) != 0) return true;
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 64;
+        other_record *grown = rlt_realloc(w->records, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            w->has_failed = true;
+            return false;
+        }
+        w->records = grown;
+        w->cap = cap;
+    }
+    other_record *o = &w->records[w->n];
+    o->target = copy_string(r->target);
+    o->config = copy_string(r->config);
+    if (!o->target || !o->config) {
+        rlt_free(o->target);
+        rlt_free(o->config);
+        w->has_failed = true;
+        return false;
+    }
+    o->gflops = strcmp(r->status, "OK") == 0 ? r->gflops : 0.0;
+    o->is_final = strncmp(r->message, RLT_DB_FINAL_PREFIX, strlen(RLT_DB_FINAL_PREFIX)) == 0;
+    o->order = w->n++;
+    return true;
+}
+
+/* Groups a configuration's records, newest first. */
+static int compare_by_config_newest_first(const void *a, const void *b)
+{
+    const other_record *x = a, *y = b;
+    int c = strcmp(x->target, y->target);
+    if (!c) c = strcmp(x->config, y->config);
+    return c ? c : (y->order > x->order) - (y->order < x->order);
+}
+
+/* Final picks first, then the fastest. */
+static int compare_by_rank(const void *a, const void *b)
+{
+    const other_record *x = a, *y = b;
+    if (x->is_final != y->is_final) return x->is_final ? -1 : 1;
+    return (y->gflops > x->gflops) - (y->gflops < x->gflops);
+}
+
+/* Appends to configs (up to cap) the valid configurations of `space` that
+ * `key` (from another thread count's space) becomes: a parallel= knob this
+ * space lacks dropped, a parallel knob it has and key lacks tried at each
+ * of its values. Returns how many it added. */
+static int adapt_other_threads_key(const rlt_space *space, const char *key, rlt_config *configs, int n, int cap)
+{
+    int par = -1;
+    for (int k = 0; k < space->n_knobs; k++)
+        if (space->knobs[k].kind == RLT_KNOB_PARALLEL) par = k;
+    char base[sizeof ((rlt_record *)0)->config];
+    const char *p = strstr(key, ";parallel=");
+    const char *end = p ? strchr(p + 1, ';') : NULL;
+    if (p && par < 0) snprintf(base, sizeof base, "%.*s%s", (int)(p - key), key, end ? end : "");
+    else snprintf(base, sizeof base, "%s", key);
+    int n_choices = par >= 0 && !p ? space->knobs[par].n_choices : 1, added = 0;
+    rlt_str text, value;
+    rlt_str_init(&text);
+    rlt_str_init(&value);
+    for (int ch = 0; ch < n_choices && n + added < cap; ch++) {
+        rlt_str_clear(&text);
+        rlt_str_append(&text, base);
+        if (par >= 0 && !p) {
+            rlt_str_clear(&value);
+            rlt_knob_value_text(space, &space->knobs[par], ch, &value);
+            rlt_str_printf(&text, ";parallel=%s", value.data ? value.data : "");
+        }
+        rlt_config c;
+        if (text.has_failed || value.has_failed || rlt_space_config_parse(space, text.data, &c, NULL) != RLT_STATUS_OK ||
+            !rlt_space_is_valid(space, &c))
+            continue;
+        uint64_t index = rlt_space_index_of(space, &c);
+        bool is_new = true;
+        for (int i = 0; i < n + added; i++) is_new &= rlt_space_index_of(space, &configs[i]) != index;
+        if (is_new) configs[n + added++] = c;
+    }
+    rlt_str_free(&text);
+    rlt_str_free(&value);
+    return added;
+}
+
+/* The same op's best configurations at other thread counts, made to fit
+ * this run's space (rlt_tune_opts.from_other_threads). *out (owned; NULL
+ * when none) holds *out_n of them. */
+static rlt_status other_threads_configs(rlt_db *db, const rlt_op *op, const rlt_space *space, const char *target,
+                                        rlt_config **out, int *out_n, rlt_diag *diag)
+{
+    *out = NULL;
+    *out_n = 0;
+    other_walk w = {.own_target = target};
+    target_without_threads(target, w.own_part, sizeof w.own_part);
+    rlt_status st = rlt_db_history(db, op->spec, NULL, collect_other_threads, &w, diag);
+    if (st == RLT_STATUS_OK && w.has_failed)
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading other thread counts' records");
+    /* each configuration by its latest record, then ranked */
+    int n_latest = 0;
+    if (st == RLT_STATUS_OK && w.n > 0) {
+        qsort(w.records, (size_t)w.n, sizeof *w.records, compare_by_config_newest_first);
+        for (int i = w.n - 1; i > 0; i--) /* an older record of the same configuration: out */
+            if (strcmp(w.records[i].target, w.records[i - 1].target) == 0 &&
+                strcmp(w.records[i].config, w.records[i - 1].config) == 0)
+                w.records[i].gflops = 0;
+        for (int i = 0; i < w.n; i++) {
+            if (w.records[i].gflops <= 0) continue; /* older, or its latest failed */
+            other_record keep = w.records[n_latest];
+            w.records[n_latest++] = w.records[i];
+            w.records[i] = keep;
+        }
+        qsort(w.records, (size_t)n_latest, sizeof *w.records, compare_by_rank);
+    }
+    int cap = 0;
+    for (int k = 0; k < space->n_knobs; k++)
+        if (space->knobs[k].kind == RLT_KNOB_PARALLEL) cap = space->knobs[k].n_choices;
+    cap = RLT_TUNE_OTHER_THREADS * RLT_MAX(cap, 1);
+    rlt_config *configs = st == RLT_STATUS_OK && n_latest > 0 ? rlt_calloc((size_t)cap, sizeof *configs) : NULL;
+    if (st == RLT_STATUS_OK && n_latest > 0 && !configs)
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading other thread counts' records");
+    int n = 0;
+    for (int i = 0, taken = 0; configs && i < n_latest && taken < RLT_TUNE_OTHER_THREADS; i++) {
+        int added = adapt_other_threads_key(space, w.records[i].config, configs, n, cap);
+        n += added;
+        taken += added > 0;
+    }
+    for (int i = 0; i < w.n; i++) {
+        rlt_free(w.records[i].target);
+        rlt_free(w.records[i].config);
+    }
+    rlt_free(w.records);
+    if (st != RLT_STATUS_OK || n == 0) {
+        rlt_free(configs);
+        return st;
+    }
+    *out = configs;
+    *out_n = n;
+    return RLT_STATUS_OK;
+}
+
 /* ---- the final pick --------------------------------------------------- */
 
 /* The best configurations of the run so far, best first (at most cap). */
@@ -391,6 +571,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     rlt_str target;
     rlt_str_init(&target);
     rlt_transfer transfer = {0};
+    rlt_config *other_threads = NULL; /* o.from_other_threads: the prior configurations, owned */
     top_list top = {0};
     uint64_t start_ns = rlt_time_ns();
     double search_s = 0; /* wall time of the search, without the final pick */
@@ -447,6 +628,17 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
             rlt_log(RLT_LOG_WARN, "the start nest has no valid configuration near it (%s): tuning from scratch",
                     pd.message);
         }
+    }
+    if (o.from_other_threads && o.db && !o.plan && !o.replay) {
+        if (target.has_failed) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a tuning run");
+            goto done;
+        }
+        if ((st = other_threads_configs(o.db, op, &space, target.data, &other_threads, &out->n_other_threads,
+                                        diag)) != RLT_STATUS_OK)
+            goto done;
+        o.tuner_opts.n_prior = out->n_other_threads;
+        o.tuner_opts.prior_configs = other_threads;
     }
     uint64_t tuner_start_ns = rlt_time_ns();
     if (!o.plan && (st = rlt_tuner_create(o.tuner, &space, &o.tuner_opts, &tuner, diag)) != RLT_STATUS_OK) goto done;
@@ -560,6 +752,7 @@ done:
     rlt_workload_destroy(w);
     rlt_tuner_destroy(tuner);
     rlt_transfer_free(&transfer);
+    rlt_free(other_threads);
     return st;
 }
 

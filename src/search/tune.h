@@ -78,6 +78,15 @@ typedef struct rlt_tune_opts {
      * start_nest (which it replaces): a run at another thread count starts
      * from the best of the last one this way (bench/vs_vendor.c). */
     const char *start_key;
+    /* false: off. Else a live run with a db first measures the same op's
+     * best configurations recorded at other thread counts (targets that
+     * differ from this run's in threads= alone), as they are: up to
+     * RLT_TUNE_OTHER_THREADS of them, final picks first, then by GFLOP/s,
+     * each by its latest record. A parallel knob this space lacks is
+     * dropped; one that it has and they lack is tried at each of its
+     * values. They come after start_key's (or start_nest's) queue. `rltune
+     * tune` turns this on unless --no-other-threads. */
+    bool from_other_threads;
     /* 0: none. Else, when a live search that measured something ends
      * (early or not, but not stopped), the n_final best configurations of
      * the run (at most batch_size) are measured again, final_rounds times
@@ -111,6 +120,7 @@ typedef struct rlt_tune_result {
     char best_cc[16];
     char start_config[1024];  /* start_key, or start_nest's configuration key ("" without one, or when
                                  none was near) */
+    int n_other_threads;      /* configurations proposed from other thread counts' records (from_other_threads) */
     double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
     double wall_s;            /* the whole run, the final pick included */
     double tuner_s;           /* of which in the tuner: creating (and loading) it, proposing, learning */
@@ -127,6 +137,7 @@ typedef struct rlt_tune_result {
     char tuning_best_config[1024];
 } rlt_tune_result;
 
+#define RLT_TUNE_OTHER_THREADS 3 /* best configurations taken from other thread counts */
 #define RLT_TUNE_FINAL_REPEAT 5
 #define RLT_TUNE_FINAL_MIN_MS 25.0
 

@@ -427,13 +427,15 @@ const char *const *rlt_tuner_names(void)
     return names;
 }
 
-/* The start configurations, each followed by its one-step neighbours. */
+/* The start configurations, each followed by its one-step neighbours, then
+ * the prior ones, alone. */
 static rlt_status start_queue_make(rlt_tuner *t, rlt_diag *diag)
 {
-    int n = t->opts.n_start, per = 1 + 2 * t->space->n_knobs;
-    if (n <= 0 || !t->opts.start_configs) return RLT_STATUS_OK;
-    if (!(t->start = rlt_malloc((size_t)n * (size_t)per * sizeof *t->start)))
-        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping %d start configurations", n);
+    int n = t->opts.start_configs ? RLT_MAX(t->opts.n_start, 0) : 0, per = 1 + 2 * t->space->n_knobs;
+    int n_prior = t->opts.prior_configs ? RLT_MAX(t->opts.n_prior, 0) : 0;
+    if (n + n_prior == 0) return RLT_STATUS_OK;
+    if (!(t->start = rlt_malloc(((size_t)n * (size_t)per + (size_t)n_prior) * sizeof *t->start)))
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping %d start configurations", n + n_prior);
     for (int i = 0; i < n; i++) {
         const rlt_config *c = &t->opts.start_configs[i];
         t->start[t->n_start++] = *c;
@@ -441,6 +443,7 @@ static rlt_status start_queue_make(rlt_tuner *t, rlt_diag *diag)
             for (int d = -1; d <= 1; d += 2)
                 if (rlt_space_neighbour(t->space, c, k, d, &t->start[t->n_start])) t->n_start++;
     }
+    for (int i = 0; i < n_prior; i++) t->start[t->n_start++] = t->opts.prior_configs[i];
     /* Keep the valid ones, each once, and mark them visited before the
      * tuner's init, so that its own first draws (ga's population) avoid them. */
     int kept = 0;
@@ -478,6 +481,7 @@ rlt_status rlt_tuner_create(const char *name, const rlt_space *space, const rlt_
     rlt_rng_seed(&t->rng, t->opts.seed);
     rlt_status st = start_queue_make(t, diag);
     t->opts.start_configs = NULL; /* the caller's; the queue is the tuner's copy */
+    t->opts.prior_configs = NULL;
     if (st == RLT_STATUS_OK) st = ops->init(t, diag);
     if (st != RLT_STATUS_OK) {
         rlt_tuner_destroy(t);

@@ -23,6 +23,11 @@ typedef struct rlt_tuner_opts {
      * from the LoopTune policy's nest this way. Copied at create. */
     int n_start;
     const rlt_config *start_configs;
+    /* every tuner: configurations proposed after the start queue, as they
+     * are, without their neighbours (the same op's best at other thread
+     * counts: rlt_tune_opts.from_other_threads). Copied at create. */
+    int n_prior;
+    const rlt_config *prior_configs;
     /* ga */
     int population;       /* 0 = min(64, |space|) */
     int elite;            /* 0 = 3 */
@@ -235,7 +240,7 @@ struct rlt_tuner {
     rlt_rng rng;
     rlt_visited visited; /* proposed or reported */
     void *state;         /* the tuner's own, freed by fini */
-    rlt_config *start;   /* opts.start_configs and their neighbours, proposed first; owned */
+    rlt_config *start;   /* opts.start_configs and their neighbours, then opts.prior_configs, proposed first; owned */
     int n_start, next_start;
 };
 

@@ -264,6 +264,89 @@ Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
     cli_run_free(&r);
 }
 
+/* The key without its ";parallel=..." knob. */
+static void drop_parallel(const char *key, char *out, size_t cap)
+{
+    const char *p = strstr(key, ";parallel=");
+    const char *end = p ? strchr(p + 1, ';') : NULL;
+    if (!p) snprintf(out, cap, "%s", key);
+    else snprintf(out, cap, "%.*s%s", (int)(p - key), key, end ? end : "");
+}
+
+Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
+{
+    tune(MATMUL, "4");
+    cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&b);
+    cJSON *bo = parse_json(&b);
+    char best1[1024];
+    snprintf(best1, sizeof best1, "%s", cJSON_GetObjectItem(bo, "config")->valuestring);
+    cJSON_Delete(bo);
+    cli_run_free(&b);
+
+    /* 2 threads: the 1-thread best comes first, once per parallel choice */
+    cli_run r = CLI("tune", "--final", "0", "--op", MATMUL, "--tuner", "random", "--trials", "2", "--batch", "2",
+                    "--threads", "2", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db",
+                    db_path, "--json");
+    assert_ok(&r);
+    cJSON *j = parse_json(&r);
+    int n_other = cJSON_GetObjectItem(j, "other_threads")->valueint;
+    /* up to RLT_TUNE_OTHER_THREADS (3) configurations, each at parallel none, i or j where valid */
+    cr_assert(n_other >= 1 && n_other <= 9, "other_threads %d", n_other);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    cli_run h = CLI("history", "--op", MATMUL, "--threads", "2", "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&h);
+    cJSON *ho = parse_json(&h);
+    cJSON *recs = cJSON_GetObjectItem(ho, "records");
+    cr_assert_eq(cJSON_GetArraySize(recs), 2);
+    char first[1024], second[1024];
+    const char *key0 = cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 0), "config")->valuestring;
+    const char *key1 = cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 1), "config")->valuestring;
+    cr_assert_str_neq(key0, key1);
+    drop_parallel(key0, first, sizeof first);
+    drop_parallel(key1, second, sizeof second);
+    cr_assert_str_eq(first, best1, "the 2-thread run began with %s, not the 1-thread best %s", key0, best1);
+    cJSON_Delete(ho);
+    cli_run_free(&h);
+    if (n_other >= 2) { /* the second trial came from the queue too: a 1-thread configuration */
+        cli_run h1 = CLI("history", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+        assert_ok(&h1);
+        cJSON *h1o = parse_json(&h1);
+        bool is_found = false;
+        cJSON *rec;
+        cJSON_ArrayForEach(rec, cJSON_GetObjectItem(h1o, "records"))
+        {
+            char one[1024];
+            drop_parallel(cJSON_GetObjectItem(rec, "config")->valuestring, one, sizeof one);
+            is_found |= strcmp(one, second) == 0;
+        }
+        cr_assert(is_found, "the 2-thread run's second trial %s is none of the 1-thread configurations", second);
+        cJSON_Delete(h1o);
+        cli_run_free(&h1);
+    }
+
+    /* back at 1 thread: the 2-thread records give configurations too (already measured here: read back) */
+    cli_run back = CLI("tune", "--final", "0", "--op", MATMUL, "--tuner", "random", "--trials", "1", "--batch", "1",
+                       "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--json");
+    assert_ok(&back);
+    cJSON *k = parse_json(&back);
+    cr_assert_geq(cJSON_GetObjectItem(k, "other_threads")->valueint, 1);
+    cr_assert_eq(cJSON_GetObjectItem(k, "from_records")->valueint, 1, "the 1-thread best, read back");
+    cJSON_Delete(k);
+    cli_run_free(&back);
+
+    /* turned off */
+    cli_run off = CLI("tune", "--final", "0", "--op", MATMUL, "--tuner", "random", "--trials", "1", "--batch", "1",
+                      "--threads", "2", "--no-other-threads", "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                      "--min-repeat-ms", "0.5", "--db", db_path, "--json");
+    assert_ok(&off);
+    cJSON *f = parse_json(&off);
+    cr_assert_eq(cJSON_GetObjectItem(f, "other_threads")->valueint, 0);
+    cJSON_Delete(f);
+    cli_run_free(&off);
+}
+
 Test(cli_records, best_of_an_op_never_tuned_says_what_to_run)
 {
     tune(MATMUL, "1");
