@@ -50,8 +50,12 @@
  *      output first or make an accumulator tile continue partial sums;
  *   3  a vector tile whose vector runs across the output's rows is written
  *      back and reloaded transposed (rlt_tstore8xN, rlt_tload8xN), not lane
- *      by lane. */
-#define RLT_CODEGEN_VERSION 3
+ *      by lane;
+ *   4  a vector load whose lanes are 2 or 4 floats apart (a stride-2
+ *      convolution's input along its width) is 2 or 4 contiguous loads and
+ *      shuffles (rlt_lds2_W, rlt_lds4_W), not lane by lane; the workspace
+ *      has 64 bytes of slack after its last staged copy. */
+#define RLT_CODEGEN_VERSION 4
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */

@@ -148,7 +148,7 @@ static bool is_reserved(const char *name)
         "HUGE", "MAXFLOAT"};
     for (size_t i = 0; i < RLT_ARRAY_LEN(words); i++)
         if (strcmp(words[i], name) == 0) return true;
-    return strncmp(name, "rlt_", 4) == 0 || name[0] == '_';
+    return strncmp(name, "rlt_", 4) == 0 || strncmp(name, "RLT_", 4) == 0 || name[0] == '_';
 }
 
 static void make_cnames(gen *g)
@@ -280,7 +280,9 @@ static void analyse(gen *g)
         g->ws_offset[t] = offset;
         offset += (size * 4 + 63) / 64 * 64;
     }
-    g->ws_bytes = offset;
+    /* 64 bytes past the last copy: a strided vector load (rlt_lds2_W) reads
+     * up to 3 floats beyond its last lane. */
+    g->ws_bytes = offset ? offset + 64 : 0;
 }
 
 /* ---- printing linear forms ---------------------------------------------- */
@@ -437,8 +439,11 @@ static void print_addr_lane0(gen *g, const addr *a, rlt_str *s)
     g->is_fixed[v] = was_fixed;
 }
 
-/* How an address varies across the lanes of the vector loop. */
-typedef enum lane_pattern { LANES_UNIFORM, LANES_CONTIGUOUS, LANES_GATHER } lane_pattern;
+/* How an address varies across the lanes of the vector loop: not at all,
+ * one float a lane, 2 or 4 floats a lane at a width the preamble has a
+ * strided load for (rlt_lds2_W, rlt_lds4_W: a stride-2 convolution's input
+ * along its width), or otherwise (lane by lane). */
+typedef enum lane_pattern { LANES_UNIFORM, LANES_CONTIGUOUS, LANES_STRIDED, LANES_GATHER } lane_pattern;
 
 static lane_pattern addr_lanes(const gen *g, const addr *a)
 {
@@ -446,8 +451,11 @@ static lane_pattern addr_lanes(const gen *g, const addr *a)
     if (!g->in_vector || v < 0) return LANES_UNIFORM;
     for (int i = 0; i < a->n_nl; i++)
         if (a->nl[i].x.c[v] != 0) return LANES_GATHER;
-    if (a->l.c[v] == 0) return LANES_UNIFORM;
-    return a->l.c[v] == 1 ? LANES_CONTIGUOUS : LANES_GATHER;
+    int64_t c = a->l.c[v];
+    if (c == 0) return LANES_UNIFORM;
+    if (c == 1) return LANES_CONTIGUOUS;
+    bool has_strided = g->vec_width == 4 || g->vec_width == 8 || g->vec_width == 16;
+    return has_strided && (c == 2 || c == 4) ? LANES_STRIDED : LANES_GATHER;
 }
 
 /* ---- expressions -------------------------------------------------------- */
@@ -534,6 +542,25 @@ static void emit_lanes(gen *g, lane_fn fn, const void *arg, rlt_str *s)
 
 static void lane_load(gen *g, const void *arg, rlt_str *s) { emit_scalar_load(g, arg, s); }
 
+/* Whether a strided vector load of `e` (lane stride k floats, unguarded)
+ * may read its k - 1 floats past the last lane: always from a staged copy
+ * (the workspace has 64 bytes of slack), and from the tensor itself when
+ * no in-bounds access reaches its last k - 1 floats. */
+static bool strided_overread_is_safe(const gen *g, const rlt_expr *e, int64_t k)
+{
+    if (e->tensor != g->op->n_tensors - 1 && g->ws_offset[e->tensor] >= 0) return true;
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    int64_t strides[RLT_MAX_DIMS], numel = 1, max_offset = 0;
+    dims_strides(t->dims, t->n_dims, strides);
+    for (int d = 0; d < t->n_dims; d++) {
+        int64_t lo, hi;
+        rlt_affine_range(g->op, &e->index[d], &lo, &hi);
+        max_offset += RLT_MIN(hi, t->dims[d] - 1) * strides[d];
+        numel *= t->dims[d];
+    }
+    return max_offset + k - 1 < numel;
+}
+
 static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
 {
     if (!g->in_vector) {
@@ -551,8 +578,14 @@ static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
     lane_pattern p = addr_lanes(g, &a);
     char base[RLT_NAME_MAX + 8];
     load_base(g, e->tensor, base, sizeof base);
-    if (p == LANES_GATHER || (is_guarded && p != LANES_UNIFORM)) {
+    int64_t k = a.l.c[g->vec_var];
+    if (p == LANES_GATHER || (is_guarded && p != LANES_UNIFORM) ||
+        (p == LANES_STRIDED && !strided_overread_is_safe(g, e, k))) {
         emit_lanes(g, lane_load, e, s);
+    } else if (p == LANES_STRIDED) {
+        rlt_str_printf(s, "rlt_lds%" PRId64 "_%d(&%s[", k, g->vec_width, base);
+        print_addr_lane0(g, &a, s);
+        rlt_str_append(s, "])");
     } else if (p == LANES_UNIFORM) {
         rlt_str_printf(s, "rlt_splat%d(", g->vec_width);
         g->in_vector = false;

@@ -38,6 +38,26 @@ static const char PREAMBLE[] =
     "  { rlt_m##W m = a < b; return (rlt_v##W)(((rlt_m##W)a & m) | ((rlt_m##W)b & ~m)); }\n"
     "RLT_VEC_DEFS(2)\nRLT_VEC_DEFS(4)\nRLT_VEC_DEFS(8)\nRLT_VEC_DEFS(16)\n"
     "RLT_VEC_DEFS(32)\nRLT_VEC_DEFS(64)\n"
+    "/* Strided loads: lanes p[0], p[k], ..., p[(W - 1) * k] for k = 2 and 4 (a stride-2\n"
+    " * convolution's input along its width) from k contiguous loads and shuffles,\n"
+    " * which read k - 1 floats past the last lane. */\n"
+    "#define RLT_EVENS4 0, 2, 4, 6\n"
+    "#define RLT_EVENS8 RLT_EVENS4, 8, 10, 12, 14\n"
+    "#define RLT_EVENS16 RLT_EVENS8, 16, 18, 20, 22, 24, 26, 28, 30\n"
+    "#define RLT_STRIDED_DEFS(W) \\\n"
+    "  static inline rlt_v##W rlt_lds2_##W(const float *p) \\\n"
+    "  { return __builtin_shufflevector(rlt_load##W(p), rlt_load##W(p + W), RLT_EVENS##W); } \\\n"
+    "  static inline rlt_v##W rlt_lds4_##W(const float *p) \\\n"
+    "  { return __builtin_shufflevector(rlt_lds2_##W(p), rlt_lds2_##W(p + 2 * W), RLT_EVENS##W); }\n"
+    "RLT_STRIDED_DEFS(4)\nRLT_STRIDED_DEFS(16)\n"
+    "/* 8 wide: one in-lane shuffle and one 64-bit permute (vshufps, vpermpd on AVX2) */\n"
+    "static inline rlt_v8 rlt_evens8(rlt_v8 a, rlt_v8 b)\n"
+    "{\n"
+    "  rlt_v8 t = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);\n"
+    "  return __builtin_shufflevector(t, t, 0, 1, 4, 5, 2, 3, 6, 7);\n"
+    "}\n"
+    "static inline rlt_v8 rlt_lds2_8(const float *p) { return rlt_evens8(rlt_load8(p), rlt_load8(p + 8)); }\n"
+    "static inline rlt_v8 rlt_lds4_8(const float *p) { return rlt_evens8(rlt_lds2_8(p), rlt_lds2_8(p + 16)); }\n"
     "/* Transposed stores: lane j of each of n vectors of 8 (n = 2, 4, 8) go to\n"
     " * p[j * ls + 0 .. n-1], one n-float store per lane instead of n scalar\n"
     " * ones (a tile whose vector runs across the output's rows). */\n"
@@ -140,13 +160,16 @@ void rlt_kernel_src_free(rlt_kernel_src *k)
 }
 
 /* The symbol placeholder in generated code is replaced by a name derived from
- * the code's hash, so identical kernels get identical symbols everywhere. */
+ * the hash of the code and of the preamble it is compiled with, so identical
+ * kernels get identical symbols everywhere, and a kernel compiled with an
+ * older preamble (the compile cache finds kernels by symbol) is not taken
+ * for one that calls a changed helper. */
 rlt_status codegen_finish(rlt_str *code, const char *prefix, bool needs_openmp, rlt_kernel_src *out,
                           rlt_diag *diag)
 {
     char *text = rlt_str_take(code);
     if (!text) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating C");
-    uint64_t h = rlt_hash_str(RLT_HASH_SEED, text);
+    uint64_t h = rlt_hash_str(rlt_hash_str(RLT_HASH_SEED, PREAMBLE), text);
     h = rlt_hash_str(h, needs_openmp ? "omp" : "serial");
     char symbol[RLT_SYMBOL_MAX];
     snprintf(symbol, sizeof symbol, "%s%016" PRIx64, prefix, h);

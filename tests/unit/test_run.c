@@ -4,7 +4,8 @@
  * between calls, writes past its output, missing symbols) gets its status
  * and a message that says what happened, and the caller carries on; a build
  * failure passes through; hundreds of runs leak no process or descriptor;
- * rlt_measure_nests measures generated kernels. Kernels are hand-written C
+ * rlt_measure_nests measures generated kernels, among them strided vector
+ * loads of stride-2 and stride-4 convolutions. Other kernels are hand-written C
  * with the ABI of codegen.h, for matmul:M=16,N=16,K=16 (A 16x16, B 16x16,
  * C 16x16, row-major). */
 #include <criterion/criterion.h>
@@ -16,6 +17,8 @@
 #include <unistd.h>
 
 #include "../common/tmp.h"
+#include "../common/fixtures.h"
+#include "codegen/codegen.h"
 #include "measure/measure.h"
 
 /* ---- fixture: the op, a workload, a private compile cache --------------- */
@@ -539,4 +542,43 @@ Test(run, workload_of_another_op_is_refused)
     cr_assert_eq(rlt_measure_nests(workload, NULL, &quick, 1, &nest, &r, &d), RLT_STATUS_INVALID_ARGUMENT);
     cr_assert(strstr(d.message, "M=8") != NULL, "%s", d.message);
     rlt_op_destroy(other);
+}
+
+/* Strided vector loads (rlt_lds2_W / rlt_lds4_W, codegen version 4) compute
+ * the reference: a stride-2 convolution vectorized along the output width,
+ * reading a padded copy (which they may read past, into the workspace's
+ * slack) at 8 and 16 floats, the unpadded input itself at 4, and a stride-4
+ * one. */
+Test(run, strided_vector_loads_compute_the_reference)
+{
+    static const struct {
+        const char *spec, *schedule;
+    } cases[] = {
+        {"conv2d:N=1,C=3,H=34,W=34,K=4,R=3,S=3,stride=2,pad=1",
+         "split q 8\nreorder n k p q.o c r s q.i\nunroll r\nunroll s\nvectorize q.i\npad I\n"},
+        {"conv2d:N=1,C=2,H=40,W=64,K=3,R=3,S=3,stride=2,pad=1",
+         "split q 16\nreorder n k p q.o c r s q.i\nvectorize q.i\npad I\n"},
+        {"conv2d:N=1,C=5,H=9,W=18,K=2,R=1,S=1,stride=2,pad=0", "split q 4\nreorder n k p q.o c r s q.i\nvectorize q.i\n"},
+        {"depthwise_conv2d:N=1,C=3,H=24,W=35,R=3,S=3,stride=4,pad=0",
+         "split q 8\nreorder n c p q.o r s q.i\nvectorize q.i\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rlt_diag d = {0};
+        rlt_op *cop = NULL;
+        cr_assert_eq(rlt_op_parse(cases[i].spec, &cop, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_nest n = fixture_scheduled(cop, cases[i].schedule);
+        rlt_kernel_src k;
+        cr_assert_eq(rlt_codegen_kernel(&n, &k, &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_not_null(strstr(k.code, i == 3 ? "rlt_lds4_" : "rlt_lds2_"), "%s: no strided load", cases[i].spec);
+        rlt_kernel_src_free(&k);
+        rlt_build_opts bopts = {.cache_dir = cache_dir};
+        rlt_workload *cw = NULL;
+        cr_assert_eq(rlt_workload_create(cop, &bopts, 7, &cw, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_run_result r;
+        cr_assert_eq(rlt_measure_nests(cw, &bopts, &quick, 1, &n, &r, &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_eq(r.status, RLT_STATUS_OK, "%s: %s", cases[i].spec, r.message);
+        cr_assert(r.is_correct, "%s", cases[i].spec);
+        rlt_workload_destroy(cw);
+        rlt_op_destroy(cop);
+    }
 }
