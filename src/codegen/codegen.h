@@ -53,8 +53,9 @@
  *      by lane;
  *   4  a vector load whose lanes are 2 or 4 floats apart (a stride-2
  *      convolution's input along its width) is 2 or 4 contiguous loads and
- *      shuffles (rlt_lds2_W, rlt_lds4_W), not lane by lane; the workspace
- *      has 64 bytes of slack after its last staged copy. */
+ *      shuffles (rlt_lds2_W, rlt_lds4_W), not lane by lane; a tile whose
+ *      loads all stay inside their tensors (checked once at its start)
+ *      reads without the padding checks, in vectors. */
 #define RLT_CODEGEN_VERSION 4
 
 typedef struct rlt_kernel_src {

@@ -189,22 +189,21 @@ Test(codegen, workspace_holds_every_staged_tensor_64_byte_aligned, .timeout = 12
 {
     static const struct {
         const char *spec, *sched;
-        long long bytes;             /* the workspace: the staged copies, then 64 bytes of slack (strided
-                                        vector loads may read past a copy's end) when there are any */
+        long long bytes;             /* the workspace */
         const char *offset_decl;     /* where the second staged tensor starts, or NULL */
     } cases[] = {
         {"matmul:M=4,N=20,K=5", "", 0, NULL},
         /* B[5,20] -> B_s[2][5][16]: 160 floats, 640 bytes. */
-        {"matmul:M=4,N=20,K=5", "pack B j 16\n", 640 + 64, NULL},
+        {"matmul:M=4,N=20,K=5", "pack B j 16\n", 640, NULL},
         /* A[4,5] -> A_s[2][5][2] (20 floats, 80 -> 128 bytes), then B_s at 128. */
-        {"matmul:M=4,N=20,K=5", "pack A 0 2\npack B j 16\n", 128 + 640 + 64, "B_s = (float *)((char *)rlt_ws + 128)"},
+        {"matmul:M=4,N=20,K=5", "pack A 0 2\npack B j 16\n", 128 + 640, "B_s = (float *)((char *)rlt_ws + 128)"},
         /* I[1,2,4,4] padded by 1 -> I_s[1][2][6][6]: 72 floats, 288 -> 320 bytes. */
-        {"conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1", "pad I\n", 320 + 64, NULL},
+        {"conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1", "pad I\n", 320, NULL},
         /* ... and W[3,2,3,3] packed by 2 on dim 0 -> W_s[2][2][3][3][2]: 72 floats, at 320. */
-        {"conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1", "pad I\npack W 0 2\n", 640 + 64,
+        {"conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1", "pad I\npack W 0 2\n", 640,
          "W_s = (float *)((char *)rlt_ws + 320)"},
         /* Padding then blocking by 4: I_s[2][1][2][6][4], 96 floats = 384 bytes. */
-        {"conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1", "pad I\npack I 3 4\n", 384 + 64, NULL},
+        {"conv2d:N=1,C=2,H=4,W=4,K=3,R=3,S=3,pad=1", "pad I\npack I 3 4\n", 384, NULL},
     };
     rlt_kernel_src kernels[RLT_ARRAY_LEN(cases)];
     rlt_op *ops[RLT_ARRAY_LEN(cases)];
