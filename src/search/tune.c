@@ -258,14 +258,6 @@ typedef struct other_walk {
     bool has_failed;
 } other_walk;
 
-static char *copy_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *c = rlt_malloc(n);
-    if (c) memcpy(c, s, n);
-    return c;
-}
-
 static bool collect_other_threads(const rlt_record *r, void *ctx)
 {
     other_walk *w = ctx;
@@ -284,8 +276,8 @@ static bool collect_other_threads(const rlt_record *r, void *ctx)
         w->cap = cap;
     }
     other_record *o = &w->records[w->n];
-    o->target = copy_string(r->target);
-    o->config = copy_string(r->config);
+    o->target = rlt_strdup(r->target);
+    o->config = rlt_strdup(r->config);
     if (!o->target || !o->config) {
         rlt_free(o->target);
         rlt_free(o->config);
