@@ -233,14 +233,22 @@ static void note_best(const rlt_space *space, const rlt_config *c, rlt_tune_resu
 
 /* ---- the same op at other thread counts --------------------------------- */
 
-/* A target key without its threads= field: keys equal in that differ at
- * most in their thread counts. */
-static void target_without_threads(const char *key, char *out, size_t cap)
+/* `key` (a target or configuration key) without its `field` (";threads=",
+ * ";parallel="; not the last field, cc=, whose flags may hold ';'). */
+static void key_without_field(const char *key, const char *field, char *out, size_t cap)
 {
-    const char *t = strstr(key, ";threads=");
-    const char *end = t ? strchr(t + 1, ';') : NULL;
-    if (!t) snprintf(out, cap, "%s", key);
-    else snprintf(out, cap, "%.*s%s", (int)(t - key), key, end ? end : "");
+    const char *f = strstr(key, field);
+    const char *end = f ? strchr(f + 1, ';') : NULL;
+    if (!f) snprintf(out, cap, "%s", key);
+    else snprintf(out, cap, "%.*s%s", (int)(f - key), key, end ? end : "");
+}
+
+/* The space's parallel knob, or -1 (one thread). */
+static int parallel_knob(const rlt_space *space)
+{
+    for (int k = 0; k < space->n_knobs; k++)
+        if (space->knobs[k].kind == RLT_KNOB_PARALLEL) return k;
+    return -1;
 }
 
 typedef struct other_record {
@@ -263,7 +271,7 @@ static bool collect_other_threads(const rlt_record *r, void *ctx)
     other_walk *w = ctx;
     if (!r->config[0] || strcmp(r->target, w->own_target) == 0) return true;
     char part[sizeof r->target];
-    target_without_threads(r->target, part, sizeof part);
+    key_without_field(r->target, ";threads=", part, sizeof part);
     if (strcmp(part, w->own_part) != 0) return true;
     if (w->n == w->cap) {
         int cap = w->cap ? 2 * w->cap : 64;
@@ -313,13 +321,10 @@ static int compare_by_rank(const void *a, const void *b)
  * of its values. Returns how many it added. */
 static int adapt_other_threads_key(const rlt_space *space, const char *key, rlt_config *configs, int n, int cap)
 {
-    int par = -1;
-    for (int k = 0; k < space->n_knobs; k++)
-        if (space->knobs[k].kind == RLT_KNOB_PARALLEL) par = k;
+    int par = parallel_knob(space);
     char base[sizeof ((rlt_record *)0)->config];
     const char *p = strstr(key, ";parallel=");
-    const char *end = p ? strchr(p + 1, ';') : NULL;
-    if (p && par < 0) snprintf(base, sizeof base, "%.*s%s", (int)(p - key), key, end ? end : "");
+    if (p && par < 0) key_without_field(key, ";parallel=", base, sizeof base);
     else snprintf(base, sizeof base, "%s", key);
     int n_choices = par >= 0 && !p ? space->knobs[par].n_choices : 1, added = 0;
     rlt_str text, value;
@@ -356,7 +361,7 @@ static rlt_status other_threads_configs(rlt_db *db, const rlt_op *op, const rlt_
     *out = NULL;
     *out_n = 0;
     other_walk w = {.own_target = target};
-    target_without_threads(target, w.own_part, sizeof w.own_part);
+    key_without_field(target, ";threads=", w.own_part, sizeof w.own_part);
     rlt_status st = rlt_db_history(db, op->spec, NULL, collect_other_threads, &w, diag);
     if (st == RLT_STATUS_OK && w.has_failed)
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading other thread counts' records");
@@ -376,10 +381,8 @@ static rlt_status other_threads_configs(rlt_db *db, const rlt_op *op, const rlt_
         }
         qsort(w.records, (size_t)n_latest, sizeof *w.records, compare_by_rank);
     }
-    int cap = 0;
-    for (int k = 0; k < space->n_knobs; k++)
-        if (space->knobs[k].kind == RLT_KNOB_PARALLEL) cap = space->knobs[k].n_choices;
-    cap = RLT_TUNE_OTHER_THREADS * RLT_MAX(cap, 1);
+    int par = parallel_knob(space);
+    int cap = RLT_TUNE_OTHER_THREADS * (par >= 0 ? space->knobs[par].n_choices : 1);
     rlt_config *configs = st == RLT_STATUS_OK && n_latest > 0 ? rlt_calloc((size_t)cap, sizeof *configs) : NULL;
     if (st == RLT_STATUS_OK && n_latest > 0 && !configs)
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading other thread counts' records");
