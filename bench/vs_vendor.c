@@ -12,8 +12,10 @@
  * (`rltune tune --transfer`). A run at more than one thread also starts from
  * the best configuration found at the previous thread count and its
  * neighbours (`start_key`; the parallel knob, which a 1-thread space lacks,
- * starts at none), so that it needs its budget for what threads change. The
- * Each run ends with rltune tune's final pick (--final N, default 4: the N
+ * starts at none), so that it needs its budget for what threads change.
+ * Every run measures --seeds rule-built configurations (default
+ * RLT_TUNE_SEEDS, as `rltune tune`; rlt_space_seeds) before the tuner's own
+ * proposals; they count in the trial budget. Each run ends with rltune tune's final pick (--final N, default 4: the N
  * best measured again, 3 rounds, the best median kept; 0 turns it off). The
  * tuning wall time of every run is reported.
  *
@@ -35,7 +37,7 @@
  *
  * Usage: bench_vs_vendor [--trials N] [--final N] [--tuner NAME] [--threads 1,2] [--rounds N]
  *                        [--workloads FILE] [--only SUBSTRING]... [--seed S]
- *                        [--no-transfer] [--db FILE]
+ *                        [--no-transfer] [--db FILE] [--seeds N]
  * --only (repeatable) keeps the workloads whose spec contains one of the
  * substrings.
  * Prints markdown on stdout (a row per workload and thread count as soon as
@@ -142,6 +144,7 @@ typedef struct tune_setup {
     const char *tuner;
     int trials;
     int n_final; /* rlt_tune_opts.n_final */
+    int n_seeds; /* rlt_tune_opts.n_seeds */
     uint64_t seed;
     rlt_db *db;
     bool transfer;
@@ -167,6 +170,7 @@ static void tune_cell(const rlt_op *op, const tune_setup *ts, int threads, const
         .transfer_db = ts->transfer ? ts->db : NULL,
         .start_key = start[0] ? start : NULL,
         .n_final = ts->n_final,
+        .n_seeds = ts->n_seeds,
         .progress = bench_tune_progress,
         .progress_ctx = what,
     };
@@ -273,7 +277,7 @@ static double median_of(const double *v, int n)
 int main(int argc, char **argv)
 {
     bench_program = "bench_vs_vendor";
-    int trials = 128, rounds = 3, n_final = 4;
+    int trials = 128, rounds = 3, n_final = 4, n_seeds = RLT_TUNE_SEEDS;
     uint64_t seed = 0;
     bool transfer = true;
     char tuner[64] = "xgb-rank", thread_list[64] = "1,2", db_path[1024] = "";
@@ -291,6 +295,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--trials") == 0) trials = atoi(v);
         else if (strcmp(a, "--rounds") == 0) rounds = atoi(v);
         else if (strcmp(a, "--final") == 0) n_final = atoi(v);
+        else if (strcmp(a, "--seeds") == 0) n_seeds = atoi(v);
         else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
         else if (strcmp(a, "--tuner") == 0) snprintf(tuner, sizeof tuner, "%s", v);
         else if (strcmp(a, "--threads") == 0) snprintf(thread_list, sizeof thread_list, "%s", v);
@@ -300,8 +305,9 @@ int main(int argc, char **argv)
         else bench_die(2, "unknown option %s", a);
         i++;
     }
-    if (trials < 1 || rounds < 1 || rounds > MAX_ROUNDS || n_final < 0 || n_final > 16)
-        bench_die(2, "out of range: --trials >= 1, --rounds 1..16, --final 0..16");
+    if (trials < 1 || rounds < 1 || rounds > MAX_ROUNDS || n_final < 0 || n_final > 16 || n_seeds < 0 ||
+        n_seeds > 64)
+        bench_die(2, "out of range: --trials >= 1, --rounds 1..16, --final 0..16, --seeds 0..64");
     int threads[MAX_THREADS], n_threads = 0;
     {
         char tl[64];
@@ -340,11 +346,13 @@ int main(int argc, char **argv)
     printf("# bench_vs_vendor, %s\n\n", date);
     printf("Machine: %s, %d cores, %d-float vectors. oneDNN: %s.\n", target.cpu_model, target.n_cores,
            target.vector_floats, has_dnnl ? "bench_dnnl" : "not built (n/a)");
-    printf("Command: bench_vs_vendor --trials %d --final %d --tuner %s --threads %s --rounds %d --seed %llu%s", trials,
-           n_final, tuner, thread_list, rounds, (unsigned long long)seed, transfer ? "" : " --no-transfer");
+    printf("Command: bench_vs_vendor --trials %d --final %d --seeds %d --tuner %s --threads %s --rounds %d --seed %llu%s",
+           trials, n_final, n_seeds, tuner, thread_list, rounds, (unsigned long long)seed,
+           transfer ? "" : " --no-transfer");
     for (int i = 0; i < n_only; i++) printf(" --only '%s'", only[i]);
     printf("\n");
-    printf("Budget: %d trials of %s per workload and thread count%s.\n\n", trials, tuner,
+    printf("Budget: %d trials of %s per workload and thread count (%d of them rule-built seeds)%s.\n\n",
+           trials, tuner, n_seeds,
            transfer && strncmp(tuner, "xgb", 3) == 0 ? ", warm-started from the records of the workloads of the same kind before it" : "");
     printf("GFLOP/s, medians of %d rounds; ratios are rltune / baseline. \"tune s\": tuning wall time "
            "(compile, run, verify, model).\n\n",
@@ -357,7 +365,7 @@ int main(int argc, char **argv)
     static cell cells[MAX_WORKLOADS][MAX_THREADS];
     family fam[MAX_WORKLOADS];
     /* transfer warm-starts the model-based tuners only (xgb, xgb-rank) */
-    tune_setup ts = {tuner, trials, n_final, seed, db, transfer && strncmp(tuner, "xgb", 3) == 0};
+    tune_setup ts = {tuner, trials, n_final, n_seeds, seed, db, transfer && strncmp(tuner, "xgb", 3) == 0};
     double tune_total_s = 0;
     for (int wi = 0; wi < n_wl; wi++) {
         rlt_op *op = NULL;

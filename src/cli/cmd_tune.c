@@ -41,6 +41,8 @@ static const rlt_cli_opt tune_opts[] = {
                      "prints it) and its neighbours"},
     {"no-other-threads", NULL, "do not start by measuring the op's best configurations recorded at other "
                                "thread counts (by default up to 3 of them, in the --db, come first)"},
+    {"seeds", "N", "start by measuring N configurations built by rules, not search (default 8; 0: none; "
+                   "live runs only)"},
     {"measure", "MODE", "live (default: build, run and time here) or replay:FILE (answer from a dataset)"},
     {"db", "FILE", "records database (default rltune.db in the working directory; none with a replay)"},
     {"transfer", "FILE", "warm-start xgb / xgb-rank / ppo from the records of other workloads of the op's kind "
@@ -195,6 +197,7 @@ static char *format_json(const rlt_op *op, const char *tuner, const char *db_pat
     is_ok &= cJSON_AddNumberToObject(o, "transfer_rows", r->n_transfer_rows) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
     is_ok &= cJSON_AddNumberToObject(o, "other_threads", r->n_other_threads) != NULL;
+    is_ok &= cJSON_AddNumberToObject(o, "seeds", r->n_seeds) != NULL;
     is_ok &= add_string_or_null(o, "agent_in", opts->agent_in);
     is_ok &= add_string_or_null(o, "agent_out", opts->agent_out);
     if (start) {
@@ -353,14 +356,15 @@ static int run_tune(const rlt_cli_args *args)
     rlt_str target;
     rlt_str_init(&target);
     char *json = NULL;
-    int64_t trials, seed, early, n_final;
+    int64_t trials, seed, early, n_final, n_seeds;
     const char *replay_path = NULL, *db_path = NULL;
     rlt_tune_opts o = {0};
     rlt_status st;
     if ((st = rlt_cli_args_int(args, "trials", 200, 1, 1000000, &trials, &d)) ||
         (st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d)) ||
         (st = rlt_cli_args_int(args, "early-stopping", 0, 1, 1000000, &early, &d)) ||
-        (st = rlt_cli_args_int(args, "final", 4, 0, 64, &n_final, &d))) {
+        (st = rlt_cli_args_int(args, "final", 4, 0, 64, &n_final, &d)) ||
+        (st = rlt_cli_args_int(args, "seeds", RLT_TUNE_SEEDS, 0, 64, &n_seeds, &d))) {
         rlt_cli_error("%s", d.message);
         goto cleanup;
     }
@@ -451,6 +455,7 @@ static int run_tune(const rlt_cli_args *args)
     o.n_trials = (int)trials;
     o.early_stopping = (int)early;
     o.n_final = (int)n_final;
+    o.n_seeds = (int)n_seeds;
     if (rlt_cli_args_has(args, "start")) {
         if (is_policy) {
             rlt_cli_error("--start and --tuner policy both choose where the search starts: give one");
@@ -517,6 +522,9 @@ static int run_tune(const rlt_cli_args *args)
         if (r.n_other_threads > 0)
             printf("started:   with %d configuration%s from the op's best at other thread counts\n",
                    r.n_other_threads, r.n_other_threads == 1 ? "" : "s");
+        if (r.n_seeds > 0)
+            printf("seeds:     %d configuration%s built by rules, measured first\n", r.n_seeds,
+                   r.n_seeds == 1 ? "" : "s");
         if (r.n_final > 0)
             printf("wall time: %.1f s (%.2f trials/s, then %.1f s for the final pick)\n", r.wall_s,
                    r.measurements_per_s, r.final_s);
@@ -583,12 +591,17 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
                "space_exhausted, measure (live or replay), dataset (its file, or null), replayed\n"
                "(trials answered by it), n_absent (trials it lacks), transfer_rows and\n"
                "transfer_workloads (the --transfer warm start; 0 without), other_threads (the\n"
-               "configurations taken from other thread counts), agent_in and agent_out (the files,\n"
-               "or null).\n"
+               "configurations taken from other thread counts), seeds (the rule-built ones),\n"
+               "agent_in and agent_out (the files, or null).\n"
                "A live run first measures the op's best configurations recorded in the --db at other\n"
                "thread counts (up to 3, final picks first, each by its latest record; a parallel knob\n"
                "one space lacks is dropped, one it has is tried at each value), so a run at 2 threads\n"
                "after one at 1 starts from what that one found; --no-other-threads turns it off.\n"
+               "Then it measures --seeds configurations built by rules (default 8): the register\n"
+               "tiles with the most FMAs per load, the reduction axes whole, inputs packed where\n"
+               "their vectors would be gathered, padded where the op reuses them enough, an outer\n"
+               "axis parallel; a quarter of them blocked for the caches (docs/tuners.md). The\n"
+               "tuner's own proposals follow.\n"
                "A learning tuner's agent (networks, optimiser state, exploration counters) is saved\n"
                "with --agent-out when the run ends, interrupted or not, and loaded with --agent-in\n"
                "before its first proposal: on the same workload, or on another of the same op kind\n"

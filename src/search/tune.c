@@ -566,7 +566,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     rlt_str target;
     rlt_str_init(&target);
     rlt_transfer transfer = {0};
-    rlt_config *other_threads = NULL; /* o.from_other_threads: the prior configurations, owned */
+    rlt_config *priors = NULL; /* o.from_other_threads' configurations, then o.n_seeds': owned */
     top_list top = {0};
     uint64_t start_ns = rlt_time_ns();
     double search_s = 0; /* wall time of the search, without the final pick */
@@ -629,12 +629,22 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a tuning run");
             goto done;
         }
-        if ((st = other_threads_configs(o.db, op, &space, target.data, &other_threads, &out->n_other_threads,
-                                        diag)) != RLT_STATUS_OK)
+        if ((st = other_threads_configs(o.db, op, &space, target.data, &priors, &out->n_other_threads, diag)) !=
+            RLT_STATUS_OK)
             goto done;
-        o.tuner_opts.n_prior = out->n_other_threads;
-        o.tuner_opts.prior_configs = other_threads;
     }
+    if (o.n_seeds > 0 && !o.plan && !o.replay) {
+        int n_other = out->n_other_threads;
+        rlt_config *grown = rlt_realloc(priors, sizeof *priors * (size_t)(n_other + o.n_seeds));
+        if (!grown) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building seed configurations");
+            goto done;
+        }
+        priors = grown;
+        out->n_seeds = rlt_space_seeds(&space, o.n_seeds, priors + n_other);
+    }
+    o.tuner_opts.n_prior = out->n_other_threads + out->n_seeds;
+    o.tuner_opts.prior_configs = o.tuner_opts.n_prior > 0 ? priors : NULL;
     uint64_t tuner_start_ns = rlt_time_ns();
     if (!o.plan && (st = rlt_tuner_create(o.tuner, &space, &o.tuner_opts, &tuner, diag)) != RLT_STATUS_OK) goto done;
     if ((o.agent_in || o.agent_out) && (!tuner || !rlt_tuner_has_agent(tuner))) {
@@ -747,7 +757,7 @@ done:
     rlt_workload_destroy(w);
     rlt_tuner_destroy(tuner);
     rlt_transfer_free(&transfer);
-    rlt_free(other_threads);
+    rlt_free(priors);
     return st;
 }
 

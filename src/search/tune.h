@@ -87,6 +87,13 @@ typedef struct rlt_tune_opts {
      * values. They come after start_key's (or start_nest's) queue. `rltune
      * tune` turns this on unless --no-other-threads. */
     bool from_other_threads;
+    /* 0: none. Else a live run first measures up to n_seeds configurations
+     * built by rules (rlt_space_seeds: the register tiles with the most
+     * FMAs per load, the other knobs set as by hand), as they are, after
+     * from_other_threads' ones. `rltune tune` asks for RLT_TUNE_SEEDS
+     * unless --seeds says otherwise; experiments and replays use none, so
+     * that they compare the tuners alone. */
+    int n_seeds;
     /* 0: none. Else, when a live search that measured something ends
      * (early or not, but not stopped), the n_final best configurations of
      * the run (at most batch_size) are measured again, final_rounds times
@@ -121,6 +128,7 @@ typedef struct rlt_tune_result {
     char start_config[1024];  /* start_key, or start_nest's configuration key ("" without one, or when
                                  none was near) */
     int n_other_threads;      /* configurations proposed from other thread counts' records (from_other_threads) */
+    int n_seeds;              /* rule-built configurations proposed (n_seeds) */
     double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
     double wall_s;            /* the whole run, the final pick included */
     double tuner_s;           /* of which in the tuner: creating (and loading) it, proposing, learning */
@@ -138,6 +146,7 @@ typedef struct rlt_tune_result {
 } rlt_tune_result;
 
 #define RLT_TUNE_OTHER_THREADS 3 /* best configurations taken from other thread counts */
+#define RLT_TUNE_SEEDS 8         /* rule-built configurations `rltune tune` measures first */
 #define RLT_TUNE_FINAL_REPEAT 5
 #define RLT_TUNE_FINAL_MIN_MS 25.0
 

@@ -31,9 +31,6 @@
 
 extern char **environ;
 
-/* Most copies of the body that unrolling whole reduction axes may make. */
-#define SPACE_UNROLL_REDUCE_MAX 16
-
 /* ---- building the knobs ------------------------------------------------- */
 
 static rlt_status add_knob(rlt_space *s, rlt_knob_kind kind, int axis, const char *name, int n,
@@ -630,13 +627,13 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
         if (strcmp(order.names[i], l_vec) != 0) st = add_step(sched, diag, "unroll %s", order.names[i]);
     /* With unroll, also the L3 loops of reduction axes that lie whole inside
      * the accumulator (a 3x3 window's r and s), innermost first, while the
-     * copies stay at most SPACE_UNROLL_REDUCE_MAX. Depthwise 3x3 at 112x112:
+     * copies stay at most RLT_SPACE_UNROLL_REDUCE_MAX. Depthwise 3x3 at 112x112:
      * 24 GFLOP/s with the window loops rolled, 36 unrolled. */
     int64_t copies = 1;
     for (int i = n_rd - 1; i >= 0 && st == RLT_STATUS_OK && is_unrolled; i--) {
         int a = rd_order[i];
         if (l_outer[a][0] || !l_mid[a][0]) continue; /* blocked: the block loop stays a loop */
-        if (copies * op->axes[a].extent > SPACE_UNROLL_REDUCE_MAX) break;
+        if (copies * op->axes[a].extent > RLT_SPACE_UNROLL_REDUCE_MAX) break;
         copies *= op->axes[a].extent;
         st = add_step(sched, diag, "unroll %s", l_mid[a]);
     }

@@ -41,6 +41,7 @@
 #define RLT_SPACE_MAX_KNOBS 40
 #define RLT_SPACE_MAX_CHOICES 64
 #define RLT_SPACE_VERSION 1
+#define RLT_SPACE_UNROLL_REDUCE_MAX 16 /* most copies of the body that unrolling whole reduction axes makes */
 
 typedef enum rlt_knob_kind {
     RLT_KNOB_VEC,
@@ -138,6 +139,17 @@ void rlt_knob_value_text(const rlt_space *s, const rlt_knob *k, int choice, rlt_
 
 /* Prints the knobs and their choices. */
 void rlt_space_print(const rlt_space *s, rlt_str *out);
+
+/* ---- seeds (seeds.c) ------------------------------------------------------
+ *
+ * Up to `max` distinct valid configurations built by rules, not search: the
+ * register tiles with the most FMAs per load (a count over the tile's
+ * loads, seeds.c says how), each with the other knobs set by fixed rules
+ * (whole reduction axes, packing where vectors would be gathered, padding
+ * where the op reuses a tensor enough, a parallel outer axis), and a
+ * quarter of them blocked for the caches. Best-rated first; deterministic.
+ * Returns how many were written (0 when out of memory). */
+int rlt_space_seeds(const rlt_space *s, int max, rlt_config *out);
 
 /* ---- restriction to a subset (replays of a dataset) ---------------------
  *

@@ -347,6 +347,60 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
     cli_run_free(&off);
 }
 
+/* The configurations a run measured, oldest first, as one text. */
+static void history_configs(const char *db, char *out, size_t cap)
+{
+    cli_run h = CLI("history", "--op", CONV, "--db", db, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&h);
+    cJSON *ho = parse_json(&h);
+    cJSON *rec;
+    out[0] = '\0';
+    cJSON_ArrayForEach(rec, cJSON_GetObjectItem(ho, "records"))
+    {
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%s\n", cJSON_GetObjectItem(rec, "config")->valuestring);
+    }
+    cJSON_Delete(ho);
+    cli_run_free(&h);
+}
+
+Test(cli_records, a_run_measures_the_rule_built_seeds_first)
+{
+    /* two runs with different tuner seeds, each into its own database:
+     * with --seeds 3 and 3 trials both measure the same three configurations */
+    char dbs[2][300], seen[2][8192];
+    for (int i = 0; i < 2; i++) {
+        snprintf(dbs[i], sizeof dbs[i], "%s/seeds%d.db", tmp_dir, i);
+        cli_run r = CLI("tune", "--final", "0", "--op", CONV, "--tuner", "random", "--seed", i ? "2" : "1",
+                        "--seeds", "3", "--trials", "3", "--batch", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                        "--min-repeat-ms", "0.5", "--db", dbs[i], "--json");
+        assert_ok(&r);
+        cJSON *j = parse_json(&r);
+        cr_assert_eq(cJSON_GetObjectItem(j, "seeds")->valueint, 3);
+        cr_assert_eq(cJSON_GetObjectItem(j, "measured")->valueint, 3);
+        cJSON_Delete(j);
+        cli_run_free(&r);
+        history_configs(dbs[i], seen[i], sizeof seen[i]);
+        /* a seed is unrolled and vectorized; the convolution reuses its input enough to pad it */
+        cr_assert(strstr(seen[i], "unroll=0") == NULL && strstr(seen[i], "vec=none") == NULL, "%s", seen[i]);
+        cr_assert(strstr(seen[i], "pad.I=0") == NULL, "%s", seen[i]);
+    }
+    cr_assert_str_eq(seen[0], seen[1], "the tuner's seed changed what was measured first");
+
+    /* --seeds 0: none; a bad count is refused */
+    cli_run off = CLI("tune", "--final", "0", "--op", CONV, "--tuner", "random", "--seeds", "0", "--trials", "1",
+                      "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--json");
+    assert_ok(&off);
+    cJSON *f = parse_json(&off);
+    cr_assert_eq(cJSON_GetObjectItem(f, "seeds")->valueint, 0);
+    cJSON_Delete(f);
+    cli_run_free(&off);
+    cli_run bad = CLI("tune", "--op", CONV, "--seeds", "-1", "--db", db_path);
+    cr_assert_eq(bad.exit_code, 2);
+    cr_assert(strstr(bad.err, "seeds") != NULL, "%s", bad.err);
+    cli_run_free(&bad);
+}
+
 Test(cli_records, best_of_an_op_never_tuned_says_what_to_run)
 {
     tune(MATMUL, "1");

@@ -289,3 +289,100 @@ Test(space, an_env_nest_projects_to_its_register_tile)
     rlt_sched_destroy(sched);
     rlt_op_destroy(op);
 }
+
+/* The value text of knob `name` in configuration c ("" when the space has no such knob). */
+static void knob_text(const rlt_space *s, const rlt_config *c, const char *name, char *out, size_t cap)
+{
+    int k = find_knob(s, name);
+    out[0] = '\0';
+    if (k < 0) return;
+    rlt_str t;
+    rlt_str_init(&t);
+    rlt_knob_value_text(s, &s->knobs[k], c->choice[k], &t);
+    snprintf(out, cap, "%s", t.data ? t.data : "");
+    rlt_str_free(&t);
+}
+
+/* Knob `name` of seed i has the value text `expected`. */
+static void assert_knob(const rlt_space *s, const rlt_config *c, int i, const char *name, const char *expected)
+{
+    char text[64];
+    knob_text(s, &c[i], name, text, sizeof text);
+    cr_assert_str_eq(text, expected, "seed %d: %s=%s, not %s", i, name, text, expected);
+}
+
+Test(space, seeds_are_distinct_valid_and_deterministic)
+{
+    for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            rlt_op *op = fixture_op(SPECS[i]);
+            rlt_space s;
+            make_space(op, threads, &s);
+            rlt_config a[8], b[8];
+            int n = rlt_space_seeds(&s, 8, a);
+            cr_assert_eq(n, 8, "%s: %d seeds", SPECS[i], n);
+            cr_assert_eq(rlt_space_seeds(&s, 8, b), n);
+            cr_assert_eq(memcmp(a, b, sizeof a), 0, "%s: the same space gave other seeds", SPECS[i]);
+            for (int x = 0; x < n; x++) {
+                cr_assert(rlt_space_is_valid(&s, &a[x]), "%s: seed %d invalid", SPECS[i], x);
+                for (int y = 0; y < x; y++)
+                    cr_assert_neq(rlt_space_index_of(&s, &a[x]), rlt_space_index_of(&s, &a[y]), "%s: seeds %d, %d",
+                                  SPECS[i], y, x);
+            }
+            cr_assert_eq(rlt_space_seeds(&s, 3, b), 3);
+            cr_assert_eq(memcmp(a, b, 3 * sizeof *a), 0, "fewer seeds are the first ones");
+            cr_assert_eq(rlt_space_seeds(&s, 0, b), 0);
+            rlt_op_destroy(op);
+        }
+}
+
+Test(space, seeds_follow_their_rules)
+{
+    char text[64];
+    /* conv2d: vectorized at full width with at least half the accumulators;
+     * the weights packed where vectors along k would gather them; the
+     * input, reused by 2*K*R*S flops an element, padded; the output
+     * channels parallel at 2 threads; the last quarter blocks C */
+    rlt_op *conv = fixture_op(SPECS[3]);
+    rlt_space s;
+    make_space(conv, 2, &s);
+    rlt_config c[8];
+    int n = rlt_space_seeds(&s, 8, c), n_blocked = 0;
+    for (int i = 0; i < n; i++) {
+        rlt_nest nest;
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_space_nest(&s, &c[i], &nest, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+        knob_text(&s, &c[i], "vec", text, sizeof text);
+        cr_assert(strcmp(text, "k*8") == 0 || strcmp(text, "q*8") == 0, "seed %d: vec=%s", i, text);
+        bool along_k = strcmp(text, "k*8") == 0;
+        assert_knob(&s, c, i, "pack.W", along_k ? "k" : "off");
+        assert_knob(&s, c, i, "pad.I", "1");
+        assert_knob(&s, c, i, "unroll", "1");
+        knob_text(&s, &c[i], "parallel", text, sizeof text);
+        cr_assert_str_neq(text, "none", "seed %d", i);
+        knob_text(&s, &c[i], "c.tile", text, sizeof text);
+        n_blocked += strcmp(text, "128") != 0;
+        if (i < n - n / 4) cr_assert_str_eq(text, "128", "seed %d: a plain seed keeps C whole", i);
+        /* accumulators: the product of the register tiles in units */
+        int64_t acc = 1;
+        for (int k = 0; k < s.n_knobs; k++)
+            if (s.knobs[k].kind == RLT_KNOB_TILE) acc *= s.knobs[k].values[c[i].choice[k]];
+        cr_assert(acc >= s.max_accumulators / 2 && acc <= s.max_accumulators, "seed %d: %lld accumulators", i,
+                  (long long)acc);
+    }
+    cr_assert_eq(n_blocked, 2, "a quarter of 8 seeds block C");
+    rlt_op_destroy(conv);
+
+    /* depthwise: vectorizing along channels would need the input transposed
+     * (a timed copy) and the output written lane by lane: the seeds go along
+     * the width; the input, 18 flops an element, is not worth a padded copy */
+    rlt_op *dw = fixture_op(SPECS[4]);
+    make_space(dw, 1, &s);
+    n = rlt_space_seeds(&s, 8, c);
+    for (int i = 0; i < n; i++) {
+        assert_knob(&s, c, i, "vec", "q*8");
+        assert_knob(&s, c, i, "pad.I", "0");
+        assert_knob(&s, c, i, "pack.I", "off");
+    }
+    rlt_op_destroy(dw);
+}
