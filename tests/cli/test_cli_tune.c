@@ -221,8 +221,8 @@ Test(cli_tune, kill_9_loses_at_most_the_batch_in_flight_and_the_rerun_resumes)
 {
     use_private_cache();
     const char *db = tmp_path("killed.db"), *out = tmp_path("out"), *err = tmp_path("err");
-    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
-                                BATCH_TEXT, "--seed", "11", "--cflags", TUNE_CFLAGS, "--repeat", "1",
+    const char *const args[] = {"tune", "--final", "0", "--seeds", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT,
+                                "--batch", BATCH_TEXT, "--seed", "11", "--cflags", TUNE_CFLAGS, "--repeat", "1",
                                 "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
     pid_t pid = start_run(args, out, err);
     /* two batches stored, four to go: it is in the middle of one */
@@ -351,9 +351,10 @@ static char *run_on_terminal(const char *const *args, int *out_status)
 
 Test(cli_tune, progress_line_on_a_terminal_and_none_on_a_pipe)
 {
-    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
-                                "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
-                                "0.5", "--db", tmp_path("tty.db"), NULL};
+    /* no seeds: they would be a batch of their own before the two counted here */
+    const char *const args[] = {"tune", "--final", "0", "--seeds", "0", "--op", OP, "--tuner", "random", "--trials", "8",
+                                "--batch", BATCH_TEXT, "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                                "--min-repeat-ms", "0.5", "--db", tmp_path("tty.db"), NULL};
     int status = 0;
     char *text = run_on_terminal(args, &status);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d; the terminal got:\n%s", status, text);
@@ -392,9 +393,9 @@ Test(cli_tune, progress_line_on_a_terminal_and_none_on_a_pipe)
     free(text);
 
     /* stdout a pipe, the same report without --json: no progress at all */
-    const char *const pipe_args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", "8", "--batch", BATCH_TEXT,
-                                     "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
-                                     "0.5", "--db", tmp_path("pipe.db"), NULL};
+    const char *const pipe_args[] = {"tune", "--final", "0", "--seeds", "0", "--op", OP, "--tuner", "random", "--trials",
+                                     "8", "--batch", BATCH_TEXT, "--seed", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                                     "--min-repeat-ms", "0.5", "--db", tmp_path("pipe.db"), NULL};
     cli_run r = run_cli_argv(NULL, pipe_args);
     assert_ok(&r);
     assert_has(r.out, "op:        " OP, "the report");
