@@ -15,9 +15,10 @@
  * starts at none), so that it needs its budget for what threads change.
  * Every run measures --seeds rule-built configurations (default
  * RLT_TUNE_SEEDS, as `rltune tune`; rlt_space_seeds) before the tuner's own
- * proposals; they count in the trial budget. Each run ends with rltune tune's final pick (--final N, default 4: the N
- * best measured again, 3 rounds, the best median kept; 0 turns it off). The
- * tuning wall time of every run is reported.
+ * proposals; they count in the trial budget. Each run ends with rltune
+ * tune's final pick (--final N, default 4: the N best measured again, 3
+ * rounds, the best median kept; 0 turns it off). The tuning wall time of
+ * every run is reported.
  *
  * Measuring. After a workload's runs, each best kernel is measured again
  * (7 samples of >= 50 ms; its output checked against the reference first, so

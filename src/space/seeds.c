@@ -46,7 +46,9 @@
  * panels fit in half the L1 cache, takes middle tiles along the vectorized
  * axis so that the reduction block's panel of it fits in half the L2, and
  * packs every input the vectorized axis indexes: the GotoBLAS shape of a
- * matmul.
+ * matmul. The caches are this machine's (rlt_space's l1d_bytes and
+ * l2_bytes: Linux's description of cpu0's caches; 32 KiB and 512 KiB where
+ * it has none).
  */
 #include "space/space.h"
 
@@ -54,11 +56,8 @@
 #include <string.h>
 
 #define SEED_PAD_FLOPS 64.0        /* pad a tensor when the op does at least this many flops per element */
-#define SEED_L1_BYTES 32768        /* the L1 data cache */
-#define SEED_L1_PANEL_BYTES 16384  /* half of it */
 #define SEED_L2_COST 2.0           /* a load whose panel does not fit in L1 costs this many */
 #define SEED_TAIL_COST 1.5         /* the loads of a tile that does not divide its axis (guarded tails) cost this */
-#define SEED_L2_PANEL_BYTES 262144 /* half of a 512 KiB L2 */
 #define SEED_MAX_POINTS 4096       /* addresses enumerated per load and tile */
 #define SEED_MAX_CANDIDATES 4096   /* register tiles rated */
 
@@ -219,7 +218,7 @@ static double rate_tile(const rlt_space *s, const int64_t *tile, int vec_axis, i
         double unit = kind == LOAD_STRIDED ? 2 : kind == LOAD_GATHER ? (double)w : 1;
         double step_floats = (double)distinct_addresses(op, l, window, vec_axis, w, scratch) *
                              (kind == LOAD_BROADCAST ? 1 : (double)w);
-        if (step_floats * steps * 4 > SEED_L1_BYTES) unit *= SEED_L2_COST; /* its panel streams from L2 */
+        if (step_floats * steps * 4 > (double)s->l1d_bytes) unit *= SEED_L2_COST; /* its panel streams from L2 */
         cost += n * unit;
         floats += step_floats;
     }
@@ -298,7 +297,7 @@ static bool block_seed(const rlt_space *s, const seed_tile *t, const bool *is_un
             red = a;
     int rk = red >= 0 ? find_knob(s, RLT_KNOB_RTILE, red) : -1;
     if (rk < 0 || panel_floats <= 0) return false;
-    int64_t block = (int64_t)(SEED_L1_PANEL_BYTES / (4.0 * panel_floats));
+    int64_t block = (int64_t)((double)s->l1d_bytes / 2 / (4.0 * panel_floats)); /* panels in half the L1 */
     const rlt_knob *kn = &s->knobs[rk];
     int pick = -1;
     for (int i = 0; i < kn->n_choices; i++)
@@ -310,7 +309,7 @@ static bool block_seed(const rlt_space *s, const seed_tile *t, const bool *is_un
         const rlt_knob *m = &s->knobs[mk];
         int64_t panel_bytes = 4 * kn->values[pick] * tile[v];
         for (int i = 0; i < m->n_choices; i++) {
-            if (m->values[i] * panel_bytes > SEED_L2_PANEL_BYTES) break;
+            if (m->values[i] * panel_bytes > s->l2_bytes / 2) break; /* in half the L2 */
             if (i > 0 && m->values[i - 1] * tile[v] >= op->axes[v].extent) break; /* redundant */
             out->choice[mk] = (int16_t)i;
         }

@@ -154,6 +154,36 @@ static int detect_vector_floats(void)
     return 4;
 }
 
+/* The size of this machine's cache of `level` that holds data (a data or
+ * unified cache) as Linux describes cpu0's, in bytes; 0 when unknown. */
+static int64_t detect_cache_bytes(int level)
+{
+    for (int i = 0; i < 8; i++) {
+        char path[96], text[32] = "";
+        int64_t found_level = 0, size = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        if (fscanf(f, "%" SCNd64, &found_level) != 1) found_level = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%31s", text) != 1) text[0] = '\0';
+            fclose(f);
+        }
+        if (found_level != level || strcmp(text, "Instruction") == 0) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(path, "r"))) {
+            char unit = 'B';
+            int got = fscanf(f, "%" SCNd64 "%c", &size, &unit);
+            fclose(f);
+            if (got < 1 || size <= 0) return 0;
+            return unit == 'K' ? size << 10 : unit == 'M' ? size << 20 : size;
+        }
+    }
+    return 0;
+}
+
 rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_space *s, rlt_diag *diag)
 {
     rlt_space_opts o = opts ? *opts : (rlt_space_opts){0};
@@ -169,6 +199,10 @@ rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_sp
      * on every step and only make the generated code (and its compile
      * time) grow. */
     s->max_accumulators = (vf >= 16 ? 32 : 16) - 4;
+    s->l1d_bytes = o.l1d_bytes > 0 ? o.l1d_bytes : detect_cache_bytes(1);
+    s->l2_bytes = o.l2_bytes > 0 ? o.l2_bytes : detect_cache_bytes(2);
+    if (s->l1d_bytes <= 0) s->l1d_bytes = 32 << 10;
+    if (s->l2_bytes <= 0) s->l2_bytes = 512 << 10;
     int64_t v[RLT_SPACE_MAX_CHOICES];
     int n;
     rlt_status st = RLT_STATUS_OK;

@@ -68,6 +68,8 @@ typedef struct rlt_knob {
 typedef struct rlt_space_opts {
     int n_threads;      /* > 1 adds the parallel knob */
     int vector_floats;  /* the target's vector width (0 = detect) */
+    int64_t l1d_bytes;  /* one core's L1 data cache (0 = detect; 32 KiB where unknown) */
+    int64_t l2_bytes;   /* one core's L2 cache (0 = detect; 512 KiB where unknown) */
     bool has_clang;     /* add clang to the cc knob (false: detect with `clang --version`) */
     bool no_clang;      /* never offer clang */
 } rlt_space_opts;
@@ -82,6 +84,7 @@ typedef struct rlt_space {
     int max_accumulators; /* register tiles needing more accumulators (vectors, or
                              scalars when not vectorized) are invalid: the
                              target's vector registers less 4 (12 for AVX2, 28 for AVX-512) */
+    int64_t l1d_bytes, l2_bytes; /* the caches the seeds block for (rlt_space_opts) */
     const rlt_space_subset *subset; /* borrowed; NULL: every configuration (rlt_space_restrict) */
 } rlt_space;
 

@@ -21,7 +21,9 @@ static const char *const SPECS[] = {
 static void make_space(const rlt_op *op, int threads, rlt_space *s)
 {
     rlt_diag d = {0};
-    rlt_space_opts o = {.n_threads = threads, .vector_floats = 8, .no_clang = true};
+    /* the caches fixed, so that the seeds do not depend on the machine */
+    rlt_space_opts o = {
+        .n_threads = threads, .vector_floats = 8, .l1d_bytes = 32 << 10, .l2_bytes = 512 << 10, .no_clang = true};
     cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
 }
 
@@ -385,4 +387,36 @@ Test(space, seeds_follow_their_rules)
         assert_knob(&s, c, i, "pack.I", "off");
     }
     rlt_op_destroy(dw);
+}
+
+/* The k.tile of the first blocked seed (the last quarter of 8) of matmul
+ * 512^3 in a space whose caches are l1 and l2 bytes. */
+static int64_t blocked_k_tile(const rlt_op *op, int64_t l1, int64_t l2)
+{
+    rlt_diag d = {0};
+    rlt_space s;
+    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .l1d_bytes = l1, .l2_bytes = l2, .no_clang = true};
+    cr_assert_eq(rlt_space_create(op, &o, &s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_config c[8];
+    cr_assert_eq(rlt_space_seeds(&s, 8, c), 8);
+    int k = find_knob(&s, "k.tile");
+    cr_assert_geq(k, 0);
+    return s.knobs[k].values[c[6].choice[k]];
+}
+
+Test(space, blocked_seeds_follow_the_cache_sizes)
+{
+    rlt_op *mm = fixture_op(SPECS[0]);
+    /* detected from the machine, or the defaults: never zero */
+    rlt_diag d = {0};
+    rlt_space s;
+    rlt_space_opts o = {.n_threads = 1, .no_clang = true};
+    cr_assert_eq(rlt_space_create(mm, &o, &s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(s.l1d_bytes >= 4096 && s.l2_bytes >= s.l1d_bytes, "L1 %lld, L2 %lld", (long long)s.l1d_bytes,
+              (long long)s.l2_bytes);
+    /* a reduction block sized for half the L1: four times the L1, a larger block */
+    int64_t small = blocked_k_tile(mm, 32 << 10, 512 << 10), large = blocked_k_tile(mm, 128 << 10, 2048 << 10);
+    cr_assert_lt(small, 512, "the blocked seed keeps K whole");
+    cr_assert_gt(large, small, "k block %lld with a 128 KiB L1, %lld with 32 KiB", (long long)large, (long long)small);
+    rlt_op_destroy(mm);
 }
