@@ -529,6 +529,11 @@ static void child_pin(const run_ctx *c)
      * API instead. Binding cannot be changed after libgomp starts. */
     void (*set_threads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
     if (set_threads) set_threads(c->n_threads);
+    /* The wait policy and the binding reach only a libgomp that loads after
+     * this (a parent without it). The rltune binaries link libgomp through
+     * libxgboost, so there they keep what the parent's environment said
+     * (bench/RESULTS.md, fifth round: on depthwise at 2 threads, an active
+     * wait policy for the whole process made no measurable difference). */
     if (c->n_threads > 1) {
         setenv("OMP_WAIT_POLICY", "active", 1);
         if (!c->no_pin) {
