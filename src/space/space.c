@@ -477,6 +477,15 @@ static int64_t knob_value(const rlt_space *s, const rlt_config *c, rlt_knob_kind
     return dflt;
 }
 
+int rlt_space_axis_order(const rlt_space *s, const rlt_config *c, bool is_reduce, int *out)
+{
+    int axes[RLT_MAX_AXES], perm[RLT_MAX_AXES];
+    int n = n_nontrivial(s->op, is_reduce, axes);
+    perm_of(knob_value(s, c, is_reduce ? RLT_KNOB_ORDER_R : RLT_KNOB_ORDER_S, -1, 0, NULL), n, perm);
+    for (int i = 0; i < n; i++) out[i] = axes[perm[i]];
+    return n;
+}
+
 /* ---- the schedule of a configuration ------------------------------------ */
 
 typedef struct plan_loops {
@@ -616,13 +625,8 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
 
     /* The loop order: L0 spatial, L1 reduce, L2 spatial, L3 reduce, L4 the
      * register tile with the vectorized axis innermost. */
-    int sp[RLT_MAX_AXES], rd[RLT_MAX_AXES], perm[RLT_MAX_AXES];
-    int n_sp = n_nontrivial(op, false, sp), n_rd = n_nontrivial(op, true, rd);
     int sp_order[RLT_MAX_AXES], rd_order[RLT_MAX_AXES];
-    perm_of(knob_value(s, c, RLT_KNOB_ORDER_S, -1, 0, NULL), n_sp, perm);
-    for (int i = 0; i < n_sp; i++) sp_order[i] = sp[perm[i]];
-    perm_of(knob_value(s, c, RLT_KNOB_ORDER_R, -1, 0, NULL), n_rd, perm);
-    for (int i = 0; i < n_rd; i++) rd_order[i] = rd[perm[i]];
+    int n_sp = rlt_space_axis_order(s, c, false, sp_order), n_rd = rlt_space_axis_order(s, c, true, rd_order);
     /* Axes of extent 1 keep their single loop outermost. */
     plan_loops order = {0};
     for (int a = 0; a < op->n_axes; a++)

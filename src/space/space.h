@@ -140,6 +140,11 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
 /* The value of a knob's choice as text ("8", "j*8", "gcc", "k,c,r,s"). */
 void rlt_knob_value_text(const rlt_space *s, const rlt_knob *k, int choice, rlt_str *out);
 
+/* The op's spatial (is_reduce false) or reduction axes of extent > 1 in the
+ * order configuration c gives their outer loops, outermost first, into out
+ * (RLT_MAX_AXES); returns how many. */
+int rlt_space_axis_order(const rlt_space *s, const rlt_config *c, bool is_reduce, int *out);
+
 /* Prints the knobs and their choices. */
 void rlt_space_print(const rlt_space *s, rlt_str *out);
 

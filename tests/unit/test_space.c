@@ -373,7 +373,16 @@ Test(space, seeds_follow_their_rules)
                   (long long)acc);
     }
     cr_assert_eq(n_blocked, 2, "a quarter of 8 seeds block C");
+    for (int i = 0; i < n; i++) assert_knob(&s, c, i, "order.r", "c,r,s"); /* C=128 outside the 3x3 window */
     rlt_op_destroy(conv);
+
+    /* the stem: 3 channels under a 7x7 window go innermost */
+    rlt_op *stem = fixture_op("conv2d:N=1,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3");
+    make_space(stem, 1, &s);
+    n = rlt_space_seeds(&s, 8, c);
+    cr_assert_gt(n, 0);
+    for (int i = 0; i < n; i++) assert_knob(&s, c, i, "order.r", "r,s,c");
+    rlt_op_destroy(stem);
 
     /* depthwise: vectorizing along channels would need the input transposed
      * (a timed copy) and the output written lane by lane: the seeds go along
