@@ -36,9 +36,10 @@
  *
  * The other knobs of a seed: middle tiles 1; reduction axes whole; the
  * spatial axes in the op's order, the reduction axes by decreasing extent
- * (reduction_order_choice); unrolling on; a tensor packed along the vectorized axis
- * when its vectors would otherwise be gathered; a tensor that can be padded
- * padded when the op does at least SEED_PAD_FLOPS flops per element of it
+ * (reduction_order_choice); unrolling on; a tensor packed along the
+ * vectorized axis when its vectors would otherwise be gathered; a tensor
+ * that can be padded is padded when the op does at least SEED_PAD_FLOPS
+ * flops per element of it
  * (the copy is timed: worth it for a convolution, not for a depthwise
  * one); with threads, the first axis in order whose outer loop has at
  * least two iterations per thread parallel (else the one with the most);
