@@ -39,9 +39,8 @@
  * (reduction_order_choice); unrolling on; a tensor packed along the
  * vectorized axis when its vectors would otherwise be gathered; a tensor
  * that can be padded is padded when the op does at least SEED_PAD_FLOPS
- * flops per element of it
- * (the copy is timed: worth it for a convolution, not for a depthwise
- * one); with threads, the first axis in order whose outer loop has at
+ * flops per element of it (the copy is timed: worth it for a convolution,
+ * not for a depthwise one); with threads, the first axis in order whose outer loop has at
  * least two iterations per thread parallel (else the one with the most);
  * gcc. A second kind of seed ("blocked") takes a top tile and blocks the
  * largest reduction axis that is not unrolled so that the tile's input
