@@ -16,10 +16,13 @@
  *
  * Usage: bench_looptune --policy FILE --dataset FILE [--n-test N] [--conv SPEC;SPEC..]
  *                       [--steps N] [--rounds N] [--budget S] [--seed S] [--methods a,b,..]
+ *                       [--prev-policy FILE]
  *   --n-test N   held-out matmul shapes taken from the dataset's test part, evenly spaced (default 6)
  *   --conv       conv2d layers to add (default: two ResNet-style 3x3 layers), ';'-separated, or "none"
  *   --steps N    the policy's rollout length and the searches' depth (default 16)
  *   --budget S   time limit of each search except random (default 300 s)
+ *   --prev-policy FILE  also roll out this policy (greedy and beam 2: methods prev-policy,
+ *                prev-policy-beam2), e.g. the one the new policy replaces
  * Prints markdown tables on stdout and progress on stderr.
  */
 #include "measure/measure.h"
@@ -45,7 +48,16 @@
 
 enum { MAX_WORKLOADS = 32, MAX_ROUNDS = 16, MAX_METHODS = 12 };
 
-typedef enum method_kind { M_POLICY, M_POLICY_BEAM, M_GREEDY, M_BEAM, M_RANDOM_SAME, M_RANDOM_10X } method_kind;
+typedef enum method_kind {
+    M_POLICY,
+    M_POLICY_BEAM,
+    M_PREV_POLICY,
+    M_PREV_POLICY_BEAM,
+    M_GREEDY,
+    M_BEAM,
+    M_RANDOM_SAME,
+    M_RANDOM_10X
+} method_kind;
 
 typedef struct method {
     const char *name;
@@ -56,6 +68,8 @@ typedef struct method {
 static const method ALL_METHODS[] = {
     {"policy", M_POLICY, 0},
     {"policy-beam2", M_POLICY_BEAM, 2},
+    {"prev-policy", M_PREV_POLICY, 0},
+    {"prev-policy-beam2", M_PREV_POLICY_BEAM, 2},
     {"greedy1", M_GREEDY, 1},
     {"greedy2", M_GREEDY, 2},
     {"beam2", M_BEAM, 2},
@@ -84,8 +98,10 @@ static double sgemm_gflops(int m, int n, int k)
 }
 
 /* One method on one workload, from the default nest, with a cold cache. */
-static void run_method(const char *spec, const method *m, const rlt_policy *policy, double peak, int steps,
-                       double budget_s, double policy_wall_s, uint64_t seed, run *out)
+static bool is_policy_method(const method *m) { return m->kind <= M_PREV_POLICY_BEAM; }
+
+static void run_method(const char *spec, const method *m, const rlt_policy *policy, const rlt_policy *prev,
+                       double peak, int steps, double budget_s, double policy_wall_s, uint64_t seed, run *out)
 {
     char *cache = bench_temp_dir_or_die();
     rlt_env_opts eo = {.cache_dir = cache, .peak_gflops = peak, .seed = seed};
@@ -97,9 +113,10 @@ static void run_method(const char *spec, const method *m, const rlt_policy *poli
     double reset_s = (double)(rlt_time_ns() - t0) * 1e-9;
     rlt_optimize_result r = {0};
     rlt_status st;
-    if (m->kind == M_POLICY || m->kind == M_POLICY_BEAM) {
-        rlt_rollout_opts ro = {.max_steps = steps, .beam_width = m->kind == M_POLICY_BEAM ? m->param : 0};
-        st = rlt_policy_rollout(policy, env, &ro, &r, &d);
+    if (is_policy_method(m)) {
+        rlt_rollout_opts ro = {.max_steps = steps, .beam_width = m->param};
+        bool is_prev = m->kind == M_PREV_POLICY || m->kind == M_PREV_POLICY_BEAM;
+        st = rlt_policy_rollout(is_prev ? prev : policy, env, &ro, &r, &d);
     } else {
         rlt_env_search_opts so = {.max_steps = steps, .seed = seed, .time_budget_s = budget_s};
         if (m->kind == M_GREEDY) {
@@ -144,7 +161,7 @@ static const char *arg_value(int *i, int argc, char **argv)
 int main(int argc, char **argv)
 {
     bench_program = "bench_looptune";
-    const char *policy_path = NULL, *dataset_path = NULL;
+    const char *policy_path = NULL, *dataset_path = NULL, *prev_path = NULL;
     const char *conv = "conv2d:N=1,C=32,H=28,W=28,K=32,R=3,S=3,stride=1,pad=1;"
                        "conv2d:N=1,C=64,H=14,W=14,K=64,R=3,S=3,stride=1,pad=1";
     char methods_arg[256] = "";
@@ -153,6 +170,7 @@ int main(int argc, char **argv)
     uint64_t seed = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--policy") == 0) policy_path = arg_value(&i, argc, argv);
+        else if (strcmp(argv[i], "--prev-policy") == 0) prev_path = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--dataset") == 0) dataset_path = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--conv") == 0) conv = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--n-test") == 0) n_test = atoi(arg_value(&i, argc, argv));
@@ -169,9 +187,10 @@ int main(int argc, char **argv)
         bench_die(2, "--n-test 0..24, --steps 1..64, --rounds 1..%d, --budget > 0", MAX_ROUNDS);
 
     rlt_diag d = {0};
-    rlt_policy *policy = NULL;
+    rlt_policy *policy = NULL, *prev = NULL;
     rlt_shape_set shapes = {0};
     if (rlt_policy_load(policy_path, &policy, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
+    if (prev_path && rlt_policy_load(prev_path, &prev, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
     if (rlt_shape_set_load(dataset_path, &shapes, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
 
     /* the methods */
@@ -182,7 +201,8 @@ int main(int argc, char **argv)
         snprintf(padded, sizeof padded, ",%s,", methods_arg);
         char key[64];
         snprintf(key, sizeof key, ",%s,", ALL_METHODS[k].name);
-        if (!methods_arg[0] || strstr(padded, key)) methods[n_methods++] = &ALL_METHODS[k];
+        bool is_prev = ALL_METHODS[k].kind == M_PREV_POLICY || ALL_METHODS[k].kind == M_PREV_POLICY_BEAM;
+        if ((!methods_arg[0] || strstr(padded, key)) && (prev || !is_prev)) methods[n_methods++] = &ALL_METHODS[k];
     }
     if (n_methods == 0 || methods[0]->kind != M_POLICY) bench_die(2, "--methods must include policy (first)");
 
@@ -225,6 +245,7 @@ int main(int argc, char **argv)
            target.cpu_model, target.n_cores, target.vector_floats, peak);
     printf("Policy: %s (%s). %s\n", policy_path, rlt_policy_algo_str(policy->algo),
            policy->about ? "How it was trained is below." : "");
+    if (prev) printf("Previous policy (prev-policy): %s (%s).\n", prev_path, rlt_policy_algo_str(prev->algo));
     printf("Steps: %d (rollout length and search depth); search budget %.0f s; final kernels re-measured in %d "
            "rounds (7 samples >= 50 ms, median), OpenBLAS sgemm (one thread) in the same rounds.\n\n",
            steps, budget_s, rounds);
@@ -240,7 +261,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < n_methods; k++) {
             fprintf(stderr, "%s: %s ...", spec, methods[k]->name);
             fflush(stderr);
-            run_method(spec, methods[k], policy, peak, steps, budget_s, runs[w][0].wall_s, seed, &runs[w][k]);
+            run_method(spec, methods[k], policy, prev, peak, steps, budget_s, runs[w][0].wall_s, seed, &runs[w][k]);
             fprintf(stderr, " %.2f GFLOP/s in %.1f s (%lld states)\n", runs[w][k].search_gflops, runs[w][k].wall_s,
                     (long long)runs[w][k].n_evaluations);
         }
@@ -267,7 +288,7 @@ int main(int argc, char **argv)
         /* the table of this workload */
         int best = -1;
         for (int k = 1; k < n_methods; k++)
-            if (methods[k]->kind != M_POLICY_BEAM &&
+            if (!is_policy_method(methods[k]) &&
                 (best < 0 || runs[w][k].final_gflops > runs[w][best].final_gflops))
                 best = k;
         printf("### %s%s\n\n", spec, is_matmul[w] ? " (held out)" : "");
@@ -313,6 +334,7 @@ int main(int argc, char **argv)
     free(remeasure_cache);
     free(conv_copy);
     rlt_shape_set_free(&shapes);
+    rlt_policy_destroy(prev);
     rlt_policy_destroy(policy);
     return 0;
 }

@@ -299,6 +299,18 @@ rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_
  * before stays cached. */
 rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag);
 
+/* rlt_env_reset_schedule for n envs at once: env i starts an episode at
+ * the nest of schedules[i] (a NULL entry, or schedules NULL: the op's
+ * default nest, as rlt_env_reset), and the start states no cache holds are
+ * evaluated together, built in one batch and run one at a time as
+ * rlt_env_prefetch does. The envs may be of different families and the
+ * same env may appear twice (the later schedule wins). Every schedule is
+ * checked before anything is measured: one that cannot be parsed, applied
+ * or expressed fails the call with its error, prefixed by which schedule it
+ * was, and resets no env. Other errors as rlt_env_reset's; what was
+ * evaluated stays cached, and envs may then be left partly reset. */
+rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag);
+
 /* Writes the observation (RLT_ENV_OBS_LEN floats, layout above and in
  * docs/env.md) to out[0 .. RLT_ENV_OBS_LEN-1]. INVALID_ARGUMENT when
  * n_floats is smaller or the env was never reset. */

@@ -58,6 +58,8 @@ extern const rlt_cli_cmd rlt_cli_cmd_env;
 extern const rlt_cli_cmd rlt_cli_cmd_experiment;
 extern const rlt_cli_cmd rlt_cli_cmd_gen_dataset;
 extern const rlt_cli_cmd rlt_cli_cmd_train;
+extern const rlt_cli_cmd rlt_cli_cmd_gen_demos;
+extern const rlt_cli_cmd rlt_cli_cmd_imitate;
 extern const rlt_cli_cmd rlt_cli_cmd_optimize;
 
 /* Prints "rltune: error: MESSAGE" and a newline to stderr. */

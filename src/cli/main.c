@@ -28,6 +28,8 @@ static const rlt_cli_cmd *const commands[] = {
     &rlt_cli_cmd_env,
     &rlt_cli_cmd_gen_dataset,
     &rlt_cli_cmd_train,
+    &rlt_cli_cmd_gen_demos,
+    &rlt_cli_cmd_imitate,
     &rlt_cli_cmd_optimize,
 };
 

@@ -303,18 +303,26 @@ void rlt_env_restore(rlt_env *dst, const rlt_env *src)
 
 /* ---- episodes ----------------------------------------------------------- */
 
+/* Settles the family's peak at its first reset (opts.peak_gflops, or the
+ * measured one). */
+static rlt_status settle_peak(env_shared *sh, rlt_diag *diag)
+{
+    if (sh->peak_gflops > 0) return RLT_STATUS_OK;
+    double peak = sh->opts.peak_gflops;
+    rlt_status st;
+    if (peak <= 0 && (st = env_peak_get(&sh->bopts, &peak, NULL, diag)) != RLT_STATUS_OK) {
+        rlt_diag_prefix(diag, "cannot settle the peak (pass rlt_env_opts.peak_gflops to skip measuring it)");
+        return st;
+    }
+    sh->peak_gflops = peak;
+    return RLT_STATUS_OK;
+}
+
 static rlt_status reset_to(rlt_env *env, const rlt_nest *nest, rlt_diag *diag)
 {
     env_shared *sh = env->shared;
-    rlt_status st;
-    if (sh->peak_gflops <= 0) {
-        double peak = sh->opts.peak_gflops;
-        if (peak <= 0 && (st = env_peak_get(&sh->bopts, &peak, NULL, diag)) != RLT_STATUS_OK) {
-            rlt_diag_prefix(diag, "cannot settle the peak (pass rlt_env_opts.peak_gflops to skip measuring it)");
-            return st;
-        }
-        sh->peak_gflops = peak;
-    }
+    rlt_status st = settle_peak(sh, diag);
+    if (st != RLT_STATUS_OK) return st;
     env_state s;
     state_init(&s, nest);
     if ((st = evaluate(sh, &s, diag)) != RLT_STATUS_OK) return st;
@@ -322,6 +330,23 @@ static rlt_status reset_to(rlt_env *env, const rlt_nest *nest, rlt_diag *diag)
     env->state = s;
     env->is_reset = true;
     return RLT_STATUS_OK;
+}
+
+/* The nest a start schedule makes (NULL: the op's default nest), checked
+ * to be one the env can express; the accumulator is the env's to place. */
+static rlt_status start_nest(const env_shared *sh, const char *schedule, rlt_nest *out, rlt_diag *diag)
+{
+    if (!schedule) {
+        rlt_nest_init(out, sh->op);
+        return RLT_STATUS_OK;
+    }
+    rlt_sched *s = NULL;
+    rlt_status st = rlt_sched_parse(schedule, "schedule", &s, diag);
+    if (st == RLT_STATUS_OK) st = rlt_sched_apply(s, sh->op, out, diag);
+    if (st == RLT_STATUS_OK) out->acc_var = RLT_ACC_NONE;
+    if (st == RLT_STATUS_OK) st = env_nest_check_expressible(out, diag);
+    rlt_sched_destroy(s);
+    return st;
 }
 
 rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag)
@@ -333,13 +358,8 @@ rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag)
 
 rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag)
 {
-    rlt_sched *s = NULL;
     rlt_nest nest;
-    rlt_status st = rlt_sched_parse(schedule ? schedule : "", "schedule", &s, diag);
-    if (st == RLT_STATUS_OK) st = rlt_sched_apply(s, env->shared->op, &nest, diag);
-    if (st == RLT_STATUS_OK) nest.acc_var = RLT_ACC_NONE; /* the env places the accumulator itself */
-    if (st == RLT_STATUS_OK) st = env_nest_check_expressible(&nest, diag);
-    rlt_sched_destroy(s);
+    rlt_status st = start_nest(env->shared, schedule ? schedule : "", &nest, diag);
     if (st != RLT_STATUS_OK) return st;
     return reset_to(env, &nest, diag);
 }
@@ -411,28 +431,25 @@ cleanup:
     return st;
 }
 
-rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag)
+/* Evaluates the states next[i] (of envs[i], their hash set) for which
+ * want[i] holds and that no cache holds yet, each once: a caller's
+ * evaluator is asked at once, measured states are built in one batch per
+ * build configuration (compiler, flags, cache) and run one at a time. The
+ * results go into the families' caches. */
+static rlt_status evaluate_new_states(rlt_env *const *envs, env_state *next, const bool *want, int n,
+                                      rlt_diag *diag)
 {
-    RLT_ASSERT(n >= 0 && (n == 0 || (envs && actions)));
-    if (n == 0) return RLT_STATUS_OK;
     rlt_status st = RLT_STATUS_OK;
-    env_state *next = rlt_malloc((size_t)n * sizeof *next);
     int *pend = rlt_malloc((size_t)n * sizeof *pend);
     int *group = rlt_malloc((size_t)n * sizeof *group);
     int n_pend = 0;
-    if (!next || !pend || !group) {
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory prefetching %d steps", n);
+    if (!pend || !group) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory evaluating %d states", n);
         goto cleanup;
     }
-    /* The new states no cache holds, each once; a caller's evaluator is
-     * asked at once, measured ones wait for the batch. */
     for (int i = 0; i < n; i++) {
-        rlt_env *e = envs[i];
-        env_shared *sh = e->shared;
-        if (!e->is_reset || e->state.is_done || !changes_nest(actions[i])) continue;
-        if (env_action_apply(&e->state, actions[i], &next[i], NULL) != RLT_STATUS_OK) continue;
-        next[i].hash = rlt_nest_hash(&next[i].nest);
-        if (cache_find(sh, next[i].hash)) continue;
+        env_shared *sh = envs[i]->shared;
+        if (!want[i] || cache_find(sh, next[i].hash)) continue;
         bool is_pending = false;
         for (int k = 0; k < n_pend && !is_pending; k++)
             is_pending = envs[pend[k]]->shared == sh && next[pend[k]].hash == next[i].hash;
@@ -444,7 +461,6 @@ rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt
         if ((st = ensure_workload(sh, diag)) != RLT_STATUS_OK) goto cleanup;
         pend[n_pend++] = i;
     }
-    /* One batch per build configuration (compiler, flags, cache). */
     while (n_pend > 0) {
         int n_group = 0, n_rest = 0;
         const rlt_build_opts *b = &envs[pend[0]]->shared->bopts;
@@ -461,6 +477,61 @@ rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt
 cleanup:
     rlt_free(group);
     rlt_free(pend);
+    return st;
+}
+
+rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag)
+{
+    RLT_ASSERT(n >= 0 && (n == 0 || (envs && actions)));
+    if (n == 0) return RLT_STATUS_OK;
+    env_state *next = rlt_malloc((size_t)n * sizeof *next);
+    bool *want = rlt_calloc((size_t)n, sizeof *want);
+    if (!next || !want) {
+        rlt_free(want);
+        rlt_free(next);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory prefetching %d steps", n);
+    }
+    for (int i = 0; i < n; i++) {
+        const rlt_env *e = envs[i];
+        if (!e->is_reset || e->state.is_done || !changes_nest(actions[i])) continue;
+        if (env_action_apply(&e->state, actions[i], &next[i], NULL) != RLT_STATUS_OK) continue;
+        next[i].hash = rlt_nest_hash(&next[i].nest);
+        want[i] = true;
+    }
+    rlt_status st = evaluate_new_states(envs, next, want, n, diag);
+    rlt_free(want);
+    rlt_free(next);
+    return st;
+}
+
+rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag)
+{
+    RLT_ASSERT(n >= 0 && (n == 0 || envs));
+    if (n == 0) return RLT_STATUS_OK;
+    rlt_status st = RLT_STATUS_OK;
+    env_state *next = rlt_malloc((size_t)n * sizeof *next);
+    bool *want = rlt_malloc((size_t)n * sizeof *want);
+    if (!next || !want) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory resetting %d envs", n);
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *sched = schedules ? schedules[i] : NULL;
+        if ((st = start_nest(envs[i]->shared, sched, &next[i].nest, diag)) != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "start schedule %d of %d", i + 1, n);
+            goto cleanup;
+        }
+        next[i].hash = rlt_nest_hash(&next[i].nest);
+        want[i] = true;
+    }
+    for (int i = 0; i < n; i++)
+        if ((st = settle_peak(envs[i]->shared, diag)) != RLT_STATUS_OK) goto cleanup;
+    if ((st = evaluate_new_states(envs, next, want, n, diag)) != RLT_STATUS_OK) goto cleanup;
+    for (int i = 0; i < n; i++)
+        if ((st = reset_to(envs[i], &next[i].nest, diag)) != RLT_STATUS_OK) goto cleanup;
+
+cleanup:
+    rlt_free(want);
     rlt_free(next);
     return st;
 }

@@ -21,6 +21,7 @@ const char *rlt_policy_algo_str(rlt_policy_algo algo)
     switch (algo) {
     case RLT_POLICY_ALGO_DQN: return "dqn";
     case RLT_POLICY_ALGO_PPO: return "ppo";
+    case RLT_POLICY_ALGO_BC: return "bc";
     }
     return "unknown";
 }
@@ -29,6 +30,7 @@ bool rlt_policy_algo_from_str(const char *name, rlt_policy_algo *out)
 {
     if (strcmp(name, "dqn") == 0) *out = RLT_POLICY_ALGO_DQN;
     else if (strcmp(name, "ppo") == 0) *out = RLT_POLICY_ALGO_PPO;
+    else if (strcmp(name, "bc") == 0) *out = RLT_POLICY_ALGO_BC;
     else return false;
     return true;
 }
@@ -48,7 +50,7 @@ rlt_status rlt_policy_create(rlt_policy_algo algo, int n_hidden, const int *hidd
 {
     static const int default_hidden[] = {RLT_POLICY_DEFAULT_HIDDEN_1, RLT_POLICY_DEFAULT_HIDDEN_2};
     *out = NULL;
-    if (algo != RLT_POLICY_ALGO_DQN && algo != RLT_POLICY_ALGO_PPO)
+    if (algo != RLT_POLICY_ALGO_DQN && algo != RLT_POLICY_ALGO_PPO && algo != RLT_POLICY_ALGO_BC)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "policy: unknown algorithm %d", (int)algo);
     if (n_hidden == 0) {
         n_hidden = (int)RLT_ARRAY_LEN(default_hidden);
@@ -101,9 +103,20 @@ rlt_status rlt_policy_set_about(rlt_policy *p, const char *text, rlt_diag *diag)
 
 /* ---- acting ------------------------------------------------------------- */
 
+bool rlt_policy_is_blind(const rlt_policy *p) { return p->algo == RLT_POLICY_ALGO_BC; }
+
 rlt_status rlt_policy_scores(const rlt_policy *p, int n_rows, const float *obs, float *out, rlt_diag *diag)
 {
-    rlt_status st = rlt_mlp_predict(p->net, n_rows, obs, out, diag);
+    float *blind = NULL;
+    if (rlt_policy_is_blind(p)) {
+        size_t n = (size_t)n_rows * RLT_ENV_OBS_LEN;
+        if (!(blind = rlt_malloc(n * sizeof *blind)))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory scoring %d states", n_rows);
+        memcpy(blind, obs, n * sizeof *blind);
+        for (int i = 0; i < n_rows; i++) blind[(size_t)i * RLT_ENV_OBS_LEN + RLT_ENV_OBS_GFLOPS] = 0.0f;
+    }
+    rlt_status st = rlt_mlp_predict(p->net, n_rows, blind ? blind : obs, out, diag);
+    rlt_free(blind);
     if (st != RLT_STATUS_OK) return st;
     for (int i = 0; i < n_rows; i++) {
         const float *mask = obs + (size_t)i * RLT_ENV_OBS_LEN + RLT_ENV_OBS_MASK;
@@ -125,6 +138,10 @@ int rlt_policy_best_action(const float scores[RLT_ENV_N_ACTIONS])
 rlt_status rlt_policy_values(const rlt_policy *p, int n_rows, const float *obs, float *out, rlt_diag *diag)
 {
     if (p->algo == RLT_POLICY_ALGO_PPO) return rlt_mlp_predict(p->critic, n_rows, obs, out, diag);
+    if (p->algo == RLT_POLICY_ALGO_BC) {
+        for (int i = 0; i < n_rows; i++) out[i] = 0.0f;
+        return RLT_STATUS_OK;
+    }
     float *scores = rlt_malloc((size_t)n_rows * RLT_ENV_N_ACTIONS * sizeof *scores);
     if (!scores) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory scoring %d states", n_rows);
     rlt_status st = rlt_policy_scores(p, n_rows, obs, scores, diag);
@@ -135,6 +152,23 @@ rlt_status rlt_policy_values(const rlt_policy *p, int n_rows, const float *obs, 
     }
     rlt_free(scores);
     return st;
+}
+
+/* The blind env's evaluator: every state scores 0, nothing is built. */
+static rlt_status score_nothing(void *ctx, const rlt_env_eval_request *req, rlt_env_eval_result *out,
+                                rlt_diag *diag)
+{
+    (void)ctx;
+    (void)req;
+    (void)diag;
+    *out = (rlt_env_eval_result){.status = RLT_STATUS_OK, .gflops = 0.0};
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_policy_blind_env(const char *op_spec, rlt_env **out, rlt_diag *diag)
+{
+    rlt_env_opts o = {.peak_gflops = 1.0, .evaluate = score_nothing};
+    return rlt_env_create(op_spec, &o, out, diag);
 }
 
 /* ---- files -------------------------------------------------------------- */
@@ -181,7 +215,7 @@ rlt_status rlt_policy_get(const rlt_agent_file *f, bool with_optimiser, rlt_poli
     rlt_policy *p = rlt_calloc(1, sizeof *p);
     if (!p) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory loading a policy");
     if (!rlt_policy_algo_from_str(algo, &p->algo) || strlen(algo) != len) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "policy file '%s': unknown algorithm '%.32s' (dqn, ppo)",
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "policy file '%s': unknown algorithm '%.32s' (dqn, ppo, bc)",
                       src, algo);
         goto fail;
     }

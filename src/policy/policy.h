@@ -11,8 +11,14 @@
  *
  * A policy is a network from the observation (RLT_ENV_OBS_LEN floats) to
  * one output per action (RLT_ENV_N_ACTIONS): Q-values for dqn, logits for
- * ppo, which also has a critic (the state's value). Either way the legal
- * action with the largest output is the greedy choice.
+ * ppo, which also has a critic (the state's value), and logits for bc.
+ * Either way the legal action with the largest output is the greedy choice.
+ *
+ * A bc policy is blind: it was trained on demonstrations replayed without
+ * measuring, so it never reads the observation's GFLOP/s (rlt_policy_scores
+ * zeroes that input for it). Its greedy rollout therefore needs no
+ * measurement on the way: it walks the nest unmeasured and measures only
+ * where the walk ends (rollout.c), which is what makes it take seconds.
  *
  * A policy file is an agent file (src/search/agent_file.h, docs/formats.md)
  * whose tuner is "policy", with sections "algo" ("dqn" or "ppo"),
@@ -31,11 +37,12 @@
 typedef enum rlt_policy_algo {
     RLT_POLICY_ALGO_DQN = 0,
     RLT_POLICY_ALGO_PPO = 1,
+    RLT_POLICY_ALGO_BC = 2,  /* imitation of search demonstrations (imitate.h): logits, blind */
 } rlt_policy_algo;
 
-/* "dqn", "ppo"; "unknown" otherwise. */
+/* "dqn", "ppo", "bc"; "unknown" otherwise. */
 const char *rlt_policy_algo_str(rlt_policy_algo algo);
-/* false when the name is neither. */
+/* false when the name is none of them. */
 bool rlt_policy_algo_from_str(const char *name, rlt_policy_algo *out);
 
 #define RLT_POLICY_MAX_HIDDEN 4
@@ -72,9 +79,14 @@ rlt_status rlt_policy_scores(const rlt_policy *p, int n_rows, const float *obs, 
  * one row of rlt_policy_scores; RLT_ENV_ACTION_STOP when none is legal. */
 int rlt_policy_best_action(const float scores[RLT_ENV_N_ACTIONS]);
 
+/* Whether the policy reads no GFLOP/s (bc). */
+bool rlt_policy_is_blind(const rlt_policy *p);
+
 /* What the policy expects is still to gain from a state, in the env's
- * reward units (GFLOP/s over the peak): the largest legal Q-value (dqn) or
- * the critic's value (ppo). n_rows observations into out [n_rows]. */
+ * reward units (GFLOP/s over the peak): the largest legal Q-value (dqn),
+ * the critic's value (ppo), 0 for bc (it has no such estimate: a beam it
+ * guides ranks by measured GFLOP/s alone). n_rows observations into out
+ * [n_rows]. */
 rlt_status rlt_policy_values(const rlt_policy *p, int n_rows, const float *obs, float *out, rlt_diag *diag);
 
 /* Adds the policy's sections to an agent file (with its optimiser states
@@ -91,6 +103,12 @@ rlt_status rlt_policy_get(const rlt_agent_file *f, bool with_optimiser, rlt_poli
  * and back. Errors as rlt_agent_file_save / _load and rlt_policy_get. */
 rlt_status rlt_policy_save(const rlt_policy *p, const char *path, rlt_diag *diag);
 rlt_status rlt_policy_load(const char *path, rlt_policy **out, rlt_diag *diag);
+
+/* A blind env for `op_spec`: an env (rltune.h) whose evaluator scores
+ * every state 0 at once, building nothing, with a peak of 1: for walking a
+ * nest without measuring it (blind rollouts, replaying demonstrations).
+ * Free with rlt_env_destroy. Errors as rlt_env_create's. */
+rlt_status rlt_policy_blind_env(const char *op_spec, rlt_env **out, rlt_diag *diag);
 
 /* ---- optimising an op: rollout.c, and search.c's baselines -------------- */
 
@@ -133,7 +151,15 @@ typedef struct rlt_rollout_opts {
  * by the policy, all measured in one batch (rlt_env_prefetch); the W
  * candidates with the largest measured GFLOP/s over the peak plus the
  * policy's value of what is still to gain (rlt_policy_values) go on, for
- * max_steps levels. env is left at the result's state. Errors: the env's
+ * max_steps levels. env is left at the result's state.
+ *
+ * A blind policy measures nothing on the way: its walks go through an env
+ * of their own whose states all score 0, starting at env's nest with the
+ * cursor on the outermost loop. Greedy measures the walk's end; beam keeps
+ * the W paths of largest log-probability under the policy (any legal
+ * action or stop at each level, until all W stopped or max_steps) and
+ * measures their W ends in one batch. The result is the fastest end or the
+ * start, and env is left reset at it (its step count 0). Errors: the env's
  * (a failed evaluator), OUT_OF_MEMORY; INVALID_ARGUMENT when the env was
  * not reset. */
 rlt_status rlt_policy_rollout(const rlt_policy *p, rlt_env *env, const rlt_rollout_opts *opts,

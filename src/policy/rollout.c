@@ -14,6 +14,16 @@
  * it expects still to gain), distinct states only, and the best W go on.
  *
  * Either way the result is the best state measured on the way.
+ *
+ * A blind policy (bc) reads no GFLOP/s, so its greedy walk needs none: it
+ * goes through a blind env (rlt_policy_blind_env), and only the state it
+ * ends at is measured, in the caller's family; the result is the faster of
+ * that and the start. A rollout is then one compile and one run. Its beam
+ * is a beam over its own likelihood (as a sequence model decodes): the W
+ * paths of largest summed log-probability go on, each taking any legal
+ * action or stop, until all W have stopped or max_steps; then the nests
+ * where the W paths end are measured in one batch and the fastest (or the
+ * start) is the result: W compiles in parallel, no more.
  */
 #include "policy/policy.h"
 
@@ -86,7 +96,9 @@ static int ranked_actions(const float scores[RLT_ENV_N_ACTIONS], int out[RLT_ENV
     return n;
 }
 
-static rlt_status greedy(const rlt_policy *p, rlt_env *env, int max_steps, rlt_optimize_result *out,
+/* keep_last: the result is the walk's last state, not its fastest (a blind
+ * walk, whose states all score 0). */
+static rlt_status greedy(const rlt_policy *p, rlt_env *env, int max_steps, bool keep_last, rlt_optimize_result *out,
                          rlt_diag *diag)
 {
     rlt_env *best = NULL, *trial = NULL;
@@ -110,7 +122,7 @@ static rlt_status greedy(const rlt_policy *p, rlt_env *env, int max_steps, rlt_o
         rlt_env_restore(env, trial);
         trace[n_trace++] = taken;
         if ((st = seen_add(&seen, state_key(env), diag)) != RLT_STATUS_OK) break;
-        if (rlt_env_gflops(env) > rlt_env_gflops(best)) {
+        if (keep_last || rlt_env_gflops(env) > rlt_env_gflops(best)) {
             rlt_env_restore(best, env);
             best_n = n_trace;
         }
@@ -122,6 +134,207 @@ static rlt_status greedy(const rlt_policy *p, rlt_env *env, int max_steps, rlt_o
     rlt_free(seen.keys);
     rlt_env_destroy(trial);
     rlt_env_destroy(best);
+    return st;
+}
+
+/* A blind policy's greedy rollout: the walk in a blind env from env's nest,
+ * then the walk's end measured in env's family. */
+static rlt_status blind_greedy(const rlt_policy *p, rlt_env *env, int max_steps, rlt_optimize_result *out,
+                               rlt_diag *diag)
+{
+    rlt_env *blind = NULL, *end = NULL;
+    char *start = rlt_env_schedule(env), *sched = NULL;
+    rlt_status st = start ? RLT_STATUS_OK : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a rollout");
+    if (st == RLT_STATUS_OK) st = rlt_policy_blind_env(rlt_env_nest(env)->op->spec, &blind, diag);
+    if (st == RLT_STATUS_OK) st = rlt_env_reset_schedule(blind, start, diag);
+    if (st == RLT_STATUS_OK) st = greedy(p, blind, max_steps, true, out, diag);
+    if (st == RLT_STATUS_OK && !(sched = rlt_env_schedule(blind)))
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a rollout");
+    if (st == RLT_STATUS_OK) st = rlt_env_clone(env, &end, diag);
+    if (st == RLT_STATUS_OK) st = rlt_env_reset_batch(&end, (const char *const *)&sched, 1, diag);
+    if (st == RLT_STATUS_OK) {
+        bool is_faster = rlt_env_gflops(end) > rlt_env_gflops(env);
+        if (is_faster) rlt_env_restore(env, end);
+        st = rlt_optimize_result_take(out, env, out->trace, is_faster ? out->n_trace : 0, diag);
+    }
+    rlt_env_destroy(end);
+    rlt_env_destroy(blind);
+    rlt_free(sched);
+    rlt_free(start);
+    return st;
+}
+
+/* ---- a blind policy's beam: over its own likelihood ------------------------ */
+
+/* A path of the blind beam: where it is (a blind env), its log-probability
+ * under the policy, and whether it chose stop. */
+typedef struct hyp {
+    rlt_env *env;
+    double logp;
+    bool is_final;
+    int n_trace;
+    int trace[RLT_OPTIMIZE_MAX_TRACE];
+} hyp;
+
+typedef struct hyp_cand {
+    int from, action; /* action -1: the path as it is (final) */
+    double logp;
+} hyp_cand;
+
+static int hyp_cand_cmp(const void *pa, const void *pb)
+{
+    const hyp_cand *a = pa, *b = pb;
+    if (a->logp != b->logp) return a->logp > b->logp ? -1 : 1;
+    if (a->from != b->from) return a->from < b->from ? -1 : 1;
+    return (a->action > b->action) - (a->action < b->action);
+}
+
+/* log-softmax of the legal scores (illegal ones -INFINITY stay so). */
+static void log_softmax_legal(const float scores[RLT_ENV_N_ACTIONS], double out[RLT_ENV_N_ACTIONS])
+{
+    double mx = -INFINITY, sum = 0;
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
+        if (scores[a] != -INFINITY) mx = fmax(mx, scores[a]);
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
+        if (scores[a] != -INFINITY) sum += exp(scores[a] - mx);
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
+        out[a] = scores[a] == -INFINITY ? -INFINITY : scores[a] - mx - log(sum);
+}
+
+static void hyps_free(hyp *h, int n)
+{
+    for (int i = 0; h && i < n; i++) rlt_env_destroy(h[i].env);
+    rlt_free(h);
+}
+
+/* Measures the end states of paths[0 .. n-1] in env's family (one batch,
+ * each distinct nest once) and leaves env at the fastest of them and the
+ * start, with out's best-state fields filled. */
+static rlt_status measure_ends(rlt_env *env, const hyp *paths, int n, rlt_optimize_result *out, rlt_diag *diag)
+{
+    rlt_env **ends = rlt_calloc((size_t)n, sizeof *ends);
+    char **scheds = rlt_calloc((size_t)n, sizeof *scheds);
+    int *of = rlt_calloc((size_t)n, sizeof *of), n_ends = 0;
+    rlt_status st = ends && scheds && of ? RLT_STATUS_OK
+                                         : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a rollout");
+    for (int i = 0; i < n && st == RLT_STATUS_OK; i++) {
+        bool is_dup = false;
+        for (int k = 0; k < n_ends && !is_dup; k++)
+            is_dup = rlt_env_state_hash(paths[of[k]].env) == rlt_env_state_hash(paths[i].env);
+        if (is_dup) continue;
+        if (!(scheds[n_ends] = rlt_env_schedule(paths[i].env))) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a rollout");
+            break;
+        }
+        of[n_ends] = i;
+        st = rlt_env_clone(env, &ends[n_ends++], diag);
+    }
+    if (st == RLT_STATUS_OK) st = rlt_env_reset_batch(ends, (const char *const *)scheds, n_ends, diag);
+    if (st == RLT_STATUS_OK) {
+        int best = -1;
+        for (int k = 0; k < n_ends; k++)
+            if (rlt_env_gflops(ends[k]) > (best < 0 ? rlt_env_gflops(env) : rlt_env_gflops(ends[best]))) best = k;
+        if (best >= 0) rlt_env_restore(env, ends[best]);
+        const hyp *h = best >= 0 ? &paths[of[best]] : NULL;
+        st = rlt_optimize_result_take(out, env, h ? h->trace : NULL, h ? h->n_trace : 0, diag);
+    }
+    for (int k = 0; k < n_ends; k++) {
+        rlt_env_destroy(ends[k]);
+        rlt_free(scheds[k]);
+    }
+    rlt_free(of);
+    rlt_free(scheds);
+    rlt_free(ends);
+    return st;
+}
+
+static rlt_status blind_beam(const rlt_policy *p, rlt_env *env, int width, int max_steps, rlt_optimize_result *out,
+                             rlt_diag *diag)
+{
+    int n_max = width * RLT_ENV_N_ACTIONS;
+    hyp *cur = rlt_calloc((size_t)width, sizeof *cur), *next = rlt_calloc((size_t)width, sizeof *next);
+    hyp_cand *cands = rlt_calloc((size_t)n_max, sizeof *cands);
+    rlt_env *blind = NULL, *trial = NULL;
+    char *start = rlt_env_schedule(env);
+    seen_set seen = {0};
+    int n_cur = 1;
+    rlt_status st = RLT_STATUS_OK;
+    if (!cur || !next || !cands || !start) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a beam of width %d", width);
+        goto cleanup;
+    }
+    if ((st = rlt_policy_blind_env(rlt_env_nest(env)->op->spec, &blind, diag)) != RLT_STATUS_OK ||
+        (st = rlt_env_reset_schedule(blind, start, diag)) != RLT_STATUS_OK ||
+        (st = rlt_env_clone(blind, &trial, diag)) != RLT_STATUS_OK ||
+        (st = seen_add(&seen, state_key(blind), diag)) != RLT_STATUS_OK)
+        goto cleanup;
+    for (int i = 0; i < width; i++)
+        if ((st = rlt_env_clone(blind, &cur[i].env, diag)) != RLT_STATUS_OK ||
+            (st = rlt_env_clone(blind, &next[i].env, diag)) != RLT_STATUS_OK)
+            goto cleanup;
+
+    for (int level = 0; level < max_steps; level++) {
+        /* Every path's legal continuations, stop included; final paths as they are. */
+        int n_cand = 0;
+        bool any_open = false;
+        for (int i = 0; i < n_cur; i++) {
+            if (cur[i].is_final || rlt_env_is_done(cur[i].env)) {
+                cands[n_cand++] = (hyp_cand){.from = i, .action = -1, .logp = cur[i].logp};
+                continue;
+            }
+            any_open = true;
+            float obs[RLT_ENV_OBS_LEN], scores[RLT_ENV_N_ACTIONS];
+            double lp[RLT_ENV_N_ACTIONS];
+            if ((st = score_state(p, cur[i].env, obs, scores, diag)) != RLT_STATUS_OK) goto cleanup;
+            log_softmax_legal(scores, lp);
+            for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
+                if (lp[a] != -INFINITY)
+                    cands[n_cand++] = (hyp_cand){.from = i, .action = a == RLT_ENV_ACTION_STOP ? -1 : a,
+                                                 .logp = cur[i].logp + lp[a]};
+        }
+        if (!any_open) break;
+        qsort(cands, (size_t)n_cand, sizeof *cands, hyp_cand_cmp);
+        /* The `width` most likely distinct paths go on. */
+        int n_next = 0;
+        for (int c = 0; c < n_cand && n_next < width; c++) {
+            const hyp *from = &cur[cands[c].from];
+            hyp *h = &next[n_next];
+            rlt_env_restore(trial, from->env);
+            if (cands[c].action >= 0) {
+                out->n_steps++;
+                if ((st = rlt_env_step(trial, cands[c].action, NULL, NULL, diag)) != RLT_STATUS_OK) goto cleanup;
+                if (seen_has(&seen, state_key(trial))) continue;
+                if ((st = seen_add(&seen, state_key(trial), diag)) != RLT_STATUS_OK) goto cleanup;
+            } else {
+                bool is_dup = false;
+                for (int k = 0; k < n_next && !is_dup; k++)
+                    is_dup = next[k].is_final && state_key(next[k].env) == state_key(trial);
+                if (is_dup) continue;
+            }
+            rlt_env_restore(h->env, trial);
+            h->logp = cands[c].logp;
+            h->is_final = cands[c].action < 0;
+            h->n_trace = from->n_trace;
+            memcpy(h->trace, from->trace, (size_t)from->n_trace * sizeof *h->trace);
+            if (cands[c].action >= 0) h->trace[h->n_trace++] = cands[c].action;
+            n_next++;
+        }
+        if (n_next == 0) break;
+        hyp *t = cur;
+        cur = next;
+        next = t;
+        n_cur = n_next;
+    }
+    st = measure_ends(env, cur, n_cur, out, diag);
+
+cleanup:
+    rlt_free(seen.keys);
+    rlt_env_destroy(trial);
+    rlt_env_destroy(blind);
+    rlt_free(start);
+    rlt_free(cands);
+    hyps_free(next, next ? width : 0);
+    hyps_free(cur, cur ? width : 0);
     return st;
 }
 
@@ -258,8 +471,13 @@ rlt_status rlt_policy_rollout(const rlt_policy *p, rlt_env *env, const rlt_rollo
     rlt_env_stats s0, s1;
     rlt_env_stats_get(env, &s0);
     out->start_gflops = rlt_env_gflops(env);
-    rlt_status st = o.beam_width > 1 ? beam(p, env, o.beam_width, o.max_steps, out, diag)
-                                     : greedy(p, env, o.max_steps, out, diag);
+    bool is_blind = rlt_policy_is_blind(p);
+    rlt_status st;
+    if (o.beam_width > 1)
+        st = is_blind ? blind_beam(p, env, o.beam_width, o.max_steps, out, diag)
+                      : beam(p, env, o.beam_width, o.max_steps, out, diag);
+    else
+        st = is_blind ? blind_greedy(p, env, o.max_steps, out, diag) : greedy(p, env, o.max_steps, false, out, diag);
     rlt_env_stats_get(env, &s1);
     out->n_evaluations = s1.n_evaluations - s0.n_evaluations;
     out->wall_s = (double)(rlt_time_ns() - t0) * 1e-9;

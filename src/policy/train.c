@@ -252,8 +252,10 @@ static rlt_status cfg_resolve(const rlt_train_opts *o, const train_cfg *ck, cons
     memset(out, 0, sizeof *out);
     /* algo */
     if (o->algo) {
-        if (!rlt_policy_algo_from_str(o->algo, &out->algo))
-            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "train: unknown algorithm '%.64s' (dqn, ppo)", o->algo);
+        if (!rlt_policy_algo_from_str(o->algo, &out->algo) || out->algo == RLT_POLICY_ALGO_BC)
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                            "train: unknown algorithm '%.64s' (dqn, ppo; bc policies come from rltune imitate)",
+                            o->algo);
         if (ck && ck->algo != out->algo)
             return mismatch(ck_name, "algo", rlt_policy_algo_str(ck->algo), o->algo, diag);
     } else {
@@ -371,7 +373,7 @@ static rlt_status cfg_read(const train_run *r, const char *text, size_t len, tra
         *value++ = '\0';
         char *rest = NULL;
         if (strcmp(line, "algo") == 0) {
-            has_algo = rlt_policy_algo_from_str(value, &out->algo);
+            has_algo = rlt_policy_algo_from_str(value, &out->algo) && out->algo != RLT_POLICY_ALGO_BC;
         } else if (strcmp(line, "seed") == 0) {
             has_seed = rlt_parse_u64(value, &out->seed);
         } else if (strcmp(line, "hidden") == 0) {
