@@ -155,6 +155,27 @@ rlt_status rlt_cli_args_double(const rlt_cli_args *args, const char *name, doubl
     return RLT_STATUS_OK;
 }
 
+rlt_status rlt_cli_args_int_list(const rlt_cli_args *args, const char *name, int max_n, int min, int max,
+                                 const char *what, const char *example, int *out, int *out_n, rlt_diag *diag)
+{
+    const char *text = rlt_cli_args_get(args, name);
+    int n = 0;
+    *out_n = 0;
+    if (!text) return RLT_STATUS_OK;
+    for (const char *p = text;;) {
+        char *end = NULL;
+        long v = *p >= '0' && *p <= '9' && n < max_n ? strtol(p, &end, 10) : -1;
+        if (v < min || v > max || (*end != '\0' && *end != ','))
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "--%s: '%.64s' is not 1 to %d %s of %d..%d, e.g. %s",
+                            name, text, max_n, what, min, max, example);
+        out[n++] = (int)v;
+        if (*end == '\0') break;
+        p = end + 1;
+    }
+    *out_n = n;
+    return RLT_STATUS_OK;
+}
+
 void rlt_cli_usage_print(FILE *f, const char *command, const char *synopsis, const char *summary, int n_opts,
                          const rlt_cli_opt *opts)
 {

@@ -60,6 +60,13 @@ rlt_status rlt_cli_args_int(const rlt_cli_args *args, const char *name, int64_t 
 rlt_status rlt_cli_args_double(const rlt_cli_args *args, const char *name, double def, double min,
                                bool is_min_exclusive, double max, double *out, rlt_diag *diag);
 
+/* A list of whole numbers separated by commas ("256,128"): 1 to max_n
+ * values in [min, max] into out[], their count into *out_n; 0 values when
+ * the option was not given. Errors (INVALID_ARGUMENT): "--NAME: 'TEXT' is
+ * not 1 to MAX_N WHAT of MIN..MAX, e.g. EXAMPLE". */
+rlt_status rlt_cli_args_int_list(const rlt_cli_args *args, const char *name, int max_n, int min, int max,
+                                 const char *what, const char *example, int *out, int *out_n, rlt_diag *diag);
+
 /* Writes "usage: rltune COMMAND SYNOPSIS", the summary, and one line per
  * option (its name, metavar and help) to `f`. */
 void rlt_cli_usage_print(FILE *f, const char *command, const char *synopsis, const char *summary, int n_opts,

@@ -12,7 +12,7 @@
 #include <string.h>
 
 static const rlt_cli_opt imitate_opts[] = {
-    {"demos", "FILE", "demonstrations (rltune gen-demos) to learn from (required)"},
+    {"demos", "FILE[,FILE]", "demonstrations (rltune gen-demos) to learn from, one file or several (required)"},
     {"out", "FILE", "write the policy here (required), e.g. looptune.rlp"},
     {"epochs", "N", "passes over the samples, 1..100000 (default 200)"},
     {"batch", "N", "minibatch rows, 1..4096 (default 64)"},
@@ -23,22 +23,38 @@ static const rlt_cli_opt imitate_opts[] = {
     {"json", NULL, "print one JSON object on stdout instead of the summary line"},
 };
 
-/* "256,128" into hidden[]: 1 to RLT_POLICY_MAX_HIDDEN sizes of 1..4096. */
-static bool parse_hidden(const char *text, int *out_n, int *hidden)
+/* Loads the comma-separated demonstrations files of `list` into one set,
+ * in order; the abouts joined by " | ". */
+static rlt_status load_demos(const char *list, rlt_demo_set *out, rlt_diag *diag)
 {
-    int n = 0;
-    for (const char *p = text;;) {
-        char *end = NULL;
-        if (*p < '0' || *p > '9' || n == RLT_POLICY_MAX_HIDDEN) return false;
-        long v = strtol(p, &end, 10);
-        if (v < 1 || v > 4096) return false;
-        hidden[n++] = (int)v;
-        if (*end == '\0') break;
-        if (*end != ',') return false;
-        p = end + 1;
+    *out = (rlt_demo_set){0};
+    char *copy = rlt_strdup(list);
+    rlt_str about;
+    rlt_str_init(&about);
+    rlt_status st = copy ? RLT_STATUS_OK : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (char *path = copy, *next = NULL; st == RLT_STATUS_OK && path; path = next) {
+        if ((next = strchr(path, ','))) *next++ = '\0';
+        rlt_demo_set one = {0};
+        if ((st = rlt_demo_set_load(path, &one, diag)) != RLT_STATUS_OK) break;
+        rlt_demo *all = rlt_realloc(out->demos, (size_t)(out->n + one.n) * sizeof *all);
+        if (!all) {
+            rlt_demo_set_free(&one);
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading %s", path);
+            break;
+        }
+        memcpy(all + out->n, one.demos, (size_t)one.n * sizeof *all);
+        out->demos = all;
+        out->n += one.n;
+        rlt_str_printf(&about, "%s%s: %s", about.len ? " | " : "", path, one.about ? one.about : "no about line");
+        one.n = 0; /* the demonstrations moved */
+        rlt_demo_set_free(&one);
     }
-    *out_n = n;
-    return true;
+    if (st == RLT_STATUS_OK && (about.has_failed || !(out->about = rlt_str_take(&about))))
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory");
+    rlt_str_free(&about);
+    rlt_free(copy);
+    if (st != RLT_STATUS_OK) rlt_demo_set_free(out);
+    return st;
 }
 
 static void show_progress(void *ctx, const char *line)
@@ -88,13 +104,12 @@ static int run_imitate(const rlt_cli_args *args)
         st = rlt_cli_args_int(args, "steps", RLT_POLICY_DEFAULT_STEPS, 1, RLT_OPTIMIZE_MAX_TRACE, &steps, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "lr", RLT_IMITATE_DEFAULT_LR, 0.0, true, 1.0, &lr, &d);
-    if (st == RLT_STATUS_OK && hidden_text && !parse_hidden(hidden_text, &n_hidden, hidden))
-        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT,
-                      "--hidden '%.64s': give 1 to %d layer sizes of 1..4096 separated by commas, e.g. 256,128",
-                      hidden_text, RLT_POLICY_MAX_HIDDEN);
+    if (st == RLT_STATUS_OK)
+        st = rlt_cli_args_int_list(args, "hidden", RLT_POLICY_MAX_HIDDEN, 1, 4096, "layer sizes", "256,128", hidden,
+                                   &n_hidden, &d);
     if (st == RLT_STATUS_OK && (!demos_path || !out || !out[0]))
         st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "give --demos FILE (rltune gen-demos) and --out FILE");
-    if (st == RLT_STATUS_OK && (st = rlt_demo_set_load(demos_path, &demos, &d)) != RLT_STATUS_OK) {
+    if (st == RLT_STATUS_OK && (st = load_demos(demos_path, &demos, &d)) != RLT_STATUS_OK) {
         rlt_diag_prefix(&d, "--demos");
         if (st == RLT_STATUS_IO_ERROR || st == RLT_STATUS_PARSE_ERROR) st = RLT_STATUS_INVALID_ARGUMENT;
     }
@@ -114,11 +129,11 @@ static int run_imitate(const rlt_cli_args *args)
         rlt_str_init(&about);
         rlt_str_printf(&about,
                        "trained by rltune %s imitate\n"
-                       "demonstrations: %s (%d; %s)\n"
+                       "demonstrations: %d (%s)\n"
                        "algo: bc, seed %lld, hidden %s, lr %g, %lld epochs, batch %lld\n"
                        "samples: %d; cross-entropy %.4f -> %.4f; greedy choice = demonstrated on %.1f%%; "
                        "%d of %d demonstrations repeated exactly\n",
-                       RLTUNE_VERSION, demos_path, demos.n, demos.about ? demos.about : "no about line", (long long)seed,
+                       RLTUNE_VERSION, demos.n, demos.about, (long long)seed,
                        hidden_text ? hidden_text : "256,128", lr, (long long)epochs, (long long)batch, rep.n_samples,
                        rep.loss_first, rep.loss_last, 100 * rep.accuracy, rep.n_reproduced, rep.n_demos);
         st = about.has_failed ? rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory")
@@ -154,8 +169,8 @@ cleanup:
 const rlt_cli_cmd rlt_cli_cmd_imitate = {
     .name = "imitate",
     .brief = "train a blind LoopTune policy on demonstrations (behaviour cloning), in seconds",
-    .synopsis = "--demos FILE --out FILE [--epochs N] [--lr X] [--hidden N,N] [--seed S] [--json]",
-    .summary = "Replays each demonstration of the file (rltune gen-demos) from its op's default nest\n"
+    .synopsis = "--demos FILE[,FILE] --out FILE [--epochs N] [--lr X] [--hidden N,N] [--seed S] [--json]",
+    .summary = "Replays each demonstration of the files (rltune gen-demos) from its op's default nest\n"
                "without measuring, takes every state on the way as a sample (its observation and the\n"
                "demonstrated action; the last state's action is stop) and trains the policy's network on\n"
                "them by softmax cross-entropy over the legal actions (Adam, minibatches, seeded). The\n"

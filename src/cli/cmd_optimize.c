@@ -19,7 +19,7 @@ static const rlt_cli_opt optimize_opts[] = {
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"schedule", "FILE", "start from this schedule's nest (splits, reorders, annotations); default: the op's"},
-    {"policy", "FILE", "a trained policy (rltune train; models/looptune.rlp ships with rltune)"},
+    {"policy", "FILE", "a trained policy (rltune imitate or train; models/looptune.rlp ships with rltune)"},
     {"search", "KIND", "no policy: greedy, beam or random search over the same actions"},
     {"beam", "W", "beam width: with --policy a policy-guided beam search; with --search beam (default 2)"},
     {"lookahead", "L", "--search greedy: actions looked ahead, 1 or 2 (default 1)"},

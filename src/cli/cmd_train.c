@@ -51,25 +51,6 @@ static const rlt_cli_opt train_opts[] = {
 
 /* ---- options ------------------------------------------------------------------ */
 
-/* "256,128" into hidden[], 1 to RLT_POLICY_MAX_HIDDEN sizes of 1..4096. */
-static bool parse_hidden(const char *text, int *out_n, int *hidden)
-{
-    int n = 0;
-    const char *p = text;
-    for (;;) {
-        char *end = NULL;
-        if (*p < '0' || *p > '9' || n == RLT_POLICY_MAX_HIDDEN) return false;
-        long v = strtol(p, &end, 10);
-        if (v < 1 || v > 4096) return false;
-        hidden[n++] = (int)v;
-        if (*end == '\0') break;
-        if (*end != ',') return false;
-        p = end + 1;
-    }
-    *out_n = n;
-    return true;
-}
-
 /* The command line as given, for the policy's `about`. */
 static char *command_line(const rlt_cli_args *args)
 {
@@ -144,14 +125,13 @@ static int read_opts(const rlt_cli_args *args, rlt_train_opts *o)
         }
     const char *algo = rlt_cli_args_get(args, "algo");
     rlt_policy_algo a;
-    if (algo && !rlt_policy_algo_from_str(algo, &a)) {
-        rlt_cli_error("--algo: unknown algorithm '%.64s' (dqn, ppo)", algo);
+    if (algo && (!rlt_policy_algo_from_str(algo, &a) || a == RLT_POLICY_ALGO_BC)) {
+        rlt_cli_error("--algo: unknown algorithm '%.64s' (dqn, ppo; bc policies come from rltune imitate)", algo);
         return RLT_CLI_EXIT_USAGE;
     }
-    const char *hidden = rlt_cli_args_get(args, "hidden");
-    if (hidden && !parse_hidden(hidden, &o->n_hidden, o->hidden)) {
-        rlt_cli_error("--hidden: '%.64s' is not 1 to %d layer sizes of 1..4096 units, e.g. 256,128", hidden,
-                      RLT_POLICY_MAX_HIDDEN);
+    if (rlt_cli_args_int_list(args, "hidden", RLT_POLICY_MAX_HIDDEN, 1, 4096, "layer sizes", "256,128", o->hidden,
+                              &o->n_hidden, &d) != RLT_STATUS_OK) {
+        rlt_cli_error("%s", d.message);
         return RLT_CLI_EXIT_USAGE;
     }
     o->algo = algo;

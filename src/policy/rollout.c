@@ -164,6 +164,22 @@ static rlt_status blind_greedy(const rlt_policy *p, rlt_env *env, int max_steps,
     return st;
 }
 
+/* A candidate of a beam level: walker (or path) `from` taking `action` (a
+ * blind beam: -1 for stop, the path as it is), ranked by `rank`. */
+typedef struct candidate {
+    int from, action;
+    double rank;
+    uint64_t key;
+} candidate;
+
+static int candidate_cmp(const void *pa, const void *pb)
+{
+    const candidate *a = pa, *b = pb;
+    if (a->rank != b->rank) return a->rank > b->rank ? -1 : 1;
+    if (a->from != b->from) return a->from < b->from ? -1 : 1;
+    return (a->action > b->action) - (a->action < b->action);
+}
+
 /* ---- a blind policy's beam: over its own likelihood ------------------------ */
 
 /* A path of the blind beam: where it is (a blind env), its log-probability
@@ -175,19 +191,6 @@ typedef struct hyp {
     int n_trace;
     int trace[RLT_OPTIMIZE_MAX_TRACE];
 } hyp;
-
-typedef struct hyp_cand {
-    int from, action; /* action -1: the path as it is (final) */
-    double logp;
-} hyp_cand;
-
-static int hyp_cand_cmp(const void *pa, const void *pb)
-{
-    const hyp_cand *a = pa, *b = pb;
-    if (a->logp != b->logp) return a->logp > b->logp ? -1 : 1;
-    if (a->from != b->from) return a->from < b->from ? -1 : 1;
-    return (a->action > b->action) - (a->action < b->action);
-}
 
 /* log-softmax of the legal scores (illegal ones -INFINITY stay so). */
 static void log_softmax_legal(const float scores[RLT_ENV_N_ACTIONS], double out[RLT_ENV_N_ACTIONS])
@@ -253,7 +256,7 @@ static rlt_status blind_beam(const rlt_policy *p, rlt_env *env, int width, int m
 {
     int n_max = width * RLT_ENV_N_ACTIONS;
     hyp *cur = rlt_calloc((size_t)width, sizeof *cur), *next = rlt_calloc((size_t)width, sizeof *next);
-    hyp_cand *cands = rlt_calloc((size_t)n_max, sizeof *cands);
+    candidate *cands = rlt_calloc((size_t)n_max, sizeof *cands);
     rlt_env *blind = NULL, *trial = NULL;
     char *start = rlt_env_schedule(env);
     seen_set seen = {0};
@@ -279,7 +282,7 @@ static rlt_status blind_beam(const rlt_policy *p, rlt_env *env, int width, int m
         bool any_open = false;
         for (int i = 0; i < n_cur; i++) {
             if (cur[i].is_final || rlt_env_is_done(cur[i].env)) {
-                cands[n_cand++] = (hyp_cand){.from = i, .action = -1, .logp = cur[i].logp};
+                cands[n_cand++] = (candidate){.from = i, .action = -1, .rank = cur[i].logp};
                 continue;
             }
             any_open = true;
@@ -289,11 +292,11 @@ static rlt_status blind_beam(const rlt_policy *p, rlt_env *env, int width, int m
             log_softmax_legal(scores, lp);
             for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
                 if (lp[a] != -INFINITY)
-                    cands[n_cand++] = (hyp_cand){.from = i, .action = a == RLT_ENV_ACTION_STOP ? -1 : a,
-                                                 .logp = cur[i].logp + lp[a]};
+                    cands[n_cand++] = (candidate){.from = i, .action = a == RLT_ENV_ACTION_STOP ? -1 : a,
+                                                  .rank = cur[i].logp + lp[a]};
         }
         if (!any_open) break;
-        qsort(cands, (size_t)n_cand, sizeof *cands, hyp_cand_cmp);
+        qsort(cands, (size_t)n_cand, sizeof *cands, candidate_cmp);
         /* The `width` most likely distinct paths go on. */
         int n_next = 0;
         for (int c = 0; c < n_cand && n_next < width; c++) {
@@ -312,7 +315,7 @@ static rlt_status blind_beam(const rlt_policy *p, rlt_env *env, int width, int m
                 if (is_dup) continue;
             }
             rlt_env_restore(h->env, trial);
-            h->logp = cands[c].logp;
+            h->logp = cands[c].rank;
             h->is_final = cands[c].action < 0;
             h->n_trace = from->n_trace;
             memcpy(h->trace, from->trace, (size_t)from->n_trace * sizeof *h->trace);
@@ -336,21 +339,6 @@ cleanup:
     hyps_free(next, next ? width : 0);
     hyps_free(cur, cur ? width : 0);
     return st;
-}
-
-/* A candidate of a beam level: walker `from` taking `action`. */
-typedef struct candidate {
-    int from, action;
-    double rank;
-    uint64_t key;
-} candidate;
-
-static int candidate_cmp(const void *pa, const void *pb)
-{
-    const candidate *a = pa, *b = pb;
-    if (a->rank != b->rank) return a->rank > b->rank ? -1 : 1;
-    if (a->from != b->from) return a->from < b->from ? -1 : 1;
-    return (a->action > b->action) - (a->action < b->action);
 }
 
 static void walkers_free(walker *w, int n)

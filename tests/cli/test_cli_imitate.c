@@ -74,6 +74,17 @@ Test(cli_imitate, demonstrations_a_cloned_policy_and_its_one_measurement_rollout
     assert_has(p->about, "imitate", "about");
     rlt_policy_destroy(p);
 
+    /* several files learn together */
+    char both[700];
+    snprintf(both, sizeof both, "%s,%s", demos, demos);
+    r = CLI("imitate", "--demos", both, "--out", policy, "--epochs", "20", "--hidden", "32", "--json");
+    assert_ok(&r);
+    o = cJSON_Parse(r.out);
+    cr_assert(cJSON_IsObject(o), "%s", r.out);
+    cr_assert_eq(cJSON_GetObjectItem(o, "demos")->valueint, 6);
+    cJSON_Delete(o);
+    cli_run_free(&r);
+
     r = CLI("optimize", "--op", "matmul:M=32,N=32,K=16", "--policy", policy, "--json", FAST);
     assert_ok(&r);
     o = cJSON_Parse(r.out);

@@ -14,42 +14,13 @@
 #include "policy/imitate.h"
 #include "policy/search.h"
 
+#include "../common/fake_env.h"
 #include "../common/leaks.h"
 #include "../common/tmp.h"
 
 #define MM1 "matmul:M=32,N=24,K=16"
 #define MM2 "matmul:M=48,N=32,K=16"
 #define MM3 "matmul:M=16,N=40,K=24"
-
-typedef struct fake_eval {
-    int n_calls;
-} fake_eval;
-
-/* GFLOP/s as a fixed function of the nest. */
-static rlt_status fake_evaluate(void *ctx, const rlt_env_eval_request *req, rlt_env_eval_result *out,
-                                rlt_diag *diag)
-{
-    (void)diag;
-    ((fake_eval *)ctx)->n_calls++;
-    out->status = RLT_STATUS_OK;
-    out->gflops = 1.0 + (double)(req->nest_hash % 1000) / 100.0;
-    return RLT_STATUS_OK;
-}
-
-static rlt_env_opts fake_opts(fake_eval *f)
-{
-    return (rlt_env_opts){.peak_gflops = 100, .evaluate = fake_evaluate, .evaluate_ctx = f};
-}
-
-static rlt_env *make_env(const char *spec, fake_eval *f)
-{
-    rlt_env_opts o = fake_opts(f);
-    rlt_env *env = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_env_create(spec, &o, &env, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_assert_eq(rlt_env_reset(env, &d), RLT_STATUS_OK, "%s", d.message);
-    return env;
-}
 
 static int act(const char *name)
 {
@@ -165,7 +136,7 @@ Test(imitate, a_cloned_policy_repeats_its_demonstrations)
     /* Its greedy rollout walks the trace blind and measures where it ends:
      * one state. */
     fake_eval f = {0};
-    rlt_env *env = make_env(MM2, &f);
+    rlt_env *env = fake_env_make(MM2, &f);
     cr_assert_eq(f.n_calls, 1, "the reset measured the start");
     rlt_optimize_result r;
     rlt_diag d = {0};
@@ -175,7 +146,7 @@ Test(imitate, a_cloned_policy_repeats_its_demonstrations)
     cr_assert_eq(r.n_evaluations, 1);
 
     /* The end state is the trace's, whatever the rollout kept. */
-    rlt_env *walk = make_env(MM2, &f);
+    rlt_env *walk = fake_env_make(MM2, &f);
     for (int k = 0; k < 6; k++) cr_assert_eq(rlt_env_step(walk, act(trace_names[k]), NULL, NULL, NULL), RLT_STATUS_OK);
     double end = rlt_env_gflops(walk);
     if (end > r.start_gflops) {
@@ -202,7 +173,7 @@ Test(imitate, a_blind_beam_measures_only_where_its_paths_end)
     rlt_policy *p = imitate(&s, 2, NULL);
     for (int width = 2; width <= 5; width += 3) {
         fake_eval f = {0};
-        rlt_env *env = make_env(MM2, &f);
+        rlt_env *env = fake_env_make(MM2, &f);
         rlt_optimize_result r;
         rlt_diag d = {0};
         cr_assert_eq(rlt_policy_rollout(p, env, &(rlt_rollout_opts){.max_steps = 10, .beam_width = width}, &r, &d),
@@ -213,7 +184,7 @@ Test(imitate, a_blind_beam_measures_only_where_its_paths_end)
         cr_assert_geq(r.gflops, r.start_gflops);
         cr_assert_float_eq(rlt_env_gflops(env), r.gflops, 1e-12, "the env is left at the result");
         /* the trace replays to the result */
-        rlt_env *walk = make_env(MM2, &f);
+        rlt_env *walk = fake_env_make(MM2, &f);
         for (int k = 0; k < r.n_trace; k++)
             cr_assert_eq(rlt_env_step(walk, r.trace[k], NULL, NULL, &d), RLT_STATUS_OK, "%s", d.message);
         cr_assert_eq(rlt_env_state_hash(walk), rlt_env_state_hash(env));
@@ -246,7 +217,7 @@ Test(imitate, the_gflops_input_is_ignored_by_a_blind_policy)
     demos_of(&s, three_ops, 1, trace_names, 6);
     rlt_policy *p = imitate(&s, 3, NULL);
     fake_eval f = {0};
-    rlt_env *env = make_env(MM1, &f);
+    rlt_env *env = fake_env_make(MM1, &f);
     float obs[RLT_ENV_OBS_LEN], s1[RLT_ENV_N_ACTIONS], s2[RLT_ENV_N_ACTIONS];
     cr_assert_eq(rlt_env_observe(env, obs, RLT_ENV_OBS_LEN, NULL), RLT_STATUS_OK);
     cr_assert_eq(rlt_policy_scores(p, 1, obs, s1, NULL), RLT_STATUS_OK);
@@ -285,7 +256,7 @@ Test(imitate, every_shape_is_labelled_with_the_best_trace_of_the_library)
 {
     fake_eval f = {0};
     const char *search[] = {MM1, MM2};
-    rlt_demo_gen_opts o = {.budget_s = 30, .max_steps = 6, .tie = -1, .env = fake_opts(&f)};
+    rlt_demo_gen_opts o = {.budget_s = 30, .max_steps = 6, .tie = -1, .env = fake_env_opts(&f)};
     rlt_demo_set s;
     rlt_diag d = {0};
     cr_assert_eq(rlt_demos_make(search, 2, three_ops, 3, &o, &s, &d), RLT_STATUS_OK, "%s", d.message);
@@ -295,7 +266,7 @@ Test(imitate, every_shape_is_labelled_with_the_best_trace_of_the_library)
         const rlt_demo *dm = &s.demos[i];
         cr_assert_str_eq(dm->op_spec, three_ops[i]);
         /* the trace replays to the GFLOP/s it was chosen by */
-        rlt_env *env = make_env(dm->op_spec, &f);
+        rlt_env *env = fake_env_make(dm->op_spec, &f);
         cr_assert_float_eq(rlt_env_gflops(env), dm->start_gflops, 1e-9);
         for (int k = 0; k < dm->n_trace; k++)
             cr_assert_eq(rlt_env_step(env, dm->trace[k], NULL, NULL, &d), RLT_STATUS_OK, "%s", d.message);
@@ -303,7 +274,7 @@ Test(imitate, every_shape_is_labelled_with_the_best_trace_of_the_library)
         cr_assert_geq(dm->gflops, dm->start_gflops);
         if (i < 2) {
             /* no worse than the greedy search on its own shape (no tie rule) */
-            rlt_env *g = make_env(dm->op_spec, &f);
+            rlt_env *g = fake_env_make(dm->op_spec, &f);
             rlt_optimize_result r;
             rlt_env_search_opts so = {.kind = RLT_ENV_SEARCH_GREEDY, .max_steps = 6, .time_budget_s = 30};
             cr_assert_eq(rlt_env_search(g, &so, &r, &d), RLT_STATUS_OK, "%s", d.message);
@@ -323,12 +294,12 @@ Test(imitate, making_demonstrations_refuses_bad_options)
     const char *search[] = {MM1};
     rlt_demo_set s;
     rlt_diag d = {0};
-    rlt_demo_gen_opts o = {.no_greedy = true, .env = fake_opts(&f)};
+    rlt_demo_gen_opts o = {.no_greedy = true, .env = fake_env_opts(&f)};
     cr_assert_eq(rlt_demos_make(search, 1, search, 1, &o, &s, &d), RLT_STATUS_INVALID_ARGUMENT);
     cr_assert(strstr(d.message, "expert"), "%s", d.message);
-    o = (rlt_demo_gen_opts){.budget_s = -1, .env = fake_opts(&f)};
+    o = (rlt_demo_gen_opts){.budget_s = -1, .env = fake_env_opts(&f)};
     cr_assert_eq(rlt_demos_make(search, 1, search, 1, &o, &s, &d), RLT_STATUS_INVALID_ARGUMENT);
-    o = (rlt_demo_gen_opts){.env = fake_opts(&f)};
+    o = (rlt_demo_gen_opts){.env = fake_env_opts(&f)};
     cr_assert_eq(rlt_demos_make(search, 0, search, 1, &o, &s, &d), RLT_STATUS_INVALID_ARGUMENT);
     cr_assert_eq(f.n_calls, 0, "nothing measured");
 }
@@ -344,14 +315,14 @@ Test(imitate, a_batched_reset_equals_resets_one_by_one)
         "# rltune schedule v1\nsplit i 4\n", /* the same state again: evaluated once */
     };
     fake_eval f = {0}, g = {0};
-    rlt_env *base = make_env(MM1, &f), *envs[4];
+    rlt_env *base = fake_env_make(MM1, &f), *envs[4];
     for (int i = 0; i < 4; i++) cr_assert_eq(rlt_env_clone(base, &envs[i], NULL), RLT_STATUS_OK);
     int before = f.n_calls;
     rlt_diag d = {0};
     cr_assert_eq(rlt_env_reset_batch(envs, scheds, 4, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_eq(f.n_calls - before, 2, "two new states (the default nest was cached)");
     for (int i = 0; i < 4; i++) {
-        rlt_env *one = make_env(MM1, &g);
+        rlt_env *one = fake_env_make(MM1, &g);
         if (scheds[i]) cr_assert_eq(rlt_env_reset_schedule(one, scheds[i], &d), RLT_STATUS_OK, "%s", d.message);
         cr_assert_eq(rlt_env_state_hash(envs[i]), rlt_env_state_hash(one), "env %d", i);
         cr_assert_float_eq(rlt_env_gflops(envs[i]), rlt_env_gflops(one), 1e-12);

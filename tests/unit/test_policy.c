@@ -11,35 +11,13 @@
 
 #include "policy/policy.h"
 
+#include "../common/fake_env.h"
 #include "../common/leaks.h"
 #include "../common/tmp.h"
 
 #define MM "matmul:M=32,N=24,K=16"
 
-typedef struct fake_eval {
-    int n_calls;
-} fake_eval;
-
-/* GFLOP/s as a fixed function of the nest. */
-static rlt_status fake_evaluate(void *ctx, const rlt_env_eval_request *req, rlt_env_eval_result *out,
-                                rlt_diag *diag)
-{
-    (void)diag;
-    ((fake_eval *)ctx)->n_calls++;
-    out->status = RLT_STATUS_OK;
-    out->gflops = 1.0 + (double)(req->nest_hash % 1000) / 100.0;
-    return RLT_STATUS_OK;
-}
-
-static rlt_env *make_env(fake_eval *f)
-{
-    rlt_env_opts o = {.peak_gflops = 100, .evaluate = fake_evaluate, .evaluate_ctx = f};
-    rlt_env *env = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_env_create(MM, &o, &env, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_assert_eq(rlt_env_reset(env, &d), RLT_STATUS_OK, "%s", d.message);
-    return env;
-}
+static rlt_env *make_env(fake_eval *f) { return fake_env_make(MM, f); }
 
 static rlt_policy *make_policy(rlt_policy_algo algo, uint64_t seed)
 {
@@ -252,7 +230,7 @@ Test(policy, beam_rollout_returns_the_best_state_it_measured)
 Test(policy, rollout_refuses_bad_options_and_an_env_not_reset)
 {
     fake_eval f = {0};
-    rlt_env_opts o = {.peak_gflops = 100, .evaluate = fake_evaluate, .evaluate_ctx = &f};
+    rlt_env_opts o = fake_env_opts(&f);
     rlt_env *env = NULL;
     cr_assert_eq(rlt_env_create(MM, &o, &env, NULL), RLT_STATUS_OK);
     rlt_policy *p = make_policy(RLT_POLICY_ALGO_DQN, 1);
