@@ -137,33 +137,6 @@ static rlt_status greedy(const rlt_policy *p, rlt_env *env, int max_steps, bool 
     return st;
 }
 
-/* A blind policy's greedy rollout: the walk in a blind env from env's nest,
- * then the walk's end measured in env's family. */
-static rlt_status blind_greedy(const rlt_policy *p, rlt_env *env, int max_steps, rlt_optimize_result *out,
-                               rlt_diag *diag)
-{
-    rlt_env *blind = NULL, *end = NULL;
-    char *start = rlt_env_schedule(env), *sched = NULL;
-    rlt_status st = start ? RLT_STATUS_OK : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a rollout");
-    if (st == RLT_STATUS_OK) st = rlt_policy_blind_env(rlt_env_nest(env)->op->spec, &blind, diag);
-    if (st == RLT_STATUS_OK) st = rlt_env_reset_schedule(blind, start, diag);
-    if (st == RLT_STATUS_OK) st = greedy(p, blind, max_steps, true, out, diag);
-    if (st == RLT_STATUS_OK && !(sched = rlt_env_schedule(blind)))
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a rollout");
-    if (st == RLT_STATUS_OK) st = rlt_env_clone(env, &end, diag);
-    if (st == RLT_STATUS_OK) st = rlt_env_reset_batch(&end, (const char *const *)&sched, 1, diag);
-    if (st == RLT_STATUS_OK) {
-        bool is_faster = rlt_env_gflops(end) > rlt_env_gflops(env);
-        if (is_faster) rlt_env_restore(env, end);
-        st = rlt_optimize_result_take(out, env, out->trace, is_faster ? out->n_trace : 0, diag);
-    }
-    rlt_env_destroy(end);
-    rlt_env_destroy(blind);
-    rlt_free(sched);
-    rlt_free(start);
-    return st;
-}
-
 /* A candidate of a beam level: walker (or path) `from` taking `action` (a
  * blind beam: -1 for stop, the path as it is), ranked by `rank`. */
 typedef struct candidate {
@@ -248,6 +221,27 @@ static rlt_status measure_ends(rlt_env *env, const hyp *paths, int n, rlt_optimi
     rlt_free(of);
     rlt_free(scheds);
     rlt_free(ends);
+    return st;
+}
+
+/* A blind policy's greedy rollout: the walk in a blind env from env's nest,
+ * then the walk's end measured in env's family. */
+static rlt_status blind_greedy(const rlt_policy *p, rlt_env *env, int max_steps, rlt_optimize_result *out,
+                               rlt_diag *diag)
+{
+    hyp walk = {0};
+    char *start = rlt_env_schedule(env);
+    rlt_status st = start ? RLT_STATUS_OK : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory in a rollout");
+    if (st == RLT_STATUS_OK) st = rlt_policy_blind_env(rlt_env_nest(env)->op->spec, &walk.env, diag);
+    if (st == RLT_STATUS_OK) st = rlt_env_reset_schedule(walk.env, start, diag);
+    if (st == RLT_STATUS_OK) st = greedy(p, walk.env, max_steps, true, out, diag);
+    if (st == RLT_STATUS_OK) {
+        walk.n_trace = out->n_trace;
+        memcpy(walk.trace, out->trace, (size_t)out->n_trace * sizeof *walk.trace);
+        st = measure_ends(env, &walk, 1, out, diag);
+    }
+    rlt_env_destroy(walk.env);
+    rlt_free(start);
     return st;
 }
 
