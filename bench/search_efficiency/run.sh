@@ -4,17 +4,25 @@
 #
 #   bench/search_efficiency/run.sh [--samples N] [--skip-live]
 #
-# 1. Datasets: for every workload in workloads.txt, `rltune dataset` measures
-#    N random configurations (default 1024) once, into datasets/ (resumable:
-#    a dataset already complete is left as it is). This is the slow part
-#    (minutes per workload); keep the machine otherwise idle meanwhile.
-# 2. Replay: `rltune experiment --config replay.json`: every tuner x workload
-#    x 10 seeds, answered from the datasets, in seconds to minutes.
-# 3. Live (unless --skip-live): `rltune experiment --config live.json`: the
-#    same comparison measured on this machine, two workloads, fewer seeds.
-# Reports go to out/search_efficiency/{replay,live}/ (report.html, table.md,
-# results.json, plots). The numbers go into bench/RESULTS.md by hand, with
-# the date.
+# 1. Sampled datasets: for every workload in workloads.txt, `rltune dataset`
+#    measures N random configurations (default 1024) of its whole space
+#    once, into datasets/w<i>.db (resumable: a dataset already complete is
+#    left as it is). This and 2 are the slow part (minutes per workload);
+#    keep the machine otherwise idle meanwhile.
+# 2. Complete sub-space datasets: for every line of subspaces.txt (an op and
+#    the knobs it fixes), `rltune dataset --fix` measures every valid
+#    configuration of the sub-space into datasets/f<i>.db. On these, tuners
+#    that walk from configuration to neighbouring configuration can walk
+#    (docs/datasets.md, "Fixed knobs"); on the sparse samples of 1 they
+#    cannot.
+# 3. Replay: `rltune experiment` with replay.json (the samples) and
+#    replay-subspaces.json: every tuner x workload x 10 seeds, answered from
+#    the datasets, in minutes.
+# 4. Live (unless --skip-live): `rltune experiment --config live.json`: the
+#    comparison measured on this machine, two workloads, fewer seeds.
+# Reports go to out/search_efficiency/{replay,replay-subspaces,live}/
+# (report.html, table.md, results.json, plots). The numbers go into
+# bench/RESULTS.md by hand, with the date.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -36,8 +44,16 @@ grep -v '^#' "$here/workloads.txt" | grep -v '^$' | while read -r op; do
     echo "== dataset $i: $op ($samples configurations)"
     "$rltune" dataset --op "$op" --out "$here/datasets/w$i.db" --samples "$samples" --seed 0
 done
-echo "== replayed comparison"
+i=0
+grep -v '^#' "$here/subspaces.txt" | grep -v '^$' | while read -r op fix; do
+    i=$((i + 1))
+    echo "== sub-space dataset $i: $op, fixed $fix"
+    "$rltune" dataset --op "$op" --fix "$fix" --out "$here/datasets/f$i.db" --samples 8192 --seed 0
+done
+echo "== replayed comparison, samples"
 "$rltune" experiment --config "$here/replay.json" --out "$root/out/search_efficiency/replay"
+echo "== replayed comparison, complete sub-spaces"
+"$rltune" experiment --config "$here/replay-subspaces.json" --out "$root/out/search_efficiency/replay-subspaces"
 if [ "$live" = 1 ]; then
     echo "== live comparison"
     "$rltune" experiment --config "$here/live.json" --out "$root/out/search_efficiency/live"

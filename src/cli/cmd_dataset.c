@@ -26,6 +26,8 @@ static const rlt_cli_opt dataset_opts[] = {
     {"samples", "N", "measure every valid configuration if there are at most N, else a uniform sample of N, "
                      "1.." STR(RLT_DATASET_MAX_SAMPLES) " (default " STR(RLT_DATASET_DEFAULT_SAMPLES) ")"},
     {"seed", "S", "seed of the sample and of the measuring order, a whole number >= 0 (default 0)"},
+    {"fix", "KNOBS", "measure only the sub-space with these knobs held, e.g. 'cc=gcc;vec=j*16;unroll=1' (knob=value "
+                     "as in configuration keys, ';' between; default: none)"},
     RLT_CLI_MEASURE_OPTS,
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
@@ -43,6 +45,7 @@ static char *format_json(const char *path, const rlt_dataset_info *info, const r
     is_ok &= cJSON_AddStringToObject(o, "target", info->target) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "complete", info->is_complete) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "space_size", size) != NULL;
+    is_ok &= cJSON_AddStringToObject(o, "fixed", info->fixed) != NULL;
     if (info->n_valid >= 0)
         is_ok &= cJSON_AddNumberToObject(o, "n_valid", (double)info->n_valid) != NULL;
     else
@@ -78,6 +81,7 @@ static void print_report(const char *path, const rlt_dataset_info *info, const r
     printf("dataset:   %s\n", path);
     printf("op:        %s\n", info->spec);
     printf("target:    %s\n", info->target);
+    if (info->fixed[0]) printf("fixed:     %s (the space measured is the sub-space of the other knobs)\n", info->fixed);
     if (info->is_complete)
         printf("space:     complete: every one of its %d valid configurations (of %" PRIu64 ")\n", info->n_configs,
                info->space_size);
@@ -141,6 +145,7 @@ static int run_dataset(const rlt_cli_args *args)
                            .unit = "configs"};
     rlt_dataset_opts o = {
         .n_samples = (int)samples,
+        .fix = rlt_cli_args_get(args, "fix"),
         .seed = (uint64_t)seed,
         .batch_size = measure.batch_size,
         .n_threads = measure.n_threads,
@@ -158,6 +163,8 @@ static int run_dataset(const rlt_cli_args *args)
         if (r.n_measured > 0)
             rlt_cli_error("--out: dataset stopped (%s): %s (%d configurations stored in %s)", rlt_status_str(st),
                           d.message, r.n_measured, path);
+        else if (strncmp(d.message, "fixed knobs", 11) == 0) /* --fix */
+            rlt_cli_error("%s", d.message);
         else
             rlt_cli_error("--out: %s", d.message);
         rc = rlt_cli_exit_for(st);

@@ -503,8 +503,9 @@ static int run_tune(const rlt_cli_args *args)
         printf("tuner:     %s%s, seed %llu\n", is_policy ? "policy, then " : "", tuner, (unsigned long long)seed);
         if (replay) {
             const rlt_dataset_info *info = rlt_replay_info(replay);
-            printf("measure:   replay of %s (%s: %d configurations)\n", replay_path,
-                   info->is_complete ? "complete" : "sampled", info->n_configs);
+            printf("measure:   replay of %s (%s: %d configurations%s%s)\n", replay_path,
+                   info->is_complete ? "complete" : "sampled", info->n_configs, info->fixed[0] ? ", fixed " : "",
+                   info->fixed);
             printf("trials:    %d (%d answered by the dataset, %d absent from it, %d failed)%s\n", r.n_trials,
                    r.n_replayed, r.n_absent, r.n_failed, ending);
         } else {

@@ -685,12 +685,16 @@ static rlt_status open_dataset(rlt_exp *e, int i, rlt_diag *diag)
     rlt_db_close(db);
     if (st != RLT_STATUS_OK) return fail_at(diag, st, c->path, key, "%s", d.message);
     k->best_known_gflops = found ? best.gflops : 0;
+    const char *of = info->fixed[0] ? "sub-space with " : "space";
+    const char *fixed = info->fixed[0] ? info->fixed : "";
     if (info->is_complete)
         snprintf(k->best_known_source, sizeof k->best_known_source,
-                 "the best in the dataset (complete: every one of the %d valid configurations)", info->n_configs);
+                 "the best in the dataset (complete: every one of the %d valid configurations of the %s%s)",
+                 info->n_configs, of, fixed);
     else
         snprintf(k->best_known_source, sizeof k->best_known_source,
-                 "the best in the dataset (a uniform sample of %d configurations of the space)", info->n_configs);
+                 "the best in the dataset (a uniform sample of %d configurations of the %s%s)", info->n_configs, of,
+                 fixed);
     return RLT_STATUS_OK;
 }
 

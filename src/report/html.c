@@ -97,8 +97,14 @@ static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rl
     if (c->is_replay) {
         rlt_str_append(out, " Dataset: <code>");
         esc(out, c->workloads[w].dataset);
-        rlt_str_printf(out, "</code> (%s, %d configurations).", k->dataset.is_complete ? "complete" : "sampled",
+        rlt_str_printf(out, "</code> (%s, %d configurations", k->dataset.is_complete ? "complete" : "sampled",
                        k->dataset.n_configs);
+        if (k->dataset.fixed[0]) {
+            rlt_str_append(out, "; fixed knobs <code>");
+            esc(out, k->dataset.fixed);
+            rlt_str_append(out, "</code>");
+        }
+        rlt_str_append(out, ").");
     }
     rlt_str_append(out, "</p>\n<table>\n<tr><th class=\"l\">tuner</th><th>runs</th><th>best GFLOP/s: median "
                         "(min&#8211;max)</th><th>to 90%</th><th>to 95%</th><th>to 99%</th>");

@@ -190,6 +190,7 @@ static bool put_workloads(const rlt_exp_config *c, const rlt_exp_result *r, cJSO
             if (ds) {
                 is_ok &= put(ds, "complete", cJSON_CreateBool(k->dataset.is_complete));
                 is_ok &= put(ds, "n_configs", cJSON_CreateNumber(k->dataset.n_configs));
+                is_ok &= put(ds, "fixed", cJSON_CreateString(k->dataset.fixed));
                 is_ok &= put(ds, "n_threads", cJSON_CreateNumber(k->dataset.n_threads));
             }
         } else {

@@ -115,7 +115,7 @@ typedef struct rlt_exp_workload_result {
      * the workload and of the records database on the run's target.
      * 0 when nothing measured OK. */
     double best_known_gflops;
-    char best_known_source[600]; /* what it is the best of, in words */
+    char best_known_source[1200]; /* what it is the best of, in words */
     char target[512];            /* the target key its measurements are of */
     rlt_dataset_info dataset;    /* replay only */
 } rlt_exp_workload_result;

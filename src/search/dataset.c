@@ -45,6 +45,7 @@ static char *info_to_json(const rlt_dataset_info *info)
     is_ok = is_ok && cJSON_AddBoolToObject(o, "has_clang", info->has_clang);
     is_ok = is_ok && cJSON_AddNumberToObject(o, "space_version", RLT_SPACE_VERSION);
     is_ok = is_ok && cJSON_AddStringToObject(o, "space_size", size);
+    is_ok = is_ok && cJSON_AddStringToObject(o, "fixed", info->fixed);
     if (info->n_valid >= 0)
         is_ok = is_ok && cJSON_AddNumberToObject(o, "n_valid", (double)info->n_valid);
     else
@@ -119,6 +120,8 @@ static rlt_status info_from_json(const char *text, const char *path, rlt_dataset
         goto cleanup;
     }
     if (!bad && !json_u64_text(FIELD("space_size"), &out->space_size)) bad = "space_size";
+    /* "fixed" came after the first datasets: absent means no knob fixed */
+    if (!bad && FIELD("fixed") && !json_text(FIELD("fixed"), out->fixed, sizeof out->fixed)) bad = "fixed";
     out->n_valid = -1;
     if (!bad && !cJSON_IsNull(FIELD("n_valid"))) {
         if (!json_int(FIELD("n_valid"), 0, 9007199254740992.0, &d)) bad = "n_valid";
@@ -165,8 +168,8 @@ rlt_status rlt_dataset_info_put(rlt_db *db, const rlt_dataset_info *info, rlt_di
 
 /* ---- the plan ------------------------------------------------------------- */
 
-rlt_status rlt_dataset_plan(const rlt_space *space, int n_samples, uint64_t seed, rlt_config **out_configs,
-                            int *out_n, rlt_dataset_info *info, rlt_diag *diag)
+rlt_status rlt_dataset_plan(const rlt_space *space, const rlt_space_fixing *fixing, int n_samples, uint64_t seed,
+                            rlt_config **out_configs, int *out_n, rlt_dataset_info *info, rlt_diag *diag)
 {
     RLT_ASSERT(space && !space->subset && out_configs && out_n && info);
     *out_configs = NULL;
@@ -174,7 +177,13 @@ rlt_status rlt_dataset_plan(const rlt_space *space, int n_samples, uint64_t seed
     if (n_samples < 1 || n_samples > RLT_DATASET_MAX_SAMPLES)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "a dataset samples 1 to %d configurations, not %d",
                         RLT_DATASET_MAX_SAMPLES, n_samples);
-    uint64_t size = rlt_space_size(space);
+    rlt_space_fixing none;
+    if (!fixing) {
+        memset(&none, 0, sizeof none);
+        for (int k = 0; k < RLT_SPACE_MAX_KNOBS; k++) none.choice[k] = -1;
+        fixing = &none;
+    }
+    uint64_t size = rlt_space_fixing_size(space, fixing);
     rlt_rng rng;
     /* Hashed, so that a dataset and a tuner given the same seed do not
      * draw the same numbers. */
@@ -194,7 +203,7 @@ rlt_status rlt_dataset_plan(const rlt_space *space, int n_samples, uint64_t seed
         if (!valid) goto oom;
         for (uint64_t i = 0; i < size; i++) {
             rlt_config c;
-            rlt_space_config_of(space, i, &c);
+            rlt_space_fixing_config_of(space, fixing, i, &c);
             if (!rlt_space_is_valid(space, &c)) continue;
             if (n_valid == cap) {
                 uint64_t *grown = rlt_realloc(valid, 2 * cap * sizeof *valid);
@@ -212,16 +221,17 @@ rlt_status rlt_dataset_plan(const rlt_space *space, int n_samples, uint64_t seed
             uint64_t x = valid[j];
             valid[j] = valid[r];
             valid[r] = x;
-            rlt_space_config_of(space, valid[j], &configs[j]);
+            rlt_space_fixing_config_of(space, fixing, valid[j], &configs[j]);
         }
         info->n_valid = (int64_t)n_valid;
         info->is_complete = n_valid <= (size_t)n_samples;
     } else {
-        /* Rejection: uniform draws of the space, the valid ones new so far
-         * kept, in the order drawn. */
+        /* Rejection: uniform draws of the (sub-)space, the valid ones new
+         * so far kept, in the order drawn. */
         uint64_t max_draws = 64 * (uint64_t)n_samples + 65536;
         for (uint64_t draw = 0; draw < max_draws && n < n_samples; draw++) {
             rlt_space_random(space, &rng, &configs[n]);
+            rlt_space_fixing_apply(fixing, &configs[n]);
             uint64_t index = rlt_space_index_of(space, &configs[n]);
             if (rlt_visited_has(&seen, index)) continue;
             if (!rlt_visited_add(&seen, index)) goto oom;
@@ -294,6 +304,11 @@ static rlt_status check_resume(const char *path, const rlt_dataset_info *old, co
                         "'%s' is a dataset for target %s; this run's target is %s: resume it with the --threads, "
                         "--cc and --cflags it was started with, on the same machine, or name a new file",
                         path, old->target, now->target);
+    if (strcmp(old->fixed, now->fixed) != 0)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "'%s' is a dataset with fixed knobs '%s'; this run fixes '%s': resume it with its own --fix, "
+                        "or name a new file",
+                        path, old->fixed, now->fixed);
     if (old->n_samples != now->n_samples || old->seed != now->seed)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "'%s' is a dataset of --samples %d --seed %" PRIu64 "; this run asks for --samples %d --seed "
@@ -335,7 +350,6 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
     info.seed = o.seed;
     if ((st = rlt_dataset_info_get(db, path, &old, &is_resumed, diag)) != RLT_STATUS_OK) goto cleanup;
     if (is_resumed) {
-        if ((st = check_resume(path, &old, &info, diag)) != RLT_STATUS_OK) goto cleanup;
         info.vector_floats = old.vector_floats;
         info.has_clang = old.has_clang;
     } else {
@@ -364,7 +378,21 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
     info.has_clang = has_cc_knob(&space);
     sopts.has_clang = info.has_clang;
     sopts.no_clang = !info.has_clang;
-    if ((st = rlt_dataset_plan(&space, o.n_samples, o.seed, &plan, &n_plan, &info, diag)) != RLT_STATUS_OK)
+    rlt_space_fixing fixing;
+    if ((st = rlt_space_fixing_parse(&space, o.fix ? o.fix : "", &fixing, diag)) != RLT_STATUS_OK) goto cleanup;
+    rlt_str fixed;
+    rlt_str_init(&fixed);
+    rlt_space_fixing_text(&space, &fixing, &fixed);
+    bool is_fixed_ok = !fixed.has_failed && (!fixed.data || strlen(fixed.data) < sizeof info.fixed);
+    copy_text(info.fixed, sizeof info.fixed, fixed.data);
+    rlt_str_free(&fixed);
+    if (!is_fixed_ok) {
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "fixed knobs: too many to describe (at most %zu characters)",
+                      sizeof info.fixed - 1);
+        goto cleanup;
+    }
+    if (is_resumed && (st = check_resume(path, &old, &info, diag)) != RLT_STATUS_OK) goto cleanup;
+    if ((st = rlt_dataset_plan(&space, &fixing, o.n_samples, o.seed, &plan, &n_plan, &info, diag)) != RLT_STATUS_OK)
         goto cleanup;
     if (is_resumed && (old.space_size != info.space_size || old.n_valid != info.n_valid ||
                        old.n_configs != info.n_configs || old.is_complete != info.is_complete)) {
@@ -503,11 +531,19 @@ rlt_status rlt_replay_open(const char *path, const rlt_op *op, const char *run_t
                             .has_clang = info->has_clang,
                             .no_clang = !info->has_clang};
     if ((st = rlt_space_create(op, &sopts, &r->space, diag)) != RLT_STATUS_OK) goto cleanup;
-    if (rlt_space_size(&r->space) != info->space_size) {
+    /* the size the dataset was planned on: its sub-space's, with fixed knobs */
+    rlt_space_fixing fixing;
+    if ((st = rlt_space_fixing_parse(&r->space, info->fixed, &fixing, diag)) != RLT_STATUS_OK) {
+        rlt_diag_prefix(diag, "dataset '%s'", path);
+        st = RLT_STATUS_INVALID_ARGUMENT;
+        goto cleanup;
+    }
+    if (rlt_space_fixing_size(&r->space, &fixing) != info->space_size) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "dataset '%s' was measured on a space of %" PRIu64 " configurations; this rltune's space of "
-                      "%s has %" PRIu64 ": it cannot be replayed here",
-                      path, info->space_size, op->spec, rlt_space_size(&r->space));
+                      "dataset '%s' was measured on a %sspace of %" PRIu64 " configurations; this rltune's %sspace "
+                      "of %s has %" PRIu64 ": it cannot be replayed here",
+                      path, fixing.n_fixed ? "sub-" : "", info->space_size, fixing.n_fixed ? "sub-" : "", op->spec,
+                      rlt_space_fixing_size(&r->space, &fixing));
         goto cleanup;
     }
     l.space = &r->space;

@@ -46,7 +46,8 @@ typedef struct rlt_dataset_info {
     int n_threads;        /* of the space and the measurements */
     int vector_floats;    /* of the space: the measuring machine's vector width */
     bool has_clang;       /* whether the space had the cc knob */
-    uint64_t space_size;  /* configurations of the space, valid or not */
+    char fixed[512];      /* the knobs held at one choice ("cc=gcc;vec=j*16", space.h's fixings); "" none */
+    uint64_t space_size;  /* configurations of the space (of its sub-space when knobs are fixed), valid or not */
     int64_t n_valid;      /* valid configurations; -1 when the space was too large to count */
     bool is_complete;     /* the dataset is every valid configuration */
     int n_samples;        /* the sample size asked for */
@@ -56,6 +57,7 @@ typedef struct rlt_dataset_info {
 
 typedef struct rlt_dataset_opts {
     int n_samples;            /* 0 = RLT_DATASET_DEFAULT_SAMPLES */
+    const char *fix;          /* knobs to hold at one choice ("knob=value;..."; NULL or "": none) */
     uint64_t seed;
     int batch_size;           /* as rlt_tune_opts */
     int n_threads;
@@ -67,7 +69,9 @@ typedef struct rlt_dataset_opts {
 } rlt_dataset_opts;
 
 /* The configurations a dataset of `space` (unrestricted) measures, in
- * measuring order: every valid one when the space is enumerable and has at
+ * measuring order, from the sub-space `fixing` leaves (NULL: the whole
+ * space; its size is what info->space_size says): every valid one when the
+ * (sub-)space is enumerable and has at
  * most n_samples of them (info->is_complete), else n_samples distinct valid
  * ones drawn uniformly (fewer only if rejection sampling finds no more);
  * the order is shuffled, so that any prefix is a uniform sample and slow
@@ -75,15 +79,15 @@ typedef struct rlt_dataset_opts {
  * alone: the same space and seed give the same plan. Fills the space_size,
  * n_valid, is_complete, n_samples, seed and n_configs fields of `info`.
  * *out_configs is owned (rlt_free). */
-rlt_status rlt_dataset_plan(const rlt_space *space, int n_samples, uint64_t seed, rlt_config **out_configs,
-                            int *out_n, rlt_dataset_info *info, rlt_diag *diag);
+rlt_status rlt_dataset_plan(const rlt_space *space, const rlt_space_fixing *fixing, int n_samples, uint64_t seed,
+                            rlt_config **out_configs, int *out_n, rlt_dataset_info *info, rlt_diag *diag);
 
 /* Measures the dataset of `op` into the records database `db` (opened
  * read-write from `path`, named in messages; borrowed), exactly as
  * rlt_tune measures (batches built together, then run one at a time, each
  * batch's records stored in one transaction; opts->stop stops after the
  * batch in flight). Resumes: a database already holding this dataset (same
- * op, target, samples and seed) measures only what it lacks, on the space
+ * op, target, fixed knobs, samples and seed) measures only what it lacks, on the space
  * it was started with. Refused (INVALID_ARGUMENT, nothing written): a
  * records database that is not a dataset and holds records, a dataset of
  * other options or of a space that has changed since. *out_info is the

@@ -50,7 +50,7 @@
 #define PPO_ELBOW_RATIO 2.5        /* ... while each step divides the k-means loss by 2.5 or more */
 #define PPO_KMEANS_ITERATIONS 100  /* Lloyd iterations at most */
 #define PPO_START_TRIES 64         /* random draws for a valid walker start */
-#define PPO_SMALL_SPACE 4096       /* spaces up to this size are scored whole instead of walked */
+#define PPO_SMALL_SPACE 4096       /* default ppo_score_whole: spaces up to this size are scored whole, not walked */
 #define PPO_DRAW_TRIES 1024        /* rlt_tuner_draw_new's tries for the random filler */
 #define PPO_MAX_WALKERS 4096
 #define PPO_MAX_MINIBATCH 4096
@@ -75,7 +75,7 @@
 typedef struct ppo_agent {
     /* hyper-parameters, defaults resolved */
     double lr, gamma, lambda, clip, entropy_coef;
-    int epochs, minibatch, n_walkers, episode_steps, explore_steps, stall_steps;
+    int epochs, minibatch, n_walkers, episode_steps, explore_steps, stall_steps, score_whole;
     /* the actor-critic: one MLP from the observation (n_knobs positions)
      * to 3 logits per knob (dec, stay, inc) and the value, in units of
      * (1 - gamma) (the last output) */
@@ -456,7 +456,7 @@ static rlt_status explore(rlt_tuner *t, int n_top, rlt_diag *diag)
     int seg = 0, stall = 0, step = 0;
     rlt_status st = RLT_STATUS_OK;
     uint64_t size = rlt_space_size(t->space);
-    if (size <= PPO_SMALL_SPACE) {
+    if (size <= (uint64_t)a->score_whole) {
         /* a small space is scored whole: cheaper than walking it */
         for (uint64_t start = 0; start < size; start += (uint64_t)w) {
             int n = (int)RLT_MIN((uint64_t)w, size - start);
@@ -610,6 +610,7 @@ static rlt_status resolve_opts(const rlt_tuner_opts *o, ppo_agent *a, rlt_diag *
     a->episode_steps = o->ppo_episode_steps != 0 ? o->ppo_episode_steps : 500;
     a->explore_steps = o->ppo_explore_steps != 0 ? o->ppo_explore_steps : 100;
     a->stall_steps = o->ppo_stall_steps != 0 ? o->ppo_stall_steps : 50;
+    a->score_whole = o->ppo_score_whole != 0 ? o->ppo_score_whole : PPO_SMALL_SPACE;
     const char *bad = NULL;
     if (!(a->lr > 0 && a->lr <= 1)) bad = "ppo_lr must be in (0, 1]";
     else if (a->epochs < 1 || a->epochs > 100) bad = "ppo_epochs must be in 1..100";
@@ -622,6 +623,7 @@ static rlt_status resolve_opts(const rlt_tuner_opts *o, ppo_agent *a, rlt_diag *
     else if (a->episode_steps < 1) bad = "ppo_episode_steps must be >= 1";
     else if (a->explore_steps < 1 || a->explore_steps > 100000) bad = "ppo_explore_steps must be in 1..100000";
     else if (a->stall_steps < 1) bad = "ppo_stall_steps must be >= 1";
+    else if (a->score_whole < 1) bad = "ppo_score_whole must be >= 1";
     if (bad)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "ppo tuner: %s (lr %g, epochs %d, minibatch %d, gamma %g, lambda %g, clip %g, entropy_coef "

@@ -87,6 +87,7 @@ typedef struct rlt_tuner_opts {
     int ppo_episode_steps;   /* walker steps per episode (random restart after); 0 = 500 */
     int ppo_explore_steps;   /* walker steps per exploration of a fitted model, at most; 0 = 100 */
     int ppo_stall_steps;     /* an exploration stops after this many steps without a new top candidate; 0 = 50 */
+    int ppo_score_whole;     /* spaces of at most this many configurations are scored whole, not walked; 0 = 4096 */
 } rlt_tuner_opts;
 
 /* ---- hyper-parameters by name (tuner_opts.c) ----------------------------

@@ -75,6 +75,9 @@ static const rlt_tuner_opt_info opt_table[] = {
     OPT_INT(ppo_episode_steps, "ppo", "500", "walker steps per episode (then a random restart)"),
     OPT_INT(ppo_explore_steps, "ppo", "100", "walker steps per exploration of a fitted model, at most"),
     OPT_INT(ppo_stall_steps, "ppo", "50", "an exploration stops after this many steps without a new top candidate"),
+    OPT_INT(ppo_score_whole, "ppo", "4096",
+            "spaces of at most this many configurations are scored whole by the cost model instead of walked (1: walk "
+            "every space)"),
 };
 
 #define N_OPTS ((int)(sizeof opt_table / sizeof opt_table[0]))

@@ -767,6 +767,54 @@ void rlt_space_config_key(const rlt_space *s, const rlt_config *c, rlt_str *out)
     }
 }
 
+/* Parses one "knob=value" of a key or a fixing, [p, end): the knob's index
+ * and the choice whose text is value. Messages start with "<what>: ". */
+static rlt_status parse_assignment(const rlt_space *s, const char *what, const char *p, const char *end, int *out_knob,
+                                   int *out_choice, rlt_diag *diag)
+{
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    if (!eq) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s: '%.*s' is not knob=value", what, (int)(end - p), p);
+    int k = -1;
+    for (int i = 0; i < s->n_knobs; i++)
+        if (strlen(s->knobs[i].name) == (size_t)(eq - p) && strncmp(s->knobs[i].name, p, (size_t)(eq - p)) == 0)
+            k = i;
+    if (k < 0) {
+        rlt_str names;
+        rlt_str_init(&names);
+        for (int i = 0; i < s->n_knobs; i++) rlt_str_printf(&names, "%s%s", i ? ", " : "", s->knobs[i].name);
+        rlt_status st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s: unknown knob '%.*s' (the space of %s has %s)",
+                                 what, (int)(eq - p), p, s->op->spec, names.data ? names.data : "no knobs");
+        rlt_str_free(&names);
+        return st;
+    }
+    int choice = -1;
+    rlt_str text;
+    rlt_str_init(&text);
+    for (int ch = 0; ch < s->knobs[k].n_choices && choice < 0; ch++) {
+        rlt_str_clear(&text);
+        rlt_knob_value_text(s, &s->knobs[k], ch, &text);
+        if (text.data && strlen(text.data) == (size_t)(end - eq - 1) && strncmp(text.data, eq + 1, (size_t)(end - eq - 1)) == 0)
+            choice = ch;
+    }
+    rlt_str_free(&text);
+    if (choice < 0) {
+        rlt_str choices;
+        rlt_str_init(&choices);
+        for (int ch = 0; ch < s->knobs[k].n_choices; ch++) {
+            if (ch) rlt_str_append(&choices, " ");
+            rlt_knob_value_text(s, &s->knobs[k], ch, &choices);
+        }
+        rlt_status st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s: '%.*s' is not a choice of knob %s (its choices: %s)",
+                                 what, (int)(end - eq - 1), eq + 1, s->knobs[k].name,
+                                 choices.data ? choices.data : "");
+        rlt_str_free(&choices);
+        return st;
+    }
+    *out_knob = k;
+    *out_choice = choice;
+    return RLT_STATUS_OK;
+}
+
 rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag)
 {
     char version[16];
@@ -780,28 +828,11 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
     const char *p = key + vlen;
     while (*p == ';') {
         p++;
-        const char *eq = strchr(p, '=');
         const char *end = strchr(p, ';');
         if (!end) end = p + strlen(p);
-        if (!eq || eq > end)
-            return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: '%.*s' is not knob=value", (int)(end - p), p);
-        int k = -1;
-        for (int i = 0; i < s->n_knobs; i++)
-            if (strlen(s->knobs[i].name) == (size_t)(eq - p) && strncmp(s->knobs[i].name, p, (size_t)(eq - p)) == 0)
-                k = i;
-        if (k < 0) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: unknown knob '%.*s'", (int)(eq - p), p);
-        int choice = -1;
-        for (int ch = 0; ch < s->knobs[k].n_choices && choice < 0; ch++) {
-            rlt_str text;
-            rlt_str_init(&text);
-            rlt_knob_value_text(s, &s->knobs[k], ch, &text);
-            if (text.data && strlen(text.data) == (size_t)(end - eq - 1) && strncmp(text.data, eq + 1, (size_t)(end - eq - 1)) == 0)
-                choice = ch;
-            rlt_str_free(&text);
-        }
-        if (choice < 0)
-            return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: '%.*s' is not a choice of knob %s",
-                            (int)(end - eq - 1), eq + 1, s->knobs[k].name);
+        int k, choice;
+        rlt_status st = parse_assignment(s, "configuration", p, end, &k, &choice, diag);
+        if (st != RLT_STATUS_OK) return st;
         out->choice[k] = (int16_t)choice;
         seen[k] = true;
         p = end;
@@ -810,6 +841,72 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
     for (int k = 0; k < s->n_knobs; k++)
         if (!seen[k]) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration: knob %s is missing", s->knobs[k].name);
     return RLT_STATUS_OK;
+}
+
+/* ---- fixings -------------------------------------------------------------- */
+
+rlt_status rlt_space_fixing_parse(const rlt_space *s, const char *text, rlt_space_fixing *out, rlt_diag *diag)
+{
+    RLT_ASSERT(s && text && out);
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < RLT_SPACE_MAX_KNOBS; k++) out->choice[k] = -1;
+    const char *p = text;
+    while (*p) {
+        const char *end = strchr(p, ';');
+        if (!end) end = p + strlen(p);
+        if (end == p) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "fixed knobs '%.80s': an empty knob=value", text);
+        int k, choice;
+        rlt_status st = parse_assignment(s, "fixed knobs", p, end, &k, &choice, diag);
+        if (st != RLT_STATUS_OK) return st;
+        if (out->choice[k] >= 0)
+            return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "fixed knobs: knob %s is fixed twice", s->knobs[k].name);
+        out->choice[k] = (int16_t)choice;
+        out->n_fixed++;
+        p = *end ? end + 1 : end;
+    }
+    return RLT_STATUS_OK;
+}
+
+void rlt_space_fixing_text(const rlt_space *s, const rlt_space_fixing *f, rlt_str *out)
+{
+    bool is_first = true;
+    for (int k = 0; k < s->n_knobs; k++) {
+        if (f->choice[k] < 0) continue;
+        rlt_str_printf(out, "%s%s=", is_first ? "" : ";", s->knobs[k].name);
+        rlt_knob_value_text(s, &s->knobs[k], f->choice[k], out);
+        is_first = false;
+    }
+}
+
+uint64_t rlt_space_fixing_size(const rlt_space *s, const rlt_space_fixing *f)
+{
+    uint64_t n = 1;
+    for (int k = 0; k < s->n_knobs; k++) {
+        if (f->choice[k] >= 0) continue;
+        uint64_t m = (uint64_t)s->knobs[k].n_choices;
+        n = n > UINT64_MAX / m ? UINT64_MAX : n * m;
+    }
+    return n;
+}
+
+void rlt_space_fixing_config_of(const rlt_space *s, const rlt_space_fixing *f, uint64_t index, rlt_config *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < s->n_knobs; k++) {
+        if (f->choice[k] >= 0) {
+            out->choice[k] = f->choice[k];
+            continue;
+        }
+        uint64_t m = (uint64_t)s->knobs[k].n_choices;
+        out->choice[k] = (int16_t)(index % m);
+        index /= m;
+    }
+}
+
+void rlt_space_fixing_apply(const rlt_space_fixing *f, rlt_config *c)
+{
+    for (int k = 0; k < RLT_SPACE_MAX_KNOBS; k++)
+        if (f->choice[k] >= 0) c->choice[k] = f->choice[k];
 }
 
 void rlt_space_print(const rlt_space *s, rlt_str *out)

@@ -137,6 +137,32 @@ rlt_status rlt_space_project(const rlt_space *s, const rlt_nest *nest, rlt_confi
 void rlt_space_config_key(const rlt_space *s, const rlt_config *c, rlt_str *out);
 rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag);
 
+/* ---- fixings: a sub-space with some knobs held at one choice ------------
+ *
+ * A dataset may measure only the configurations whose fixed knobs have
+ * their fixed choices (rltune dataset --fix): a sub-space small enough to
+ * measure completely, which tuners of its replay search with every step
+ * along a free knob landing on a measured configuration. Written as in
+ * configuration keys, without the version: "cc=gcc;vec=j*16;order.s=i,j". */
+typedef struct rlt_space_fixing {
+    int16_t choice[RLT_SPACE_MAX_KNOBS]; /* -1: free */
+    int n_fixed;
+} rlt_space_fixing;
+
+/* Parses "knob=value;..." ("" fixes nothing). PARSE_ERROR naming an
+ * unknown knob (and the space's knobs), a value that is not a choice (and
+ * the knob's choices), or a knob given twice. */
+rlt_status rlt_space_fixing_parse(const rlt_space *s, const char *text, rlt_space_fixing *out, rlt_diag *diag);
+/* The fixing as text, knobs in the space's order (what parse reads back). */
+void rlt_space_fixing_text(const rlt_space *s, const rlt_space_fixing *f, rlt_str *out);
+/* Configurations of the sub-space (the free knobs' sizes multiplied;
+ * saturates at UINT64_MAX), and its index-th one (mixed radix over the
+ * free knobs, first knob least significant). */
+uint64_t rlt_space_fixing_size(const rlt_space *s, const rlt_space_fixing *f);
+void rlt_space_fixing_config_of(const rlt_space *s, const rlt_space_fixing *f, uint64_t index, rlt_config *out);
+/* Sets the fixed knobs of c to their fixed choices. */
+void rlt_space_fixing_apply(const rlt_space_fixing *f, rlt_config *c);
+
 /* The value of a knob's choice as text ("8", "j*8", "gcc", "k,c,r,s"). */
 void rlt_knob_value_text(const rlt_space *s, const rlt_knob *k, int choice, rlt_str *out);
 

@@ -6,7 +6,8 @@
  * trials than the space has find exactly the dataset's best, compile
  * nothing (their compile cache directory is never created), give the same
  * curve twice for a seed, and answer every trial from the dataset; a
- * sampled dataset keeps every tuner inside its sample (n_absent 0); and
+ * sampled dataset keeps every tuner inside its sample (n_absent 0), and so
+ * does a dataset of the sub-space with a knob fixed (--fix); and
  * bad input is refused with exit 2 and one error line, leaving the files
  * as they were. The compile cache of the measuring runs is
  * $RLTUNE_CACHE_DIR, set by CTest. */
@@ -198,6 +199,58 @@ Test(cli_dataset, a_sampled_dataset_keeps_every_tuner_inside_it)
     }
 }
 
+/* A dataset of the sub-space with the compiler fixed: complete, every
+ * record holds the fixed choice, replays stay inside it; resuming it with
+ * another --fix, and a --fix naming no knob, are refused. */
+Test(cli_dataset, a_fixed_dataset_is_the_complete_sub_space)
+{
+    const char *path = tmp_path("fixed.db");
+    cli_run r = CLI("dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path, "--fix", "cc=gcc", "--cflags", CFLAGS,
+                    "--repeat", "1", "--min-repeat-ms", "0.5", "--batch", "8", "--json");
+    assert_ok(&r);
+    cJSON *j = parse_json(&r);
+    cli_run_free(&r);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "complete")));
+    cr_assert_str_eq(str(j, "fixed"), "cc=gcc");
+    cr_assert_eq(num(j, "n_configs"), N_VALID / 2, "half the space: the gcc half");
+    cr_assert_eq(num(j, "measured"), N_VALID / 2);
+    double best = num(cJSON_GetObjectItem(j, "best"), "gflops");
+    cJSON_Delete(j);
+
+    cli_run h = CLI("history", "--expr", EXPR, "--shape", SHAPE, "--db", path, "--cflags", CFLAGS, "--json");
+    assert_ok(&h);
+    cJSON *hist = parse_json(&h);
+    cJSON *recs = cJSON_GetObjectItem(hist, "records");
+    cr_assert_eq(cJSON_GetArraySize(recs), N_VALID / 2);
+    for (int a = 0; a < N_VALID / 2; a++)
+        cr_assert(strstr(str(cJSON_GetArrayItem(recs, a), "config"), ";cc=gcc"), "a record outside the sub-space");
+    cJSON_Delete(hist);
+    cli_run_free(&h);
+
+    static const char *const tuners[] = {"ga", "xgb-rank"};
+    for (size_t t = 0; t < sizeof tuners / sizeof tuners[0]; t++) {
+        cJSON *x = replay(path, tuners[t], "30");
+        cr_assert_eq(num(x, "n_absent"), 0, "%s left the sub-space", tuners[t]);
+        cr_assert_eq(num(x, "trials"), N_VALID / 2, "%s", tuners[t]);
+        cr_assert_eq(num(cJSON_GetObjectItem(x, "best"), "gflops"), best, "%s", tuners[t]);
+        cJSON_Delete(x);
+    }
+
+    size_t len = 0, len_after = 0;
+    char *before = tmp_file_read(path, &len);
+    EXPECT_USAGE_ERROR("with fixed knobs 'cc=gcc'; this run fixes 'cc=clang'", "dataset", "--expr", EXPR, "--shape",
+                       SHAPE, "--out", path, "--fix", "cc=clang", "--cflags", CFLAGS);
+    EXPECT_USAGE_ERROR("fixes ''", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path, "--cflags", CFLAGS);
+    char *after = tmp_file_read(path, &len_after);
+    cr_assert(len == len_after && memcmp(before, after, len) == 0, "a refused run changed the dataset");
+    free(after);
+    free(before);
+    EXPECT_USAGE_ERROR("unknown knob 'colour'", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out",
+                       tmp_path("other.db"), "--fix", "colour=red", "--cflags", CFLAGS);
+    EXPECT_USAGE_ERROR("'icc' is not a choice of knob cc", "dataset", "--expr", EXPR, "--shape", SHAPE, "--out",
+                       tmp_path("other.db"), "--fix", "cc=icc", "--cflags", CFLAGS);
+}
+
 /* ---- bad input ------------------------------------------------------------------ */
 
 /* `args` with the replay of `path` added; expects a usage error. */
@@ -283,7 +336,7 @@ Test(cli_dataset, bad_options_are_usage_errors)
 
     cli_run h = CLI("help", "dataset");
     assert_ok(&h);
-    const char *opts[] = {"--op SPEC", "--out FILE", "--samples N", "--seed S", "--batch N", "--threads N", "--cc CMD",
+    const char *opts[] = {"--op SPEC", "--out FILE", "--samples N", "--seed S", "--fix KNOBS", "--batch N", "--threads N", "--cc CMD",
                           "--cflags FLAGS", "--repeat N", "--min-repeat-ms X", "--timeout S", "--json"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) assert_has(h.out, opts[i], "help dataset");
     cli_run_free(&h);

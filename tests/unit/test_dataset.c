@@ -84,7 +84,7 @@ static fake_dataset make_fake_dataset(const char *path, const rlt_op *op, int n_
     f.info.n_threads = 1;
     f.info.vector_floats = 8;
     f.info.has_clang = false;
-    cr_assert_eq(rlt_dataset_plan(&s, n_samples, seed, &f.plan, &f.n, &f.info, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, n_samples, seed, &f.plan, &f.n, &f.info, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_db *db = NULL;
     cr_assert_eq(rlt_db_open(path, NULL, &db, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_eq(rlt_dataset_info_put(db, &f.info, &d), RLT_STATUS_OK, "%s", d.message);
@@ -146,9 +146,9 @@ Test(dataset, plan_of_a_small_space_is_every_valid_configuration_shuffled)
     rlt_dataset_info a = {0}, b = {0}, c = {0};
     rlt_config *pa, *pb, *pc;
     int na, nb, nc;
-    cr_assert_eq(rlt_dataset_plan(&s, 4096, 1, &pa, &na, &a, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_assert_eq(rlt_dataset_plan(&s, 4096, 1, &pb, &nb, &b, &d), RLT_STATUS_OK);
-    cr_assert_eq(rlt_dataset_plan(&s, 4096, 2, &pc, &nc, &c, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, 4096, 1, &pa, &na, &a, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, 4096, 1, &pb, &nb, &b, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, 4096, 2, &pc, &nc, &c, &d), RLT_STATUS_OK);
     cr_assert(a.is_complete);
     cr_assert_eq((uint64_t)na, count_valid(&s));
     cr_assert_eq(a.n_valid, na);
@@ -180,7 +180,7 @@ Test(dataset, plan_samples_when_the_space_has_more_valid_configurations)
     rlt_dataset_info info = {0};
     rlt_config *p;
     int n;
-    cr_assert_eq(rlt_dataset_plan(&s, 5, 3, &p, &n, &info, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, 5, 3, &p, &n, &info, &d), RLT_STATUS_OK);
     cr_assert_eq(n, 5);
     cr_assert(!info.is_complete);
     cr_assert_eq((uint64_t)info.n_valid, count_valid(&s));
@@ -189,7 +189,7 @@ Test(dataset, plan_samples_when_the_space_has_more_valid_configurations)
         for (int j = 0; j < i; j++) cr_assert_neq(memcmp(&p[i], &p[j], sizeof p[i]), 0);
     }
     free(p);
-    cr_assert_eq(rlt_dataset_plan(&s, 0, 3, &p, &n, &info, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, 0, 3, &p, &n, &info, &d), RLT_STATUS_INVALID_ARGUMENT);
     rlt_op_destroy(op);
 }
 
@@ -203,7 +203,7 @@ Test(dataset, plan_of_a_large_space_is_a_rejection_sample)
     rlt_dataset_info info = {0};
     rlt_config *p;
     int n;
-    cr_assert_eq(rlt_dataset_plan(&s, 300, 9, &p, &n, &info, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, 300, 9, &p, &n, &info, &d), RLT_STATUS_OK);
     cr_assert_eq(n, 300);
     cr_assert(!info.is_complete);
     cr_assert_eq(info.n_valid, -1, "too large to count");
@@ -212,6 +212,120 @@ Test(dataset, plan_of_a_large_space_is_a_rejection_sample)
     cr_assert_eq(rlt_space_subset_size(sub), 300, "distinct");
     for (int i = 0; i < n; i++) cr_assert(rlt_space_is_valid(&s, &p[i]));
     rlt_space_subset_destroy(sub);
+    free(p);
+    rlt_op_destroy(op);
+}
+
+/* ---- fixed knobs: datasets of a sub-space ------------------------------------ */
+
+Test(dataset, a_fixing_parses_prints_back_and_refuses_what_is_not_a_choice)
+{
+    rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_diag d = {0};
+    rlt_space_fixing f;
+    cr_assert_eq(rlt_space_fixing_parse(&s, "unroll=1;vec=j*8;order.s=j,i", &f, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(f.n_fixed, 3);
+    rlt_str text;
+    rlt_str_init(&text);
+    rlt_space_fixing_text(&s, &f, &text);
+    cr_assert_str_eq(text.data, "vec=j*8;order.s=j,i;unroll=1", "printed in the space's knob order");
+    rlt_str_free(&text);
+    uint64_t free_size = 1;
+    for (int k = 0; k < s.n_knobs; k++)
+        if (f.choice[k] < 0) free_size *= (uint64_t)s.knobs[k].n_choices;
+    cr_assert_eq(rlt_space_fixing_size(&s, &f), free_size);
+    cr_assert_eq(rlt_space_fixing_parse(&s, "", &f, &d), RLT_STATUS_OK);
+    cr_assert_eq(f.n_fixed, 0);
+    cr_assert_eq(rlt_space_fixing_size(&s, &f), rlt_space_size(&s));
+
+    cr_assert_eq(rlt_space_fixing_parse(&s, "colour=red", &f, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, "unknown knob 'colour'") && strstr(d.message, "i.tile"), "%s", d.message);
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_space_fixing_parse(&s, "vec=j*7", &f, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, "'j*7' is not a choice of knob vec") && strstr(d.message, "j*8"), "%s", d.message);
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_space_fixing_parse(&s, "unroll=1;unroll=0", &f, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, "fixed twice"), "%s", d.message);
+    cr_assert_eq(rlt_space_fixing_parse(&s, "unroll", &f, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert_eq(rlt_space_fixing_parse(&s, "unroll=1;;vec=none", &f, &d), RLT_STATUS_PARSE_ERROR);
+    rlt_op_destroy(op);
+}
+
+Test(dataset, a_fixed_plan_is_every_valid_configuration_of_the_sub_space)
+{
+    rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
+    rlt_space s;
+    make_space(op, &s);
+    rlt_diag d = {0};
+    rlt_space_fixing f;
+    cr_assert_eq(rlt_space_fixing_parse(&s, "vec=j*8;order.s=i,j;unroll=1;pack.A=off;pack.B=off;k.tile=8", &f, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    /* count the sub-space's valid configurations with an odometer over the
+     * free knobs, the fixed ones held */
+    uint64_t n_valid = 0;
+    rlt_config c;
+    memset(&c, 0, sizeof c);
+    for (int k = 0; k < s.n_knobs; k++)
+        if (f.choice[k] >= 0) c.choice[k] = f.choice[k];
+    for (;;) {
+        n_valid += rlt_space_is_valid(&s, &c);
+        int k = 0;
+        for (; k < s.n_knobs; k++) {
+            if (f.choice[k] >= 0) continue;
+            if (++c.choice[k] < s.knobs[k].n_choices) break;
+            c.choice[k] = 0;
+        }
+        if (k == s.n_knobs) break;
+    }
+    cr_assert_gt(n_valid, 10);
+    rlt_dataset_info info = {0};
+    rlt_config *p;
+    int n;
+    cr_assert_eq(rlt_dataset_plan(&s, &f, 100000, 4, &p, &n, &info, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(info.is_complete);
+    cr_assert_eq((uint64_t)n, n_valid);
+    cr_assert_eq(info.n_valid, n);
+    cr_assert_eq(info.space_size, rlt_space_fixing_size(&s, &f));
+    rlt_space_subset *sub = NULL;
+    cr_assert_eq(rlt_space_subset_create(&s, n, p, &sub, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_space_subset_size(sub), n, "distinct");
+    for (int i = 0; i < n; i++) {
+        cr_assert(rlt_space_is_valid(&s, &p[i]));
+        for (int k = 0; k < s.n_knobs; k++)
+            if (f.choice[k] >= 0) cr_assert_eq(p[i].choice[k], f.choice[k], "fixed knob %s moved", s.knobs[k].name);
+    }
+    /* the replay's walkers: a step along a free knob from a member lands on
+     * a member whenever it is valid */
+    rlt_space r = s;
+    rlt_space_restrict(&r, sub);
+    int n_steps = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s.n_knobs; k++) {
+            rlt_config nb;
+            if (f.choice[k] >= 0 || !rlt_space_neighbour(&s, &p[i], k, +1, &nb) || !rlt_space_is_valid(&s, &nb))
+                continue;
+            cr_assert(rlt_space_is_valid(&r, &nb), "a valid step along free knob %s left the dataset", s.knobs[k].name);
+            n_steps++;
+        }
+    cr_assert_gt(n_steps, n);
+    rlt_space_subset_destroy(sub);
+    free(p);
+    rlt_op_destroy(op);
+    /* a sample of a sub-space too large to enumerate keeps its fixed knobs too */
+    op = fixture_op("matmul:M=256,N=256,K=256");
+    make_space(op, &s);
+    cr_assert_eq(rlt_space_fixing_parse(&s, "unroll=1", &f, &d), RLT_STATUS_OK);
+    cr_assert_gt(rlt_space_fixing_size(&s, &f), RLT_DATASET_ENUMERATE_MAX);
+    cr_assert_eq(rlt_dataset_plan(&s, &f, 200, 4, &p, &n, &info, &d), RLT_STATUS_OK);
+    cr_assert_eq(n, 200);
+    cr_assert(!info.is_complete);
+    for (int i = 0; i < n; i++) {
+        cr_assert(rlt_space_is_valid(&s, &p[i]));
+        for (int k = 0; k < s.n_knobs; k++)
+            if (f.choice[k] >= 0) cr_assert_eq(p[i].choice[k], f.choice[k]);
+    }
     free(p);
     rlt_op_destroy(op);
 }
@@ -227,7 +341,7 @@ Test(dataset, a_restricted_space_is_its_members)
     rlt_dataset_info info = {0};
     rlt_config *p;
     int n;
-    cr_assert_eq(rlt_dataset_plan(&s, 50, 1, &p, &n, &info, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_dataset_plan(&s, NULL, 50, 1, &p, &n, &info, &d), RLT_STATUS_OK);
     rlt_space_subset *sub = NULL;
     /* a member given twice is one member */
     p[1] = p[0];

@@ -5,7 +5,8 @@
  * proposals are valid, new and reproducible; adaptive sampling gives one
  * configuration per cluster, never a visited, invalid or repeated one;
  * transfer rows and records it did not propose train its model before its
- * first proposal; a small space is enumerated exactly; failures everywhere
+ * first proposal; a small space is enumerated exactly, and scored whole
+ * unless ppo_score_whole says to walk it; failures everywhere
  * do not stop it; bad options are refused; running out of memory is
  * reported without leaks.
  *
@@ -405,6 +406,38 @@ Test(ppo, enumerates_a_small_space_exactly)
     rlt_op_destroy(op);
 }
 
+static double by_index(const rlt_space *s, const rlt_config *c, const rlt_config *best)
+{
+    (void)best;
+    return 1.0 + (double)(rlt_space_index_of(s, c) % 7);
+}
+
+/* A space of at most ppo_score_whole configurations (default 4096) is
+ * scored whole, so the walkers never step; with ppo_score_whole 1 the same
+ * space is walked (the ablation of bench/search_efficiency). */
+Test(ppo, a_small_space_is_scored_whole_unless_told_to_walk)
+{
+    rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
+    rlt_space s;
+    tuner_space(op, &s);
+    cr_assert_leq(rlt_space_size(&s), 4096);
+    for (int walk = 0; walk < 2; walk++) {
+        rlt_tuner_opts o = FAST(6);
+        o.ppo_score_whole = walk ? 1 : 0;
+        rlt_tuner *t = tuner_make("ppo", &s, &o);
+        cr_assert_eq(tuner_drive(t, &s, by_index, NULL, 64, NULL, NULL, NULL), 64);
+        rlt_ppo_stats st;
+        cr_assert_eq(rlt_tuner_ppo_stats(t, &st, NULL), RLT_STATUS_OK);
+        cr_assert_geq(st.n_explorations, 1);
+        if (walk)
+            cr_assert_gt(st.n_steps, 0, "told to walk, it did not");
+        else
+            cr_assert_eq(st.n_steps, 0, "a space this small is scored whole, not walked");
+        rlt_tuner_destroy(t);
+    }
+    rlt_op_destroy(op);
+}
+
 /* Nothing but failures (score 0, or not even a number): no model to
  * explore, so proposals stay random, new and valid; the first success
  * brings the model in. */
@@ -454,6 +487,7 @@ Test(ppo, bad_options_are_refused)
         {{.ppo_epochs = -1}, "ppo_epochs"},        {{.ppo_minibatch = 100000}, "ppo_minibatch"},
         {{.ppo_walkers = -3}, "ppo_walkers"},      {{.ppo_explore_steps = -1}, "ppo_explore_steps"},
         {{.ppo_episode_steps = -1}, "ppo_episode_steps"}, {{.ppo_stall_steps = -1}, "ppo_stall_steps"},
+        {{.ppo_score_whole = -1}, "ppo_score_whole"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rlt_tuner *t = NULL;
