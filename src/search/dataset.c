@@ -179,8 +179,7 @@ rlt_status rlt_dataset_plan(const rlt_space *space, const rlt_space_fixing *fixi
                         RLT_DATASET_MAX_SAMPLES, n_samples);
     rlt_space_fixing none;
     if (!fixing) {
-        memset(&none, 0, sizeof none);
-        for (int k = 0; k < RLT_SPACE_MAX_KNOBS; k++) none.choice[k] = -1;
+        rlt_space_fixing_none(&none);
         fixing = &none;
     }
     uint64_t size = rlt_space_fixing_size(space, fixing);

@@ -845,11 +845,16 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
 
 /* ---- fixings -------------------------------------------------------------- */
 
+void rlt_space_fixing_none(rlt_space_fixing *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < RLT_SPACE_MAX_KNOBS; k++) out->choice[k] = -1;
+}
+
 rlt_status rlt_space_fixing_parse(const rlt_space *s, const char *text, rlt_space_fixing *out, rlt_diag *diag)
 {
     RLT_ASSERT(s && text && out);
-    memset(out, 0, sizeof *out);
-    for (int k = 0; k < RLT_SPACE_MAX_KNOBS; k++) out->choice[k] = -1;
+    rlt_space_fixing_none(out);
     const char *p = text;
     while (*p) {
         const char *end = strchr(p, ';');

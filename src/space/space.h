@@ -149,6 +149,8 @@ typedef struct rlt_space_fixing {
     int n_fixed;
 } rlt_space_fixing;
 
+/* The fixing that fixes nothing (the whole space). */
+void rlt_space_fixing_none(rlt_space_fixing *out);
 /* Parses "knob=value;..." ("" fixes nothing). PARSE_ERROR naming an
  * unknown knob (and the space's knobs), a value that is not a choice (and
  * the knob's choices), or a knob given twice. */
