@@ -34,6 +34,7 @@ typedef struct rlt_tuner_opts {
     double mutation_prob; /* 0 = 0.1 */
     /* xgb, xgb-rank (AutoTVM's XGBTuner defaults) */
     int plan_size;        /* configurations planned per model fit; 0 = 64 */
+    int fit_every;        /* measurements between fits, <= plan_size; 0 = min(16, plan_size) */
     int sa_chains;        /* simulated-annealing walkers; 0 = 128 */
     int sa_iterations;    /* at most; 0 = 500 (stops after 50 without a new top plan) */
     /* xgb, xgb-rank: a warm start from other workloads (search/transfer.h):

@@ -32,6 +32,9 @@ static const rlt_tuner_opt_info opt_table[] = {
     OPT_INT(elite, "ga ga-dqn", "3", "best configurations kept into the next generation"),
     OPT_REAL(mutation_prob, "ga", "0.1", "probability that a gene (knob) of a child mutates"),
     OPT_INT(plan_size, "xgb xgb-rank", "64", "configurations planned per model fit"),
+    OPT_INT(fit_every, "xgb xgb-rank", "16",
+            "measurements between model fits (the first one too), at most plan_size; each fit re-plans (AutoTVM: "
+            "64)"),
     OPT_INT(sa_chains, "xgb xgb-rank", "128", "simulated-annealing walkers over the model"),
     OPT_INT(sa_iterations, "xgb xgb-rank", "500", "annealing steps at most (stops after 50 without a new top plan)"),
     OPT_REAL(bandit_lr, "bandit", "0.001", "Adam's learning rate"),

@@ -3,16 +3,23 @@
  * for "xgb-rank", regression for "xgb") trained on every measured
  * configuration's features, explored by parallel simulated annealing over
  * the model; the best `plan_size` predictions become the plan the tuner
- * proposes, with the last 5% of each plan drawn at random (epsilon-greedy).
+ * proposes from until the next fit, 5% of those proposals drawn at random
+ * instead (epsilon-greedy).
  *
- * As in AutoTVM's ModelBasedTuner: until plan_size configurations are
+ * As in AutoTVM's ModelBasedTuner: until fit_every configurations are
  * measured, proposals are random; the model is refit each time another
- * plan_size measurements have come in (and something has scored above 0),
- * and scores are normalised by the best seen. The annealing keeps its
- * walkers across plans ("persistent"), moves one knob to a random value per
- * step, accepts with probability exp((new - old) / temperature), cools
- * linearly from 1 to 0, and stops after 50 steps that leave the top plan
- * unchanged.
+ * fit_every measurements have come in (and something has scored above 0),
+ * and scores are normalised by the best seen. AutoTVM refits once per plan
+ * (fit_every = plan_size = 64); rltune's default is 16, one measured batch,
+ * so each batch is planned by a model that has seen the one before (on the
+ * conv2d layer of bench_tuning that reached within 10% of the best about
+ * twice as early: docs/tuners.md). Of the fit_every proposals made from one
+ * plan, the last 5% (truncated, as AutoTVM's 3 of 64; at least one when
+ * fit_every >= 2) are drawn at random, AutoTVM's epsilon-greedy.
+ * The annealing keeps its walkers across plans ("persistent"), moves one
+ * knob to a random value per step, accepts with probability
+ * exp((new - old) / temperature), cools linearly from 1 to 0, and stops
+ * after 50 steps that leave the top plan unchanged.
  *
  * Transfer (AutoTVM's load_history): rows of other workloads, each scored
  * by its workload's best, are kept ahead of the run's own rows. The model
@@ -30,8 +37,10 @@ typedef struct xgb_state {
     rlt_cost_model *model;
     rlt_cost_rows rows; /* training data: the transferred rows first */
     int plan_size, chains, iterations;
-    rlt_config *plan; /* proposals from the last annealing, best first */
+    int fit_every, n_explore; /* measurements per fit; random draws among them */
+    rlt_config *plan;         /* proposals from the last annealing, best first */
     int n_plan, plan_pt;
+    int n_taken; /* proposals made since the last annealing */
     int n_fits;
     rlt_config *walkers;
     double *walker_score;
@@ -49,6 +58,16 @@ static rlt_status xgb_init_loss(rlt_tuner *t, rlt_cost_loss loss, rlt_diag *diag
     x->plan_size = t->opts.plan_size > 0 ? t->opts.plan_size : 64;
     x->chains = t->opts.sa_chains > 0 ? t->opts.sa_chains : 128;
     x->iterations = t->opts.sa_iterations > 0 ? t->opts.sa_iterations : 500;
+    x->fit_every = t->opts.fit_every > 0 ? t->opts.fit_every : RLT_MIN(16, x->plan_size);
+    if (x->fit_every > x->plan_size)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "%s tuner: fit_every (%d) must be at most plan_size (%d): a fit plans the proposals up to "
+                        "the next one",
+                        t->ops->name, x->fit_every, x->plan_size);
+    /* AutoTVM's 5% of a plan of 64 is 3 (truncated); a short fit window
+     * still explores once */
+    x->n_explore = (int)(0.05 * x->fit_every);
+    if (x->n_explore == 0 && x->fit_every >= 2) x->n_explore = 1;
     rlt_cost_model_opts mo = {.loss = loss, .seed = t->opts.seed};
     rlt_status st = rlt_cost_model_create(&mo, x->rows.n_features, &x->model, diag);
     if (st != RLT_STATUS_OK) return st;
@@ -123,6 +142,7 @@ static rlt_status anneal(rlt_tuner *t, rlt_diag *diag)
     predict(t, n, x->walkers, x->walker_score, scratch);
     x->n_plan = 0;
     x->plan_pt = 0;
+    x->n_taken = 0;
     for (int i = 0; i < n; i++) plan_offer(t, plan_score, &x->walkers[i], x->walker_score[i]);
     const rlt_space *s = t->space;
     int unchanged = 0;
@@ -158,20 +178,21 @@ static int xgb_next(rlt_tuner *t, int max, rlt_config *out)
 {
     xgb_state *x = t->state;
     int n = 0;
-    int greedy_end = x->n_plan - (int)(0.05 * x->plan_size);
+    int greedy_taken = x->fit_every - x->n_explore;
     while (n < max) {
         while (x->plan_pt < x->n_plan &&
                rlt_visited_has(&t->visited, rlt_space_index_of(t->space, &x->plan[x->plan_pt])))
             x->plan_pt++;
-        if (x->plan_pt < greedy_end) {
+        if (x->plan_pt < x->n_plan && x->n_taken < greedy_taken) {
             out[n] = x->plan[x->plan_pt++];
             rlt_visited_add(&t->visited, rlt_space_index_of(t->space, &out[n]));
             n++;
         } else if (rlt_tuner_draw_new(t, 1024, &out[n])) {
-            n++; /* no plan yet, or its last 5%: explore at random */
+            n++; /* no plan yet, or the window's last 5%: explore at random */
         } else {
             break;
         }
+        x->n_taken++;
     }
     return n;
 }
@@ -197,7 +218,7 @@ static rlt_status xgb_update(rlt_tuner *t, int n, const rlt_config *configs, con
      * space any more: it is only marked visited */
     rlt_status st = rlt_cost_rows_add(&x->rows, t->space, n, configs, scores, diag);
     if (st != RLT_STATUS_OK) return st;
-    if (x->rows.n - x->rows.n_transfer < x->plan_size * (x->n_fits + 1) || x->rows.best_y <= 1e-9)
+    if (x->rows.n - x->rows.n_transfer < x->fit_every * (x->n_fits + 1) || x->rows.best_y <= 1e-9)
         return RLT_STATUS_OK;
     if ((st = rlt_cost_rows_fit(&x->rows, x->model, diag)) != RLT_STATUS_OK) return st;
     x->n_fits++;
