@@ -102,20 +102,31 @@ static inline void bench_tune_progress(const rlt_tune_progress *p, void *what)
     fflush(stderr);
 }
 
-/* Runs a command, parses its stdout as one JSON object and returns the number
- * at `key`; 0 when the program is missing or fails (the tables say n/a). */
-static inline double bench_run_json(const char *cmd, const char *key)
+/* Runs a command and parses its stdout as one JSON object: out[i] gets the
+ * number at keys[i], 0 where it is absent, and all are 0 when the program is
+ * missing or fails (the tables say n/a). */
+static inline void bench_run_json_numbers(const char *cmd, int n_keys, const char *const *keys, double *out)
 {
+    for (int i = 0; i < n_keys; i++) out[i] = 0;
     FILE *p = popen(cmd, "r");
-    if (!p) return 0;
+    if (!p) return;
     char buf[8192];
     size_t n = fread(buf, 1, sizeof buf - 1, p);
     buf[n] = '\0';
-    if (pclose(p) != 0) return 0;
+    if (pclose(p) != 0) return;
     cJSON *j = cJSON_Parse(buf);
-    const cJSON *x = j ? cJSON_GetObjectItemCaseSensitive(j, key) : NULL;
-    double v = cJSON_IsNumber(x) ? x->valuedouble : 0;
+    for (int i = 0; i < n_keys && j; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+        out[i] = cJSON_IsNumber(x) ? x->valuedouble : 0;
+    }
     cJSON_Delete(j);
+}
+
+/* The number at `key` of a command's JSON output (bench_run_json_numbers). */
+static inline double bench_run_json(const char *cmd, const char *key)
+{
+    double v;
+    bench_run_json_numbers(cmd, 1, &key, &v);
     return v;
 }
 

@@ -55,8 +55,12 @@
  *      convolution's input along its width) is 2 or 4 contiguous loads and
  *      shuffles (rlt_lds2_W, rlt_lds4_W), not lane by lane; a tile whose
  *      loads all stay inside their tensors (checked once at its start)
- *      reads without the padding checks, in vectors. */
-#define RLT_CODEGEN_VERSION 4
+ *      reads without the padding checks, in vectors;
+ *   5  a partial vector (a vector loop over a tail) and a vector load at a
+ *      tensor's border load and store only their lanes inside, in masked
+ *      operations (rlt_ldmW, rlt_ldm2_W, rlt_ldm4_W, rlt_stmW), not lane by
+ *      lane. */
+#define RLT_CODEGEN_VERSION 5
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */

@@ -92,6 +92,7 @@ typedef struct gen {
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
     bool in_vector;     /* emitting the vector path (vec_var spans lanes) */
+    int mask_nv;        /* in a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1; else -1 */
     int r0;             /* position of the outermost reduction loop of more than one iteration (n_loops if none) */
     int acc_depth;      /* loops at and after this position form the tile; -1: none */
     bool acc_is_final;  /* every reduction loop is inside the accumulator */
@@ -256,6 +257,7 @@ static void analyse(gen *g)
         g->guard_vpoint[k] = is_versionable && real_depth >= 0 && real_depth < g->guard_depth[k] ? real_depth : -1;
     }
     g->vec_var = -1;
+    g->mask_nv = -1;
     for (int l = 0; l < n->n_loops; l++)
         if (n->loops[l].kind == RLT_LOOP_VECTORIZE) {
             g->vec_var = n->loops[l].var;
@@ -493,6 +495,74 @@ static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
     }
 }
 
+/* Masked lanes exist for these widths (the preamble's rlt_ldmW, rlt_stmW). */
+static bool has_masked_lanes(int width) { return width == 4 || width == 8 || width == 16; }
+
+/* The lanes of a vector load of e that read inside its tensor, as C
+ * expressions [lo, hi), and the part of its bounds condition that does not
+ * depend on the lane (cond, "" when none): an index linear in the lane, x0 +
+ * c * lane with c > 0, is inside [0, n) on a range of lanes. In a partial
+ * vector, hi is at most the vector's end. False (nothing usable) when an
+ * index falls as the lane grows. */
+static bool load_lanes(gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rlt_str *hi)
+{
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    int v = g->vec_var;
+    rlt_str_printf(lo, "0");
+    if (g->mask_nv >= 0) rlt_str_printf(hi, "rlt_nv%d", g->mask_nv);
+    else rlt_str_printf(hi, "%d", g->vec_width);
+    if (g->n->layouts[e->tensor].is_padded || g->is_bounds_known) return true;
+    bool ok = true;
+    for (int d = 0; d < t->n_dims && ok; d++) {
+        int64_t rlo, rhi;
+        rlt_affine_range(g->op, &e->index[d], &rlo, &rhi);
+        if (rlo >= 0 && rhi < t->dims[d]) continue;
+        lin x, f;
+        affine_to_lin(g, &e->index[d], &x);
+        lin_fold(g, &x, &f); /* the vector variable is free here: its coefficient is the lane's */
+        int64_t c = f.c[v];
+        f.c[v] = 0;          /* the index at lane 0 */
+        if (c < 0) {
+            ok = false;
+        } else if (c == 0) {
+            if (lin_is_const(g, &f) && f.k >= 0 && f.k < t->dims[d]) continue;
+            if (cond->len) rlt_str_append(cond, " && ");
+            rlt_str_append(cond, "(");
+            print_lin(g, &f, cond);
+            rlt_str_printf(cond, ") >= 0 && (");
+            print_lin(g, &f, cond);
+            rlt_str_printf(cond, ") < %" PRId64, t->dims[d]);
+        } else {
+            rlt_str x0;
+            rlt_str_init(&x0);
+            print_lin(g, &f, &x0);
+            rlt_str old;
+            rlt_str_init(&old);
+            if (rlo < 0) {
+                rlt_str_append(&old, text_of(g, lo));
+                rlt_str_clear(lo);
+                rlt_str_printf(lo, "rlt_lmax(%s, rlt_lane_from(%s, %" PRId64 "))", text_of(g, &old), text_of(g, &x0),
+                               c);
+            }
+            if (rhi >= t->dims[d]) {
+                rlt_str_clear(&old);
+                rlt_str_append(&old, text_of(g, hi));
+                rlt_str_clear(hi);
+                rlt_str_printf(hi, "rlt_lmin(%s, rlt_lane_to(%s, %" PRId64 ", %" PRId64 "))", text_of(g, &old),
+                               text_of(g, &x0), c, t->dims[d]);
+            }
+            note_failure(g, &x0);
+            note_failure(g, &old);
+            rlt_str_free(&x0);
+            rlt_str_free(&old);
+        }
+    }
+    note_failure(g, cond);
+    note_failure(g, lo);
+    note_failure(g, hi);
+    return ok;
+}
+
 static const char *load_base(const gen *g, int t, char *buf, size_t n)
 {
     if (t != g->op->n_tensors - 1 && g->ws_offset[t] >= 0) snprintf(buf, n, "%s_s", g->tname[t]);
@@ -539,7 +609,9 @@ static void emit_lanes(gen *g, lane_fn fn, const void *arg, rlt_str *s)
     for (int lane = 0; lane < g->vec_width; lane++) {
         g->fixed[v] = lane;
         if (lane) rlt_str_append(s, ", ");
+        if (g->mask_nv >= 0) rlt_str_printf(s, "(%d < rlt_nv%d ? ", lane, g->mask_nv);
         fn(g, arg, s);
+        if (g->mask_nv >= 0) rlt_str_append(s, " : 0.0f)");
     }
     g->is_fixed[v] = was_fixed;
     g->in_vector = was_vector;
@@ -565,7 +637,31 @@ static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
     lane_pattern p = addr_lanes(g, &a);
     char base[RLT_NAME_MAX + 8];
     load_base(g, e->tensor, base, sizeof base);
-    if (p == LANES_GATHER || (is_guarded && p != LANES_UNIFORM)) {
+    bool wants_mask = (is_guarded || g->mask_nv >= 0) && (p == LANES_CONTIGUOUS || p == LANES_STRIDED) &&
+                      has_masked_lanes(g->vec_width);
+    if (wants_mask) {
+        /* the lanes inside the tensor (and the partial vector) in one masked load */
+        rlt_str lcond, lo, hi;
+        rlt_str_init(&lcond);
+        rlt_str_init(&lo);
+        rlt_str_init(&hi);
+        wants_mask = load_lanes(g, e, &lcond, &lo, &hi);
+        if (wants_mask) {
+            if (lcond.len) rlt_str_printf(s, "((%s) ? ", text_of(g, &lcond));
+            if (p == LANES_STRIDED)
+                rlt_str_printf(s, "rlt_ldm%" PRId64 "_%d(&%s[", a.l.c[g->vec_var], g->vec_width, base);
+            else
+                rlt_str_printf(s, "rlt_ldm%d(&%s[", g->vec_width, base);
+            print_addr_lane0(g, &a, s);
+            rlt_str_printf(s, "], %s, %s)", text_of(g, &lo), text_of(g, &hi));
+            if (lcond.len) rlt_str_printf(s, " : rlt_splat%d(0.0f))", g->vec_width);
+        }
+        rlt_str_free(&lcond);
+        rlt_str_free(&lo);
+        rlt_str_free(&hi);
+        if (wants_mask) return;
+    }
+    if (p == LANES_GATHER || (is_guarded && p != LANES_UNIFORM) || (g->mask_nv >= 0 && p != LANES_UNIFORM)) {
         emit_lanes(g, lane_load, e, s);
     } else if (p == LANES_STRIDED) {
         rlt_str_printf(s, "rlt_lds%" PRId64 "_%d(&%s[", a.l.c[g->vec_var], g->vec_width, base);
@@ -677,6 +773,10 @@ static void out_value(gen *g, rlt_str *s)
         rlt_str_printf(s, "%s[", o);
         print_addr(g, &a, s);
         rlt_str_append(s, "]");
+    } else if (p == LANES_CONTIGUOUS && g->mask_nv >= 0) {
+        rlt_str_printf(s, "rlt_ldm%d(&%s[", g->vec_width, o);
+        print_addr_lane0(g, &a, s);
+        rlt_str_printf(s, "], 0, rlt_nv%d)", g->mask_nv);
     } else if (p == LANES_CONTIGUOUS) {
         rlt_str_printf(s, "rlt_load%d(&%s[", g->vec_width, o);
         print_addr_lane0(g, &a, s);
@@ -689,9 +789,12 @@ static void out_value(gen *g, rlt_str *s)
         g->is_fixed[v] = true;
         for (int lane = 0; lane < g->vec_width; lane++) {
             g->fixed[v] = lane;
-            rlt_str_printf(s, "%s%s[", lane ? ", " : "", o);
+            rlt_str_append(s, lane ? ", " : "");
+            if (g->mask_nv >= 0) rlt_str_printf(s, "(%d < rlt_nv%d ? ", lane, g->mask_nv);
+            rlt_str_printf(s, "%s[", o);
             print_addr(g, &a, s);
             rlt_str_append(s, "]");
+            if (g->mask_nv >= 0) rlt_str_append(s, " : 0.0f)");
         }
         g->is_fixed[v] = false;
         rlt_str_append(s, "}");
@@ -710,6 +813,10 @@ static void store_out(gen *g, int indent, const char *value_text)
         rlt_str_printf(&s, "%s[", o);
         print_addr(g, &a, &s);
         out(g, indent, "%s] = %s;\n", text_of(g, &s), value_text);
+    } else if (addr_lanes(g, &a) == LANES_CONTIGUOUS && g->mask_nv >= 0) {
+        print_addr_lane0(g, &a, &s);
+        out(g, indent, "rlt_stm%d(&%s[%s], %s, 0, rlt_nv%d);\n", g->vec_width, o, text_of(g, &s), value_text,
+            g->mask_nv);
     } else if (addr_lanes(g, &a) == LANES_CONTIGUOUS) {
         print_addr_lane0(g, &a, &s);
         out(g, indent, "rlt_store%d(&%s[%s], %s);\n", g->vec_width, o, text_of(g, &s), value_text);
@@ -723,7 +830,11 @@ static void store_out(gen *g, int indent, const char *value_text)
             g->fixed[v] = lane;
             rlt_str_clear(&s);
             print_addr(g, &a, &s);
-            out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, text_of(g, &s), tmp, lane);
+            if (g->mask_nv >= 0)
+                out(g, indent + 1, "if (%d < rlt_nv%d) %s[%s] = rlt_t%d[%d];\n", lane, g->mask_nv, o, text_of(g, &s),
+                    tmp, lane);
+            else
+                out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, text_of(g, &s), tmp, lane);
         }
         g->is_fixed[v] = false;
         out(g, indent, "}\n");
@@ -957,12 +1068,52 @@ static void emit_keep_rolled(gen *g, const plan *p, int pos, int indent)
     if (g->slow_depth > 0 && !uses_acc) out(g, indent, "#pragma GCC unroll 1\n");
 }
 
+/* The number of lanes of a partial vector at plan position pos that pass
+ * their guards, as a C expression: each guard is linear in the lane with a
+ * positive coefficient, so the lanes that pass are a prefix. False when
+ * there are no masked lanes at this width. */
+static bool partial_lanes(gen *g, int pos, rlt_str *nv)
+{
+    int v = g->vec_var;
+    if (!has_masked_lanes(g->vec_width) || g->mask_nv >= 0) return false;
+    rlt_str_printf(nv, "%d", g->vec_width);
+    rlt_str x0, old;
+    rlt_str_init(&x0);
+    rlt_str_init(&old);
+    bool ok = true;
+    for (int k = 0; k < g->n_guards && ok; k++) {
+        if (g->guard_depth[k] != pos || g->is_guard_known[k]) continue;
+        lin f;
+        lin_fold(g, &g->guard[k], &f);
+        int64_t c = f.c[v];
+        f.c[v] = 0;
+        if (c <= 0) {
+            ok = false;
+            break;
+        }
+        rlt_str_clear(&x0);
+        print_lin(g, &f, &x0);
+        rlt_str_clear(&old);
+        rlt_str_append(&old, text_of(g, nv));
+        rlt_str_clear(nv);
+        rlt_str_printf(nv, "rlt_lmin(%s, rlt_lane_to(%s, %" PRId64 ", %" PRId64 "))", text_of(g, &old),
+                       text_of(g, &x0), c, g->guard_bound[k]);
+    }
+    note_failure(g, &x0);
+    note_failure(g, &old);
+    note_failure(g, nv);
+    rlt_str_free(&x0);
+    rlt_str_free(&old);
+    return ok;
+}
+
 static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
 {
     int pos = p->pos[idx];
     int v = g->n->loops[pos].var;
-    rlt_str cond;
+    rlt_str cond, nv;
     rlt_str_init(&cond);
+    rlt_str_init(&nv);
     bool is_vector_ok = vector_condition(g, pos, &cond);
     note_failure(g, &cond);
     if (is_vector_ok) {
@@ -976,7 +1127,18 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
         g->in_vector = false;
         if (cond.len) out(g, indent, "} else {\n");
     }
-    if (!is_vector_ok || cond.len) {
+    if (is_vector_ok && cond.len && partial_lanes(g, pos, &nv)) {
+        /* The partial vector: its first lanes pass the guards; masked loads
+         * and stores for those, the others neither read nor written. */
+        int k = g->n_temps++;
+        out(g, indent + 1, "const long rlt_nv%d = %s;\n", k, text_of(g, &nv));
+        g->in_vector = true;
+        g->mask_nv = k;
+        emit_plan(g, p, idx + 1, indent + 1);
+        g->mask_nv = -1;
+        g->in_vector = false;
+        out(g, indent, "}\n");
+    } else if (!is_vector_ok || cond.len) {
         /* Lanes one at a time, each under its guards: the tail. */
         int inner = is_vector_ok ? indent + 1 : indent;
         emit_keep_rolled(g, p, pos, inner);
@@ -986,6 +1148,7 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
         if (is_vector_ok) out(g, indent, "}\n");
     }
     rlt_str_free(&cond);
+    rlt_str_free(&nv);
 }
 
 /* The write-back (or the reload of partial sums) of a vector tile whose

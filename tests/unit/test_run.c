@@ -584,3 +584,63 @@ Test(run, strided_vector_loads_compute_the_reference)
         rlt_op_destroy(cop);
     }
 }
+
+/* A vector that runs past its loop's end (a tail) or over a tensor's border
+ * (convolution padding, no `pad`) loads and stores only the lanes inside, in
+ * masked operations: every width that has them (16, 8, 4), contiguous and
+ * strided (2, 4) lanes, under gcc and clang, with the ISA's masked
+ * instructions (-march=native: AVX-512 or AVX here) and with the preamble's
+ * lane loops (-mno-avx). The runner checks each against the reference, and
+ * its guard zones catch a write past the output. */
+Test(run, partial_vectors_and_border_loads_compute_the_reference, .timeout = 300)
+{
+    static const struct {
+        const char *spec, *schedule, *helper;
+    } cases[] = {
+        /* a tail of 5 of 16 lanes on j, and partial sums reloaded */
+        {"matmul:M=5,N=21,K=7", "split j 16\nsplit k 4\nreorder i j.o k.o k.i j.i\ncache_write k.o\nvectorize j.i\n",
+         "rlt_stm16"},
+        /* the border and the tail of a 3x3 window along the width (8 lanes) */
+        {"depthwise_conv2d:N=1,C=2,H=9,W=13,R=3,S=3,stride=1,pad=1",
+         "split q 8\nsplit p 2\nreorder n c p.o q.o r s p.i q.i\ncache_write q.o\nunroll r\nunroll s\nunroll p.i\n"
+         "vectorize q.i\n",
+         "rlt_ldm8("},
+        /* stride 2 with a 12-lane tail and the left border (16 lanes) */
+        {"depthwise_conv2d:N=1,C=3,H=56,W=56,R=3,S=3,stride=2,pad=1",
+         "split p 2\nsplit q 16\nreorder n c p.o q.o r s p.i q.i\ncache_write q.o\nunroll q.o\nunroll p.i\n"
+         "unroll s\nunroll r\nvectorize q.i\n",
+         "rlt_ldm2_16("},
+        /* stride 4 at 4 lanes, padding 2 */
+        {"depthwise_conv2d:N=1,C=2,H=23,W=35,R=3,S=3,stride=4,pad=2",
+         "split q 4\nreorder n c p q.o r s q.i\ncache_write q.o\nunroll r\nunroll s\nvectorize q.i\n", "rlt_ldm4_4("},
+        /* an epilogue reading the bias under a tail (conv2d, K along the vector) */
+        {"dense:M=3,N=13,K=10,bias=1,relu=1", "split j 8\nreorder i j.o k j.i\ncache_write j.o\nvectorize j.i\n",
+         "rlt_stm8"},
+    };
+    static const char *const compilers[] = {"gcc", "clang"};
+    static const char *const cflags[] = {"-O1 -march=native", "-O1 -mno-avx"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rlt_diag d = {0};
+        rlt_op *cop = NULL;
+        cr_assert_eq(rlt_op_parse(cases[i].spec, &cop, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_nest n = fixture_scheduled(cop, cases[i].schedule);
+        rlt_kernel_src k;
+        cr_assert_eq(rlt_codegen_kernel(&n, &k, &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_not_null(strstr(k.code, cases[i].helper), "%s: no %s in\n%s", cases[i].spec, cases[i].helper,
+                           k.code);
+        rlt_kernel_src_free(&k);
+        for (int c = 0; c < 2; c++)
+            for (int f = 0; f < 2; f++) {
+                rlt_build_opts bopts = {.cache_dir = cache_dir, .cc = compilers[c], .cflags = cflags[f]};
+                rlt_workload *cw = NULL;
+                cr_assert_eq(rlt_workload_create(cop, &bopts, 7, &cw, &d), RLT_STATUS_OK, "%s", d.message);
+                rlt_run_result r;
+                cr_assert_eq(rlt_measure_nests(cw, &bopts, &quick, 1, &n, &r, &d), RLT_STATUS_OK, "%s", d.message);
+                cr_assert_eq(r.status, RLT_STATUS_OK, "%s, %s %s: %s", cases[i].spec, compilers[c], cflags[f],
+                             r.message);
+                cr_assert(r.is_correct, "%s, %s %s", cases[i].spec, compilers[c], cflags[f]);
+                rlt_workload_destroy(cw);
+            }
+        rlt_op_destroy(cop);
+    }
+}
