@@ -17,10 +17,12 @@
 #    cannot.
 # 3. Replay: `rltune experiment` with replay.json (the samples) and
 #    replay-subspaces.json: every tuner x workload x 10 seeds, answered from
-#    the datasets, in minutes.
+#    the datasets, in minutes; then replay-transfer-{matmul,conv2d}.json:
+#    the learning tuners with their agents carried from workload to
+#    workload (carry_agent) against the same tuners fresh.
 # 4. Live (unless --skip-live): `rltune experiment --config live.json`: the
 #    comparison measured on this machine, two workloads, fewer seeds.
-# Reports go to out/search_efficiency/{replay,replay-subspaces,live}/
+# Reports go to out/search_efficiency/{replay,replay-subspaces,replay-transfer-*,live}/
 # (report.html, table.md, results.json, plots). The numbers go into
 # bench/RESULTS.md by hand, with the date.
 set -euo pipefail
@@ -54,6 +56,11 @@ echo "== replayed comparison, samples"
 "$rltune" experiment --config "$here/replay.json" --out "$root/out/search_efficiency/replay"
 echo "== replayed comparison, complete sub-spaces"
 "$rltune" experiment --config "$here/replay-subspaces.json" --out "$root/out/search_efficiency/replay-subspaces"
+echo "== replayed comparison, agents carried from workload to workload"
+for kind in matmul conv2d; do
+    "$rltune" experiment --config "$here/replay-transfer-$kind.json" \
+        --out "$root/out/search_efficiency/replay-transfer-$kind"
+done
 if [ "$live" = 1 ]; then
     echo "== live comparison"
     "$rltune" experiment --config "$here/live.json" --out "$root/out/search_efficiency/live"

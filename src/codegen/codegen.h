@@ -59,7 +59,8 @@
  *   5  a partial vector (a vector loop over a tail) and a vector load at a
  *      tensor's border load and store only their lanes inside, in masked
  *      operations (rlt_ldmW, rlt_ldm2_W, rlt_ldm4_W, rlt_stmW), not lane by
- *      lane. */
+ *      lane; a configuration's parallel L0 loop is the outermost of L0
+ *      (src/space: one parallel region a call). */
 #define RLT_CODEGEN_VERSION 5
 
 typedef struct rlt_kernel_src {

@@ -14,12 +14,14 @@
 #include "report/report.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const double rlt_exp_reach_fractions[RLT_EXP_N_REACH] = {0.90, 0.95, 0.99};
 
@@ -346,7 +348,7 @@ static rlt_status unknown_tuner(const rlt_exp_config *c, const char *where, cons
 
 static rlt_status parse_tuner(rlt_exp_config *c, const cJSON *item, int i, rlt_diag *diag)
 {
-    static const char *const keys[] = {"name", "label", "options", NULL};
+    static const char *const keys[] = {"name", "label", "options", "carry_agent", NULL};
     char where[64], sub[96], got[128];
     snprintf(where, sizeof where, "tuners[%d]", i);
     rlt_exp_tuner *t = &c->tuners[i];
@@ -363,6 +365,13 @@ static rlt_status parse_tuner(rlt_exp_config *c, const cJSON *item, int i, rlt_d
             return st;
         snprintf(sub, sizeof sub, "%s.name", where);
         if (!is_tuner_name(name)) return unknown_tuner(c, sub, name, diag);
+        const cJSON *carry = cJSON_GetObjectItemCaseSensitive(item, "carry_agent");
+        if (carry && !cJSON_IsBool(carry)) {
+            describe(carry, got, sizeof got);
+            snprintf(sub, sizeof sub, "%s.carry_agent", where);
+            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "expected true or false, got %s", got);
+        }
+        t->carry_agent = carry && cJSON_IsTrue(carry);
         options = cJSON_GetObjectItemCaseSensitive(item, "options");
         if (options) {
             snprintf(sub, sizeof sub, "%s: %s.options", c->path, where);
@@ -718,6 +727,34 @@ static rlt_status open_db(rlt_exp *e, rlt_diag *diag)
     return RLT_STATUS_OK;
 }
 
+/* The space workload i's runs search: the dataset's in a replay, else the
+ * op's with the experiment's options (the first call finds out whether
+ * clang is there, for every later one). */
+static rlt_status workload_space(rlt_exp *e, int i, rlt_space *space, rlt_diag *diag)
+{
+    const rlt_exp_config *c = e->c;
+    if (c->is_replay) {
+        *space = *rlt_replay_space(e->replays[i]);
+        return RLT_STATUS_OK;
+    }
+    rlt_diag d = {0};
+    rlt_tune_opts o = {0};
+    live_opts(e, &o);
+    o.space.n_threads = o.n_threads;
+    rlt_status st = rlt_space_create(e->ops[i], &o.space, space, &d);
+    if (st != RLT_STATUS_OK) {
+        char key[64];
+        snprintf(key, sizeof key, "workloads[%d]", i);
+        return fail_at(diag, st, c->path, key, "%s", d.message);
+    }
+    if (e->has_clang == 0) {
+        e->has_clang = -1;
+        for (int k = 0; k < space->n_knobs; k++)
+            if (space->knobs[k].kind == RLT_KNOB_CC) e->has_clang = 1;
+    }
+    return RLT_STATUS_OK;
+}
+
 /* Creates every tuner on workload i's space once: options that the tuner
  * refuses (a value out of its range) are reported before anything runs. */
 static rlt_status check_tuners(rlt_exp *e, int i, rlt_diag *diag)
@@ -725,30 +762,22 @@ static rlt_status check_tuners(rlt_exp *e, int i, rlt_diag *diag)
     const rlt_exp_config *c = e->c;
     rlt_space space;
     rlt_diag d = {0};
-    rlt_status st = RLT_STATUS_OK;
-    if (c->is_replay) {
-        space = *rlt_replay_space(e->replays[i]);
-    } else {
-        rlt_tune_opts o = {0};
-        live_opts(e, &o);
-        o.space.n_threads = o.n_threads;
-        if ((st = rlt_space_create(e->ops[i], &o.space, &space, &d)) != RLT_STATUS_OK) {
-            char key[64];
-            snprintf(key, sizeof key, "workloads[%d]", i);
-            return fail_at(diag, st, c->path, key, "%s", d.message);
-        }
-        if (e->has_clang == 0) {
-            e->has_clang = -1;
-            for (int k = 0; k < space.n_knobs; k++)
-                if (space.knobs[k].kind == RLT_KNOB_CC) e->has_clang = 1;
-        }
-    }
+    rlt_status st = workload_space(e, i, &space, diag);
+    if (st != RLT_STATUS_OK) return st;
     for (int t = 0; t < c->n_tuners; t++) {
         rlt_tuner *tuner = NULL;
         rlt_tuner_opts opts = c->tuners[t].opts;
         opts.seed = 0;
         st = rlt_tuner_create(c->tuners[t].name, &space, &opts, &tuner, &d);
+        bool has_agent = st == RLT_STATUS_OK && rlt_tuner_has_agent(tuner);
         rlt_tuner_destroy(tuner);
+        if (st == RLT_STATUS_OK && c->tuners[t].carry_agent && !has_agent) {
+            char key[64];
+            snprintf(key, sizeof key, "tuners[%d].carry_agent", t);
+            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key,
+                           "%s keeps no agent to carry (the learning tuners do: ga-dqn, dqn, bandit, ppo)",
+                           c->tuners[t].name);
+        }
         if (st != RLT_STATUS_OK) {
             char key[160];
             snprintf(key, sizeof key, "tuners[%d]%s", t, strcmp(c->tuners[t].options_json, "{}") ? ".options" : "");
@@ -770,6 +799,81 @@ static rlt_status check_tuners(rlt_exp *e, int i, rlt_diag *diag)
         }
     }
     return RLT_STATUS_OK;
+}
+
+/* A new private directory for carried agents, in $TMPDIR or /tmp. */
+static rlt_status make_agent_dir(char *dir, size_t cap, rlt_diag *diag)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    snprintf(dir, cap, "%.200s/rltune-agents-XXXXXX", tmp);
+    if (!mkdtemp(dir))
+        return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot make a directory for the carried agents in %s: %s", tmp,
+                        strerror(errno));
+    return RLT_STATUS_OK;
+}
+
+/* Where tuner t's agent of seed index s waits for the next workload. */
+static void agent_path(const char *dir, int t, int s, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/t%d-s%d.agent", dir, t, s);
+}
+
+/* Removes the directory and the agents in it (t < n_tuners, s < n_seeds,
+ * and the check's t-1). */
+static void remove_agent_dir(const char *dir, int n_tuners, int n_seeds)
+{
+    char path[512];
+    for (int t = -1; t < n_tuners; t++)
+        for (int s = 0; s < (t < 0 ? 1 : n_seeds); s++) {
+            agent_path(dir, t, s, path, sizeof path);
+            unlink(path);
+        }
+    rmdir(dir);
+}
+
+/* A carried agent must fit each next workload: an agent of a fresh tuner
+ * on workload i - 1 is saved and loaded into one on workload i, for every
+ * carrying tuner, before anything runs (knobs that differ between the
+ * workloads' spaces are refused here, not after hours of runs). */
+static rlt_status check_carry(rlt_exp *e, rlt_diag *diag)
+{
+    const rlt_exp_config *c = e->c;
+    bool any = false;
+    for (int t = 0; t < c->n_tuners; t++) any |= c->tuners[t].carry_agent;
+    if (!any || c->n_workloads < 2) return RLT_STATUS_OK;
+    char dir[256], path[512];
+    rlt_status st = make_agent_dir(dir, sizeof dir, diag);
+    if (st != RLT_STATUS_OK) return st;
+    agent_path(dir, -1, 0, path, sizeof path);
+    for (int t = 0; t < c->n_tuners && st == RLT_STATUS_OK; t++) {
+        if (!c->tuners[t].carry_agent) continue;
+        for (int i = 1; i < c->n_workloads && st == RLT_STATUS_OK; i++) {
+            rlt_space from, to;
+            rlt_tuner *a = NULL, *b = NULL;
+            rlt_tuner_opts opts = c->tuners[t].opts;
+            opts.seed = 0;
+            rlt_diag d = {0};
+            if ((st = workload_space(e, i - 1, &from, diag)) != RLT_STATUS_OK ||
+                (st = workload_space(e, i, &to, diag)) != RLT_STATUS_OK)
+                break;
+            st = rlt_tuner_create(c->tuners[t].name, &from, &opts, &a, &d);
+            if (st == RLT_STATUS_OK) st = rlt_tuner_save(a, path, &d);
+            if (st == RLT_STATUS_OK) st = rlt_tuner_create(c->tuners[t].name, &to, &opts, &b, &d);
+            if (st == RLT_STATUS_OK) st = rlt_tuner_load(b, path, &d);
+            rlt_tuner_destroy(a);
+            rlt_tuner_destroy(b);
+            if (st != RLT_STATUS_OK) {
+                char key[64];
+                snprintf(key, sizeof key, "tuners[%d].carry_agent", t);
+                st = fail_at(diag, st, c->path, key,
+                             "workloads[%d] (%s) cannot start from the agent of workloads[%d] (%s): %s", i,
+                             c->workloads[i].spec, i - 1, c->workloads[i - 1].spec, d.message);
+            }
+        }
+    }
+    remove_agent_dir(dir, 0, 0);
+    return st;
 }
 
 rlt_status rlt_exp_open(const rlt_exp_config *c, rlt_exp **out, rlt_diag *diag)
@@ -811,6 +915,7 @@ rlt_status rlt_exp_open(const rlt_exp_config *c, rlt_exp **out, rlt_diag *diag)
     }
     for (int i = 0; i < c->n_workloads; i++)
         if ((st = check_tuners(e, i, diag)) != RLT_STATUS_OK) goto done;
+    if ((st = check_carry(e, diag)) != RLT_STATUS_OK) goto done;
     /* last: a live experiment's database is created only for a config
      * that has passed every other check */
     if (!c->is_replay && (st = open_db(e, diag)) != RLT_STATUS_OK) goto done;
@@ -889,6 +994,10 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting the experiment");
     memcpy(out->workloads, e->known, sizeof *out->workloads * (size_t)c->n_workloads);
     rlt_status st = RLT_STATUS_OK;
+    char agent_dir[256] = "";
+    bool any_carry = false;
+    for (int t = 0; t < c->n_tuners; t++) any_carry |= c->tuners[t].carry_agent;
+    if (any_carry && (st = make_agent_dir(agent_dir, sizeof agent_dir, diag)) != RLT_STATUS_OK) return st;
     progress_ctx pc = {.o = o, .p = {.n_total = out->n_runs_planned}};
     for (int w = 0; w < c->n_workloads && st == RLT_STATUS_OK && !out->was_stopped; w++) {
         for (int s = 0; s < c->n_seeds && st == RLT_STATUS_OK && !out->was_stopped; s++) {
@@ -910,6 +1019,15 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
                     .seed = run->seed,
                     .tuner_opts = tu->opts,
                 };
+                char agent[512];
+                if (tu->carry_agent) {
+                    /* the same seed's agent from the workload before (none
+                     * before the first), saved again at the end */
+                    agent_path(agent_dir, t, s, agent, sizeof agent);
+                    to.agent_in = w > 0 && access(agent, R_OK) == 0 ? agent : NULL;
+                    to.agent_out = agent;
+                    run->had_agent = to.agent_in != NULL;
+                }
                 if (c->is_replay) {
                     to.replay = e->replays[w];
                     to.n_threads = rlt_replay_info(e->replays[w])->n_threads;
@@ -942,6 +1060,7 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
             }
         }
     }
+    if (any_carry) remove_agent_dir(agent_dir, c->n_tuners, c->n_seeds);
     rlt_diag d = {0};
     rlt_status known_st = best_known(e, out, &d);
     if (known_st == RLT_STATUS_OK) known_st = rlt_exp_result_stats(c, out, &d);

@@ -224,6 +224,7 @@ static bool put_runs(const rlt_exp_config *c, const rlt_exp_result *r, cJSON *ro
         is_ok &= put(o, "op", cJSON_CreateString(c->workloads[run->workload].spec));
         is_ok &= put(o, "tuner", cJSON_CreateString(c->tuners[run->tuner].label));
         is_ok &= put(o, "seed", cJSON_CreateNumber((double)run->seed));
+        is_ok &= put(o, "carried_agent", cJSON_CreateBool(run->had_agent));
         is_ok &= put(o, "trials", cJSON_CreateNumber(t->n_trials));
         is_ok &= put(o, "best_gflops", cJSON_CreateNumber(t->best_gflops));
         is_ok &= put(o, "best_config", t->best_gflops > 0 ? cJSON_CreateString(t->best_config) : cJSON_CreateNull());
@@ -259,6 +260,7 @@ static bool put_tuners(const rlt_exp_config *c, cJSON *root)
         is_ok &= put(o, "label", cJSON_CreateString(c->tuners[t].label));
         is_ok &= put(o, "name", cJSON_CreateString(c->tuners[t].name));
         is_ok &= put(o, "options", cJSON_Parse(c->tuners[t].options_json));
+        is_ok &= put(o, "carry_agent", cJSON_CreateBool(c->tuners[t].carry_agent));
     }
     return is_ok;
 }

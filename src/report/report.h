@@ -56,6 +56,11 @@ typedef struct rlt_exp_tuner {
     char *label;         /* unique in the experiment; default: the name */
     rlt_tuner_opts opts; /* from "options" (rlt_tuner_opts_set_json); seed set per run */
     char *options_json;  /* "options" as given, compact JSON ("{}" when none) */
+    /* "carry_agent": a learning tuner's agent goes, seed by seed, from each
+     * workload's run to the next one's (saved at the end of the run on
+     * workload w, loaded at the start of the same seed's run on w + 1), as
+     * an agent trained on earlier layers starts the next (ktune, GA-DQN) */
+    bool carry_agent;
 } rlt_exp_tuner;
 
 /* A parsed config. Every string and array is owned (rlt_exp_config_destroy). */
@@ -106,6 +111,7 @@ const char *rlt_exp_config_out_dir(const rlt_exp_config *c, char *buf, size_t ca
 typedef struct rlt_exp_run {
     int workload, tuner;  /* indices into the config's lists */
     uint64_t seed;
+    bool had_agent;       /* started from the agent carried from the workload before */
     rlt_tune_result tune; /* its curve is owned */
 } rlt_exp_run;
 

@@ -627,12 +627,19 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
      * register tile with the vectorized axis innermost. */
     int sp_order[RLT_MAX_AXES], rd_order[RLT_MAX_AXES];
     int n_sp = rlt_space_axis_order(s, c, false, sp_order), n_rd = rlt_space_axis_order(s, c, true, rd_order);
-    /* Axes of extent 1 keep their single loop outermost. */
+    /* Axes of extent 1 keep their single loop outermost. The parallel L0
+     * loop comes first among the others: one parallel region a call, each
+     * thread a contiguous share of that axis. Nested in another L0 loop it
+     * would fork and join on every iteration of that loop, which at 2
+     * threads left depthwise layers of 30-45 us a call slower than on one
+     * (bench/RESULTS.md, sixth round). */
+    int64_t par = knob_value(s, c, RLT_KNOB_PARALLEL, -1, -1, NULL);
     plan_loops order = {0};
     for (int a = 0; a < op->n_axes; a++)
         if (op->axes[a].extent <= 1) push(&order, op->axes[a].name);
+    if (par >= 0 && l_outer[par][0]) push(&order, l_outer[par]);
     for (int i = 0; i < n_sp; i++)
-        if (l_outer[sp_order[i]][0]) push(&order, l_outer[sp_order[i]]);
+        if (l_outer[sp_order[i]][0] && sp_order[i] != par) push(&order, l_outer[sp_order[i]]);
     for (int i = 0; i < n_rd; i++)
         if (l_outer[rd_order[i]][0]) push(&order, l_outer[rd_order[i]]);
     for (int i = 0; i < n_sp; i++)
@@ -678,7 +685,6 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
     if (st == RLT_STATUS_OK && l_vec[0]) st = add_step(sched, diag, "vectorize %s", l_vec);
     if (st != RLT_STATUS_OK) goto done;
 
-    int64_t par = knob_value(s, c, RLT_KNOB_PARALLEL, -1, -1, NULL);
     if (par >= 0) {
         if (!l_outer[par][0]) {
             st = rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,

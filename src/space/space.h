@@ -29,8 +29,10 @@
  *                       while that makes at most 16 copies (a 3x3 window)
  *   pack.<T>            off, or the axis whose register tile T's panels follow
  *   pad.<T>             copy T with zero borders (only for padded accesses)
- *   parallel            none, or the spatial axis whose L0 loop is parallel
- *                       (only when tuning with more than one thread)
+ *   parallel            none, or the spatial axis whose L0 loop is parallel;
+ *                       that loop is the outermost of L0, whatever order.s
+ *                       says of the others (only when tuning with more than
+ *                       one thread)
  *   cc                  gcc, or clang when it is installed
  */
 #ifndef RLT_SPACE_H

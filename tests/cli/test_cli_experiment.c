@@ -7,11 +7,13 @@
  * dataset's best, the PNG where gnuplot is installed); the same config
  * again gives the same results.json apart from wall times, also without
  * gnuplot (then said once on stderr); a small live experiment recording
- * into a database; Ctrl-C, which lets the run in flight finish and still
+ * into a database; an agent carried from one workload to the next
+ * (carry_agent); Ctrl-C, which lets the run in flight finish and still
  * writes the report; and bad configs: exit 2, one error line naming the
  * file and the key, and no output directory. The compile cache of the
  * measuring runs is $RLTUNE_CACHE_DIR, set by CTest. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -348,6 +350,60 @@ static void expect_refused(const char *text, const char *needle)
     cr_assert_not(exists(tmp_path("records.db")), "a refused config made its database");
 }
 
+/* carry_agent: seed by seed, the agent a run ends with starts the same
+ * tuner's run on the next workload (not the first), results.json says
+ * which runs did, and the agents' directory is gone afterwards. */
+Test(cli_experiment, a_carried_agent_starts_the_next_workload)
+{
+    make_dataset();
+    cli_run m = CLI("dataset", "--op", "matmul:M=4,N=4,K=8", "--out", tmp_path("ds2.db"), "--samples", SAMPLES,
+                    "--cflags", CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--batch", "8", "--json");
+    assert_ok(&m);
+    cli_run_free(&m);
+    const char *config = tmp_path("carry.json");
+    tmp_file_write_text(config, "{\"name\": \"carry\", \"measure\": \"replay\", \"trials\": 12, \"seeds\": 2,"
+                                " \"batch\": 4, \"out\": \"out\", \"workloads\": [{\"op\": \"" OP
+                                "\", \"dataset\": \"ds.db\"}, {\"op\": \"matmul:M=4,N=4,K=8\", \"dataset\": \"ds2.db\"}],"
+                                " \"tuners\": [{\"name\": \"ga-dqn\", \"label\": \"carried\", \"carry_agent\": true,"
+                                " \"options\": {\"population\": 8, \"ga_dqn_learn_start\": 8, \"ga_dqn_minibatch\": 8}},"
+                                " {\"name\": \"ga-dqn\", \"label\": \"fresh\","
+                                " \"options\": {\"population\": 8, \"ga_dqn_learn_start\": 8, \"ga_dqn_minibatch\": 8}}]}");
+    char agents[600];
+    snprintf(agents, sizeof agents, "%s/agents", tmp_dir);
+    cr_assert_eq(mkdir(agents, 0700), 0);
+    cr_assert_eq(setenv("TMPDIR", agents, 1), 0);
+    cli_run r = CLI("experiment", "--config", config, "--json");
+    assert_ok(&r);
+    cJSON *j = cJSON_Parse(r.out);
+    cr_assert(cJSON_IsObject(j), "stdout:\n%s", r.out);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tuners"), 0), "carry_agent")));
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tuners"), 1), "carry_agent")));
+    cJSON *run;
+    int n_runs = 0, n_carried = 0;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(j, "runs"))
+    {
+        bool carried = cJSON_IsTrue(cJSON_GetObjectItem(run, "carried_agent"));
+        bool expected = cJSON_GetObjectItem(run, "workload")->valueint == 1 &&
+                        strcmp(cJSON_GetObjectItem(run, "tuner")->valuestring, "carried") == 0;
+        cr_assert_eq(carried, expected, "run %d: carried_agent %d", n_runs, carried);
+        n_carried += carried;
+        n_runs++;
+    }
+    cr_assert_eq(n_runs, 8);
+    cr_assert_eq(n_carried, 2);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    /* nothing left in the agents' directory's parent */
+    DIR *d = opendir(agents);
+    cr_assert_not_null(d);
+    struct dirent *ent;
+    int left = 0;
+    while ((ent = readdir(d)))
+        if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..")) left++;
+    closedir(d);
+    cr_assert_eq(left, 0, "the carried agents were left in %s", agents);
+}
+
 Test(cli_experiment, bad_configs_are_refused_before_anything_runs)
 {
     make_dataset();
@@ -372,6 +428,21 @@ Test(cli_experiment, bad_configs_are_refused_before_anything_runs)
                    " \"db\": \"records.db\", \"workloads\": [{\"op\": \"" OP "\"}],"
                    " \"tuners\": [{\"name\": \"ga-dqn\", \"options\": {\"ga_dqn_eps_min\": 2}}]}",
                    "tuners[0].options.ga_dqn_eps_min: ");
+    /* carrying an agent: a boolean, of a tuner that has one, between spaces it fits */
+    expect_refused("{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"workloads\": [{\"op\": \"" OP "\", \"dataset\": \"ds.db\"}],"
+                   " \"tuners\": [{\"name\": \"ga-dqn\", \"carry_agent\": \"yes\"}]}",
+                   "tuners[0].carry_agent: expected true or false, got \"yes\"");
+    expect_refused("{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"workloads\": [{\"op\": \"" OP "\", \"dataset\": \"ds.db\"}],"
+                   " \"tuners\": [{\"name\": \"ga\", \"carry_agent\": true}]}",
+                   "tuners[0].carry_agent: ga keeps no agent to carry");
+    expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
+                   " \"db\": \"records.db\", \"workloads\": [{\"op\": \"" OP "\"},"
+                   " {\"op\": \"conv2d:N=1,C=2,H=5,W=5,K=2,R=3,S=3,stride=1,pad=1\"}],"
+                   " \"tuners\": [{\"name\": \"ga-dqn\", \"carry_agent\": true}]}",
+                   "tuners[0].carry_agent: workloads[1] (conv2d");
+    cr_assert(!exists(tmp_path("records.db")), "a refused live config created its database");
     /* a dataset is not a records database to measure into */
     expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
                    " \"db\": \"ds.db\", \"workloads\": [{\"op\": \"" OP "\"}], \"tuners\": [\"ga\"]}",
