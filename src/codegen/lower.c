@@ -498,6 +498,23 @@ static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
 /* Masked lanes exist for these widths (the preamble's rlt_ldmW, rlt_stmW). */
 static bool has_masked_lanes(int width) { return width == 4 || width == 8 || width == 16; }
 
+/* Narrows a bound of a lane range, held as C text, by an index x0 + c *
+ * lane (c > 0) that must stay inside [0, n): a lower bound to the first
+ * lane where it is >= 0, an upper one to the end of the lanes where it is
+ * below n. */
+static void narrow_lanes(gen *g, rlt_str *bound, bool is_lower, const char *x0, int64_t c, int64_t n)
+{
+    rlt_str old;
+    rlt_str_init(&old);
+    rlt_str_append(&old, text_of(g, bound));
+    rlt_str_clear(bound);
+    if (is_lower) rlt_str_printf(bound, "rlt_lmax(%s, rlt_lane_from(%s, %" PRId64 "))", text_of(g, &old), x0, c);
+    else
+        rlt_str_printf(bound, "rlt_lmin(%s, rlt_lane_to(%s, %" PRId64 ", %" PRId64 "))", text_of(g, &old), x0, c, n);
+    note_failure(g, &old);
+    rlt_str_free(&old);
+}
+
 /* The lanes of a vector load of e that read inside its tensor, as C
  * expressions [lo, hi), and the part of its bounds condition that does not
  * depend on the lane (cond, "" when none): an index linear in the lane, x0 +
@@ -536,25 +553,10 @@ static bool load_lanes(gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rl
             rlt_str x0;
             rlt_str_init(&x0);
             print_lin(g, &f, &x0);
-            rlt_str old;
-            rlt_str_init(&old);
-            if (rlo < 0) {
-                rlt_str_append(&old, text_of(g, lo));
-                rlt_str_clear(lo);
-                rlt_str_printf(lo, "rlt_lmax(%s, rlt_lane_from(%s, %" PRId64 "))", text_of(g, &old), text_of(g, &x0),
-                               c);
-            }
-            if (rhi >= t->dims[d]) {
-                rlt_str_clear(&old);
-                rlt_str_append(&old, text_of(g, hi));
-                rlt_str_clear(hi);
-                rlt_str_printf(hi, "rlt_lmin(%s, rlt_lane_to(%s, %" PRId64 ", %" PRId64 "))", text_of(g, &old),
-                               text_of(g, &x0), c, t->dims[d]);
-            }
+            if (rlo < 0) narrow_lanes(g, lo, true, text_of(g, &x0), c, 0);
+            if (rhi >= t->dims[d]) narrow_lanes(g, hi, false, text_of(g, &x0), c, t->dims[d]);
             note_failure(g, &x0);
-            note_failure(g, &old);
             rlt_str_free(&x0);
-            rlt_str_free(&old);
         }
     }
     note_failure(g, cond);
@@ -1077,9 +1079,8 @@ static bool partial_lanes(gen *g, int pos, rlt_str *nv)
     int v = g->vec_var;
     if (!has_masked_lanes(g->vec_width) || g->mask_nv >= 0) return false;
     rlt_str_printf(nv, "%d", g->vec_width);
-    rlt_str x0, old;
+    rlt_str x0;
     rlt_str_init(&x0);
-    rlt_str_init(&old);
     bool ok = true;
     for (int k = 0; k < g->n_guards && ok; k++) {
         if (g->guard_depth[k] != pos || g->is_guard_known[k]) continue;
@@ -1093,17 +1094,11 @@ static bool partial_lanes(gen *g, int pos, rlt_str *nv)
         }
         rlt_str_clear(&x0);
         print_lin(g, &f, &x0);
-        rlt_str_clear(&old);
-        rlt_str_append(&old, text_of(g, nv));
-        rlt_str_clear(nv);
-        rlt_str_printf(nv, "rlt_lmin(%s, rlt_lane_to(%s, %" PRId64 ", %" PRId64 "))", text_of(g, &old),
-                       text_of(g, &x0), c, g->guard_bound[k]);
+        narrow_lanes(g, nv, false, text_of(g, &x0), c, g->guard_bound[k]);
     }
     note_failure(g, &x0);
-    note_failure(g, &old);
     note_failure(g, nv);
     rlt_str_free(&x0);
-    rlt_str_free(&old);
     return ok;
 }
 

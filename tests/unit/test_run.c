@@ -550,6 +550,23 @@ Test(run, workload_of_another_op_is_refused)
  * (its last lane is the tensor's last float: the loads must not read past
  * it), and a stride-4 depthwise one whose tiles are split into an interior
  * copy without padding checks and a border one. */
+/* The op of `spec` under `schedule`, its nest in *n; the generated code
+ * must contain `needle` and, when not NULL, `also`. */
+static rlt_op *scheduled_with(const char *spec, const char *schedule, const char *needle, const char *also,
+                              rlt_nest *n)
+{
+    rlt_diag d = {0};
+    rlt_op *sop = NULL;
+    cr_assert_eq(rlt_op_parse(spec, &sop, &d), RLT_STATUS_OK, "%s", d.message);
+    *n = fixture_scheduled(sop, schedule);
+    rlt_kernel_src k;
+    cr_assert_eq(rlt_codegen_kernel(n, &k, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_not_null(strstr(k.code, needle), "%s: no %s in\n%s", spec, needle, k.code);
+    if (also) cr_assert_not_null(strstr(k.code, also), "%s: no %s in\n%s", spec, also, k.code);
+    rlt_kernel_src_free(&k);
+    return sop;
+}
+
 Test(run, strided_vector_loads_compute_the_reference)
 {
     static const struct {
@@ -565,14 +582,9 @@ Test(run, strided_vector_loads_compute_the_reference)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rlt_diag d = {0};
-        rlt_op *cop = NULL;
-        cr_assert_eq(rlt_op_parse(cases[i].spec, &cop, &d), RLT_STATUS_OK, "%s", d.message);
-        rlt_nest n = fixture_scheduled(cop, cases[i].schedule);
-        rlt_kernel_src k;
-        cr_assert_eq(rlt_codegen_kernel(&n, &k, &d), RLT_STATUS_OK, "%s", d.message);
-        cr_assert_not_null(strstr(k.code, i == 3 ? "rlt_lds4_" : "rlt_lds2_"), "%s: no strided load", cases[i].spec);
-        if (i == 3) cr_assert_not_null(strstr(k.code, "in bounds: no checks"), "no interior copy:\n%s", k.code);
-        rlt_kernel_src_free(&k);
+        rlt_nest n;
+        rlt_op *cop = scheduled_with(cases[i].spec, cases[i].schedule, i == 3 ? "rlt_lds4_" : "rlt_lds2_",
+                                     i == 3 ? "in bounds: no checks" : NULL, &n);
         rlt_build_opts bopts = {.cache_dir = cache_dir};
         rlt_workload *cw = NULL;
         cr_assert_eq(rlt_workload_create(cop, &bopts, 7, &cw, &d), RLT_STATUS_OK, "%s", d.message);
@@ -621,14 +633,8 @@ Test(run, partial_vectors_and_border_loads_compute_the_reference, .timeout = 300
     static const char *const cflags[] = {"-O1 -march=native", "-O1 -mno-avx"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rlt_diag d = {0};
-        rlt_op *cop = NULL;
-        cr_assert_eq(rlt_op_parse(cases[i].spec, &cop, &d), RLT_STATUS_OK, "%s", d.message);
-        rlt_nest n = fixture_scheduled(cop, cases[i].schedule);
-        rlt_kernel_src k;
-        cr_assert_eq(rlt_codegen_kernel(&n, &k, &d), RLT_STATUS_OK, "%s", d.message);
-        cr_assert_not_null(strstr(k.code, cases[i].helper), "%s: no %s in\n%s", cases[i].spec, cases[i].helper,
-                           k.code);
-        rlt_kernel_src_free(&k);
+        rlt_nest n;
+        rlt_op *cop = scheduled_with(cases[i].spec, cases[i].schedule, cases[i].helper, NULL, &n);
         for (int c = 0; c < 2; c++)
             for (int f = 0; f < 2; f++) {
                 rlt_build_opts bopts = {.cache_dir = cache_dir, .cc = compilers[c], .cflags = cflags[f]};
