@@ -468,6 +468,18 @@ static lane_pattern addr_lanes(const gen *g, const addr *a)
 
 /* ---- expressions -------------------------------------------------------- */
 
+/* Appends "(x) >= 0 && (x) < n" to a condition (after " && " when it has
+ * a clause already). */
+static void append_range_check(const gen *g, rlt_str *cond, const lin *x, int64_t n)
+{
+    if (cond->len) rlt_str_append(cond, " && ");
+    rlt_str_append(cond, "(");
+    print_lin(g, x, cond);
+    rlt_str_printf(cond, ") >= 0 && (");
+    print_lin(g, x, cond);
+    rlt_str_printf(cond, ") < %" PRId64, n);
+}
+
 /* Bounds condition of a load whose tensor is not padded: "" when always in. */
 static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
 {
@@ -486,12 +498,7 @@ static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
             rlt_str_append(cond, "0");
             return;
         }
-        if (cond->len) rlt_str_append(cond, " && ");
-        rlt_str_append(cond, "(");
-        print_lin(g, &f, cond);
-        rlt_str_printf(cond, ") >= 0 && (");
-        print_lin(g, &f, cond);
-        rlt_str_printf(cond, ") < %" PRId64, t->dims[d]);
+        append_range_check(g, cond, &f, t->dims[d]);
     }
 }
 
@@ -543,12 +550,7 @@ static bool load_lanes(gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rl
             ok = false;
         } else if (c == 0) {
             if (lin_is_const(g, &f) && f.k >= 0 && f.k < t->dims[d]) continue;
-            if (cond->len) rlt_str_append(cond, " && ");
-            rlt_str_append(cond, "(");
-            print_lin(g, &f, cond);
-            rlt_str_printf(cond, ") >= 0 && (");
-            print_lin(g, &f, cond);
-            rlt_str_printf(cond, ") < %" PRId64, t->dims[d]);
+            append_range_check(g, cond, &f, t->dims[d]);
         } else {
             rlt_str x0;
             rlt_str_init(&x0);
