@@ -624,6 +624,32 @@ static void emit_lanes(gen *g, lane_fn fn, const void *arg, rlt_str *s)
 
 static void lane_load(gen *g, const void *arg, rlt_str *s) { emit_scalar_load(g, arg, s); }
 
+/* A contiguous or strided vector load (address a, from base) of the lanes
+ * inside the tensor and the partial vector, in one masked load; false, with
+ * nothing emitted, when its lanes cannot be bounded (load_lanes). */
+static bool emit_masked_load(gen *g, const rlt_expr *e, const addr *a, const char *base, rlt_str *s)
+{
+    rlt_str cond, lo, hi;
+    rlt_str_init(&cond);
+    rlt_str_init(&lo);
+    rlt_str_init(&hi);
+    bool ok = load_lanes(g, e, &cond, &lo, &hi);
+    if (ok) {
+        if (cond.len) rlt_str_printf(s, "((%s) ? ", text_of(g, &cond));
+        if (lanes_of(g, a) == LANES_STRIDED)
+            rlt_str_printf(s, "rlt_ldm%" PRId64 "_%d(&%s[", a->l.c[g->vec_var], g->vec_width, base);
+        else
+            rlt_str_printf(s, "rlt_ldm%d(&%s[", g->vec_width, base);
+        print_addr_lane0(g, a, s);
+        rlt_str_printf(s, "], %s, %s)", text_of(g, &lo), text_of(g, &hi));
+        if (cond.len) rlt_str_printf(s, " : rlt_splat%d(0.0f))", g->vec_width);
+    }
+    rlt_str_free(&cond);
+    rlt_str_free(&lo);
+    rlt_str_free(&hi);
+    return ok;
+}
+
 static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
 {
     if (!g->in_vector) {
@@ -643,28 +669,7 @@ static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
     load_base(g, e->tensor, base, sizeof base);
     bool wants_mask = (is_guarded || g->mask_nv >= 0) && (p == LANES_CONTIGUOUS || p == LANES_STRIDED) &&
                       has_masked_lanes(g->vec_width);
-    if (wants_mask) {
-        /* the lanes inside the tensor (and the partial vector) in one masked load */
-        rlt_str lcond, lo, hi;
-        rlt_str_init(&lcond);
-        rlt_str_init(&lo);
-        rlt_str_init(&hi);
-        wants_mask = load_lanes(g, e, &lcond, &lo, &hi);
-        if (wants_mask) {
-            if (lcond.len) rlt_str_printf(s, "((%s) ? ", text_of(g, &lcond));
-            if (p == LANES_STRIDED)
-                rlt_str_printf(s, "rlt_ldm%" PRId64 "_%d(&%s[", a.l.c[g->vec_var], g->vec_width, base);
-            else
-                rlt_str_printf(s, "rlt_ldm%d(&%s[", g->vec_width, base);
-            print_addr_lane0(g, &a, s);
-            rlt_str_printf(s, "], %s, %s)", text_of(g, &lo), text_of(g, &hi));
-            if (lcond.len) rlt_str_printf(s, " : rlt_splat%d(0.0f))", g->vec_width);
-        }
-        rlt_str_free(&lcond);
-        rlt_str_free(&lo);
-        rlt_str_free(&hi);
-        if (wants_mask) return;
-    }
+    if (wants_mask && emit_masked_load(g, e, &a, base, s)) return;
     if (p == LANES_GATHER || (is_guarded && p != LANES_UNIFORM) || (g->mask_nv >= 0 && p != LANES_UNIFORM)) {
         emit_lanes(g, lane_load, e, s);
     } else if (p == LANES_STRIDED) {

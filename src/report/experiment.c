@@ -801,6 +801,14 @@ static rlt_status check_tuners(rlt_exp *e, int i, rlt_diag *diag)
     return RLT_STATUS_OK;
 }
 
+/* Whether any tuner of the config carries its agent between workloads. */
+static bool any_carries(const rlt_exp_config *c)
+{
+    for (int t = 0; t < c->n_tuners; t++)
+        if (c->tuners[t].carry_agent) return true;
+    return false;
+}
+
 /* A new private directory for carried agents, in $TMPDIR or /tmp. */
 static rlt_status make_agent_dir(char *dir, size_t cap, rlt_diag *diag)
 {
@@ -839,24 +847,21 @@ static void remove_agent_dir(const char *dir, int n_tuners, int n_seeds)
 static rlt_status check_carry(rlt_exp *e, rlt_diag *diag)
 {
     const rlt_exp_config *c = e->c;
-    bool any = false;
-    for (int t = 0; t < c->n_tuners; t++) any |= c->tuners[t].carry_agent;
-    if (!any || c->n_workloads < 2) return RLT_STATUS_OK;
+    if (!any_carries(c) || c->n_workloads < 2) return RLT_STATUS_OK;
     char dir[256], path[512];
     rlt_status st = make_agent_dir(dir, sizeof dir, diag);
     if (st != RLT_STATUS_OK) return st;
     agent_path(dir, -1, 0, path, sizeof path);
     for (int t = 0; t < c->n_tuners && st == RLT_STATUS_OK; t++) {
         if (!c->tuners[t].carry_agent) continue;
-        for (int i = 1; i < c->n_workloads && st == RLT_STATUS_OK; i++) {
-            rlt_space from, to;
+        rlt_space from, to;
+        if ((st = workload_space(e, 0, &from, diag)) != RLT_STATUS_OK) break;
+        for (int i = 1; i < c->n_workloads && st == RLT_STATUS_OK; i++, from = to) {
             rlt_tuner *a = NULL, *b = NULL;
             rlt_tuner_opts opts = c->tuners[t].opts;
             opts.seed = 0;
             rlt_diag d = {0};
-            if ((st = workload_space(e, i - 1, &from, diag)) != RLT_STATUS_OK ||
-                (st = workload_space(e, i, &to, diag)) != RLT_STATUS_OK)
-                break;
+            if ((st = workload_space(e, i, &to, diag)) != RLT_STATUS_OK) break;
             st = rlt_tuner_create(c->tuners[t].name, &from, &opts, &a, &d);
             if (st == RLT_STATUS_OK) st = rlt_tuner_save(a, path, &d);
             if (st == RLT_STATUS_OK) st = rlt_tuner_create(c->tuners[t].name, &to, &opts, &b, &d);
@@ -995,8 +1000,7 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
     memcpy(out->workloads, e->known, sizeof *out->workloads * (size_t)c->n_workloads);
     rlt_status st = RLT_STATUS_OK;
     char agent_dir[256] = "";
-    bool any_carry = false;
-    for (int t = 0; t < c->n_tuners; t++) any_carry |= c->tuners[t].carry_agent;
+    bool any_carry = any_carries(c);
     if (any_carry && (st = make_agent_dir(agent_dir, sizeof agent_dir, diag)) != RLT_STATUS_OK) return st;
     progress_ctx pc = {.o = o, .p = {.n_total = out->n_runs_planned}};
     for (int w = 0; w < c->n_workloads && st == RLT_STATUS_OK && !out->was_stopped; w++) {
