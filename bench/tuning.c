@@ -25,8 +25,14 @@
  * its preferred layout, activations' reorders not counted, and with plain
  * NCHW). All at the run's thread count, pinned like rltune's runner.
  *
- * Usage: bench_tuning [--trials N] [--seeds N] [--tuners a,b,..] [--workloads matmul,conv2d]
- *                     [--throughput-trials N] [--rounds N] [--threads N] [--skip-throughput]
+ * By default the tuners are measured alone (--rule-seeds 0); `rltune tune`
+ * first measures 8 rule-built configurations (its --seeds), and
+ * --rule-seeds 8 measures the tuners as a user running it gets them (the
+ * seeds count among the trials).
+ *
+ * Usage: bench_tuning [--trials N] [--seeds N] [--rule-seeds N] [--tuners a,b,..]
+ *                     [--workloads matmul,conv2d] [--throughput-trials N] [--rounds N]
+ *                     [--threads N] [--skip-throughput]
  * Prints markdown tables on stdout and progress on stderr.
  */
 #include "measure/measure.h"
@@ -89,7 +95,7 @@ static bool is_program(const char *path) { return access(path, X_OK) == 0; }
 /* ---- tuning runs ---------------------------------------------------------- */
 
 /* One tuning run with a cold compile cache and no records. */
-static void tune_once(const rlt_op *op, const char *tuner, uint64_t seed, int trials, int threads,
+static void tune_once(const rlt_op *op, const char *tuner, uint64_t seed, int trials, int threads, int rule_seeds,
                       run_result *out)
 {
     char *cache = bench_temp_dir_or_die();
@@ -100,6 +106,7 @@ static void tune_once(const rlt_op *op, const char *tuner, uint64_t seed, int tr
         .n_trials = trials,
         .seed = seed,
         .n_threads = threads,
+        .n_seeds = rule_seeds,
         .build = {.cache_dir = cache},
         .run = {.repeat = 3, .min_repeat_ms = 10, .timeout_s = 10},
         .progress = bench_tune_progress,
@@ -155,7 +162,7 @@ static void print_cell(double v)
 int main(int argc, char **argv)
 {
     bench_program = "bench_tuning";
-    int trials = 1000, n_seeds = 3, throughput_trials = 128, rounds = 3, threads = 1;
+    int trials = 1000, n_seeds = 3, throughput_trials = 128, rounds = 3, threads = 1, rule_seeds = 0;
     bool skip_throughput = false;
     char tuner_list[256] = "random,grid,ga,xgb,xgb-rank", workload_list[128] = "matmul,conv2d";
     for (int i = 1; i < argc; i++) {
@@ -167,6 +174,7 @@ int main(int argc, char **argv)
         if (!v) bench_die(2, "option %s needs a value", a);
         if (strcmp(a, "--trials") == 0) trials = atoi(v);
         else if (strcmp(a, "--seeds") == 0) n_seeds = atoi(v);
+        else if (strcmp(a, "--rule-seeds") == 0) rule_seeds = atoi(v);
         else if (strcmp(a, "--throughput-trials") == 0) throughput_trials = atoi(v);
         else if (strcmp(a, "--rounds") == 0) rounds = atoi(v);
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
@@ -176,9 +184,9 @@ int main(int argc, char **argv)
         i++;
     }
     if (trials < 1 || n_seeds < 1 || n_seeds > MAX_SEEDS || throughput_trials < 1 || rounds < 1 ||
-        rounds > MAX_ROUNDS || threads < 1 || threads > 256)
+        rounds > MAX_ROUNDS || threads < 1 || threads > 256 || rule_seeds < 0 || rule_seeds > 64)
         bench_die(2, "out of range: --trials >= 1, --seeds 1..16, --throughput-trials >= 1, --rounds 1..16, "
-               "--threads 1..256");
+               "--threads 1..256, --rule-seeds 0..64");
     char date[64];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&now));
@@ -186,10 +194,13 @@ int main(int argc, char **argv)
     rlt_target_detect(&target);
     printf("# bench_tuning, %s\n\nMachine: %s, %d cores, %d-float vectors; %d thread(s).\n", date,
            target.cpu_model, target.n_cores, target.vector_floats, threads);
-    printf("Command: bench_tuning --trials %d --seeds %d --tuners %s --workloads %s --throughput-trials %d "
-           "--rounds %d --threads %d%s\n\n",
-           trials, n_seeds, tuner_list, workload_list, throughput_trials, rounds, threads,
+    printf("Command: bench_tuning --trials %d --seeds %d --rule-seeds %d --tuners %s --workloads %s "
+           "--throughput-trials %d --rounds %d --threads %d%s\n\n",
+           trials, n_seeds, rule_seeds, tuner_list, workload_list, throughput_trials, rounds, threads,
            skip_throughput ? " --skip-throughput" : "");
+    printf("%s\n\n", rule_seeds > 0 ? "Each run first measures rule-built configurations (rltune tune's --seeds); "
+                                      "they count among its trials."
+                                    : "The tuners alone: no rule-built configurations (rltune tune --seeds 0).");
     fflush(stdout);
     const char *tuners[MAX_TUNERS], *wnames[8];
     int n_tuners = split_list(tuner_list, tuners, MAX_TUNERS);
@@ -210,7 +221,7 @@ int main(int argc, char **argv)
             double per_s[MAX_SEEDS];
             for (int s = 0; s < n_seeds; s++) {
                 run_result rr;
-                tune_once(op, tp_tuners[t], (uint64_t)s, throughput_trials, threads, &rr);
+                tune_once(op, tp_tuners[t], (uint64_t)s, throughput_trials, threads, 0, &rr);
                 per_s[s] = rr.per_s;
             }
             printf("| %s | %.2f |", tp_tuners[t], bench_median(per_s, n_seeds));
@@ -234,7 +245,8 @@ int main(int argc, char **argv)
         static run_result runs[MAX_TUNERS][MAX_SEEDS];
         memset(runs, 0, sizeof runs);
         for (int t = 0; t < n_tuners; t++)
-            for (int s = 0; s < n_seeds; s++) tune_once(op, tuners[t], (uint64_t)s, trials, threads, &runs[t][s]);
+            for (int s = 0; s < n_seeds; s++)
+                tune_once(op, tuners[t], (uint64_t)s, trials, threads, rule_seeds, &runs[t][s]);
 
         /* Re-measure every final kernel, interleaved with the baselines. */
         rlt_workload *w = NULL;

@@ -60,8 +60,12 @@
  *      tensor's border load and store only their lanes inside, in masked
  *      operations (rlt_ldmW, rlt_ldm2_W, rlt_ldm4_W, rlt_stmW), not lane by
  *      lane; a configuration's parallel L0 loop is the outermost of L0
- *      (src/space: one parallel region a call). */
-#define RLT_CODEGEN_VERSION 5
+ *      (src/space: one parallel region a call);
+ *   6  a split past its loop's extent is kept (a vector wider than its axis)
+ *      and its loop of one iteration folded to 0, so such a vector emits its
+ *      partial (masked) path alone (src/space offers such vectors, and
+ *      register tiles whose last vector ends past the axis). */
+#define RLT_CODEGEN_VERSION 6
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */

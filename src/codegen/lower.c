@@ -175,6 +175,18 @@ static void make_cnames(gen *g)
 
 /* ---- analysis ----------------------------------------------------------- */
 
+/* The outer loop of a split whose factor is past its extent (a vector
+ * wider than its axis): one iteration, its counter always 0. Folded to that
+ * constant, the tail's guard depends on the inner loop alone and is decided
+ * there, where unrolled copies and vector lanes make it a constant, instead
+ * of versioning a tile whose fast copy would never run. */
+static bool is_one_tail_iteration(const rlt_nest *n, int v, int pos)
+{
+    const rlt_var *var = &n->vars[v];
+    return n->loops[pos].kind == RLT_LOOP_SERIAL && var->extent == 1 && var->origin == RLT_VAR_SPLIT_OUTER &&
+           rlt_nest_var_has_tail(n, var->parent);
+}
+
 /* Value of variable v as a linear form; marks symbols as it goes. */
 static void compute_value(gen *g, int v)
 {
@@ -182,6 +194,7 @@ static void compute_value(gen *g, int v)
     lin *l = &g->value[v];
     lin_zero(l);
     int pos = rlt_nest_loop_of_var(n, v);
+    if (pos >= 0 && is_one_tail_iteration(n, v, pos)) return;
     if (pos >= 0) {
         l->c[v] = 1;
         g->is_symbol[v] = true;
@@ -1043,9 +1056,12 @@ static void emit_inside(gen *g, const plan *p, int idx, int indent)
 }
 
 /* The condition under which every lane of the vector loop passes its
- * guards ("" when there are none), and whether lanes can be vectors at all. */
-static bool vector_condition(gen *g, int pos, rlt_str *cond)
+ * guards ("" when there are none), and whether lanes can be vectors at all.
+ * *out_is_never says the condition is a constant that fails: no whole
+ * vector (one wider than its axis). */
+static bool vector_condition(gen *g, int pos, rlt_str *cond, bool *out_is_never)
 {
+    *out_is_never = false;
     int v = g->vec_var;
     for (int s = 0; s < g->n->n_vars; s++)
         if (g->is_symbol[s] && g->derived_from[s] >= 0 && g->sym_depth[s] == pos) return false;
@@ -1059,6 +1075,7 @@ static bool vector_condition(gen *g, int pos, rlt_str *cond)
         lin_fold(g, &g->guard[k], &f);
         g->is_fixed[v] = false;
         if (lin_is_const(g, &f) && f.k < g->guard_bound[k]) continue;
+        if (lin_is_const(g, &f)) *out_is_never = true;
         if (cond->len) rlt_str_append(cond, " && ");
         print_lin(g, &f, cond);
         rlt_str_printf(cond, " < %" PRId64, g->guard_bound[k]);
@@ -1109,6 +1126,21 @@ static bool partial_lanes(gen *g, int pos, rlt_str *nv)
     return ok;
 }
 
+/* The partial vector: its first lanes (nv, partial_lanes) pass the guards;
+ * masked loads and stores for those, the others neither read nor written.
+ * The block closes the caller's "{" or "else {". */
+static void emit_partial_vector(gen *g, const plan *p, int idx, int indent, const rlt_str *nv)
+{
+    int k = g->n_temps++;
+    out(g, indent + 1, "const long rlt_nv%d = %s;\n", k, text_of(g, nv));
+    g->in_vector = true;
+    g->mask_nv = k;
+    emit_plan(g, p, idx + 1, indent + 1);
+    g->mask_nv = -1;
+    g->in_vector = false;
+    out(g, indent, "}\n");
+}
+
 static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
 {
     int pos = p->pos[idx];
@@ -1116,38 +1148,38 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
     rlt_str cond, nv;
     rlt_str_init(&cond);
     rlt_str_init(&nv);
-    bool is_vector_ok = vector_condition(g, pos, &cond);
+    bool is_never_whole;
+    bool is_vector_ok = vector_condition(g, pos, &cond, &is_never_whole);
     note_failure(g, &cond);
-    if (is_vector_ok) {
-        int inner = indent;
-        if (cond.len) {
-            out(g, indent, "if (%s) {\n", text_of(g, &cond));
-            inner++;
+    if (is_vector_ok && is_never_whole && partial_lanes(g, pos, &nv)) {
+        /* A vector wider than what is left of its axis: the partial one only. */
+        out(g, indent, "{\n");
+        emit_partial_vector(g, p, idx, indent, &nv);
+    } else {
+        rlt_str_clear(&nv);
+        if (is_vector_ok) {
+            int inner = indent;
+            if (cond.len) {
+                out(g, indent, "if (%s) {\n", text_of(g, &cond));
+                inner++;
+            }
+            g->in_vector = true;
+            emit_plan(g, p, idx + 1, inner);
+            g->in_vector = false;
+            if (cond.len) out(g, indent, "} else {\n");
         }
-        g->in_vector = true;
-        emit_plan(g, p, idx + 1, inner);
-        g->in_vector = false;
-        if (cond.len) out(g, indent, "} else {\n");
-    }
-    if (is_vector_ok && cond.len && partial_lanes(g, pos, &nv)) {
-        /* The partial vector: its first lanes pass the guards; masked loads
-         * and stores for those, the others neither read nor written. */
-        int k = g->n_temps++;
-        out(g, indent + 1, "const long rlt_nv%d = %s;\n", k, text_of(g, &nv));
-        g->in_vector = true;
-        g->mask_nv = k;
-        emit_plan(g, p, idx + 1, indent + 1);
-        g->mask_nv = -1;
-        g->in_vector = false;
-        out(g, indent, "}\n");
-    } else if (!is_vector_ok || cond.len) {
-        /* Lanes one at a time, each under its guards: the tail. */
-        int inner = is_vector_ok ? indent + 1 : indent;
-        emit_keep_rolled(g, p, pos, inner);
-        out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", g->cname[v], g->cname[v], g->vec_width, g->cname[v]);
-        emit_inside(g, p, idx, inner + 1);
-        out(g, inner, "}\n");
-        if (is_vector_ok) out(g, indent, "}\n");
+        if (is_vector_ok && cond.len && partial_lanes(g, pos, &nv)) {
+            emit_partial_vector(g, p, idx, indent, &nv);
+        } else if (!is_vector_ok || cond.len) {
+            /* Lanes one at a time, each under its guards: the tail. */
+            int inner = is_vector_ok ? indent + 1 : indent;
+            emit_keep_rolled(g, p, pos, inner);
+            out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", g->cname[v], g->cname[v], g->vec_width,
+                g->cname[v]);
+            emit_inside(g, p, idx, inner + 1);
+            out(g, inner, "}\n");
+            if (is_vector_ok) out(g, indent, "}\n");
+        }
     }
     rlt_str_free(&cond);
     rlt_str_free(&nv);

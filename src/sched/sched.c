@@ -80,7 +80,11 @@ rlt_status rlt_sched_split(const rlt_nest *in, const char *loop, int64_t factor,
     snprintf(name, sizeof name, "%s.i", loop);
     if ((st = new_var(&tmp, name, diag, &inner)) != RLT_STATUS_OK) return st;
     const rlt_var *p = &tmp.vars[parent];
-    int64_t f = factor < p->extent ? factor : p->extent;
+    /* A factor past the extent but under twice it is kept: one outer
+     * iteration and a tail, which is how a vector wider than its axis is
+     * written (docs/schedule.md). A larger one would leave the inner loop
+     * idle more than half the time: it is clamped to the extent. */
+    int64_t f = factor < 2 * p->extent ? factor : p->extent;
     tmp.vars[outer].extent = (p->extent + f - 1) / f;
     tmp.vars[inner].extent = f;
     for (int v = outer; v <= inner; v++) {

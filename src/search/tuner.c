@@ -285,8 +285,8 @@ int rlt_ga_find(const rlt_ga *g, const rlt_space *s, const rlt_config *c)
 
 /* Next generation from the measured one plus the elites: the best `elite`
  * of that pool stay elites; pop children are made by make_child from
- * parents drawn in proportion to their scores, or drawn at random when it
- * finds no new valid one. */
+ * parents drawn in proportion to their scores, or drawn at random (then
+ * scanned for) when it finds no new valid one. */
 static void ga_breed(rlt_tuner *t, rlt_ga *g, rlt_ga_child_fn make_child, void *ctx)
 {
     int n = 0;
@@ -324,7 +324,10 @@ static void ga_breed(rlt_tuner *t, rlt_ga *g, rlt_ga_child_fn make_child, void *
         rlt_config child = {0};
         bool is_new = make_child(t, g, ctx, c, &child);
         if (!is_new) is_new = rlt_tuner_draw_new(t, 1024, &child);
-        if (!is_new) break; /* the space is (nearly) exhausted */
+        /* where valid configurations are rare, random draws miss the last
+         * few: a scan finds them, so that the whole space is proposed */
+        if (!is_new) is_new = rlt_tuner_scan_new(t, &g->scan_cursor, &child);
+        if (!is_new) break; /* the space is exhausted */
         g->gen[g->n_gen] = child;
         g->gen_score[g->n_gen++] = -1.0;
     }

@@ -280,6 +280,7 @@ typedef struct rlt_ga {
     double pool_weight_total;
     bool *pool_is_elite; /* scratch of the elite selection */
     int n_pool;
+    uint64_t scan_cursor; /* scan position once random draws run dry */
 } rlt_ga;
 
 /* Makes the child for slot `slot` (0 .. pop-1) of the generation being

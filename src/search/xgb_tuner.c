@@ -47,6 +47,7 @@ typedef struct xgb_state {
     rlt_config *walkers;
     double *walker_score;
     bool has_walkers;
+    uint64_t scan_cursor; /* scan position once random draws run dry */
 } xgb_state;
 
 static rlt_status warm_start(rlt_tuner *t, rlt_diag *diag);
@@ -189,7 +190,7 @@ static int xgb_next(rlt_tuner *t, int max, rlt_config *out)
             out[n] = x->plan[x->plan_pt++];
             rlt_visited_add(&t->visited, rlt_space_index_of(t->space, &out[n]));
             n++;
-        } else if (rlt_tuner_draw_new(t, 1024, &out[n])) {
+        } else if (rlt_tuner_draw_new(t, 1024, &out[n]) || rlt_tuner_scan_new(t, &x->scan_cursor, &out[n])) {
             n++; /* no plan yet, or the window's last 5%: explore at random */
         } else {
             break;

@@ -374,7 +374,8 @@ static void rate_tiles_of(const rlt_space *s, int vec_knob, int vc, int vec_axis
             int a = kn->axis;
             int64_t unit = a == vec_axis ? w : 1, e = op->axes[a].extent;
             tile[a] = kn->values[idx[i]] * unit;
-            ok = tile[a] <= e && !(idx[i] > 0 && kn->values[idx[i] - 1] * unit >= e);
+            /* the last vector may end past the axis (space.h) */
+            ok = tile[a] - e < unit && !(idx[i] > 0 && kn->values[idx[i] - 1] * unit >= e);
             acc *= kn->values[idx[i]];
         }
         if (vec_axis >= 0 && find_knob(s, RLT_KNOB_TILE, vec_axis) < 0) tile[vec_axis] = w;

@@ -208,12 +208,20 @@ rlt_status rlt_space_create(const rlt_op *op, const rlt_space_opts *opts, rlt_sp
     rlt_status st = RLT_STATUS_OK;
     char name[RLT_LOOP_NAME_MAX + 16];
 
-    /* vec: none, or a spatial axis at half and full vector width */
+    /* vec: none, or a spatial axis at half and full vector width; then the
+     * widths wider than their axis but less than twice it (a row of 14 in
+     * one masked vector of 16: the lanes past the axis are neither read nor
+     * written). Those come last so that adding them left the other choices'
+     * positions, and the order of configurations, as they were. */
     n = 0;
     v[n++] = -1;
-    for (int a = 0; a < op->n_spatial; a++)
-        for (int w = vf / 2; w <= vf; w *= 2)
-            if (w >= 2 && op->axes[a].extent >= w && n < RLT_SPACE_MAX_CHOICES) v[n++] = (int64_t)a * 1000 + w;
+    for (int wide = 0; wide <= 1; wide++)
+        for (int a = 0; a < op->n_spatial; a++)
+            for (int w = vf / 2; w <= vf; w *= 2) {
+                int64_t e = op->axes[a].extent;
+                bool fits = wide ? e < w && 2 * e > w : e >= w;
+                if (w >= 2 && fits && n < RLT_SPACE_MAX_CHOICES) v[n++] = (int64_t)a * 1000 + w;
+            }
     if ((st = add_knob(s, RLT_KNOB_VEC, -1, "vec", n, v, diag))) return st;
 
     static const int64_t tiles[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
@@ -495,7 +503,7 @@ typedef struct plan_loops {
 
 static void push(plan_loops *p, const char *name)
 {
-    if (p->n < RLT_MAX_LOOPS) snprintf(p->names[p->n++], RLT_LOOP_NAME_MAX, "%s", name);
+    if (p->n < RLT_MAX_LOOPS) snprintf(p->names[p->n++], RLT_LOOP_NAME_MAX, "%.*s", RLT_LOOP_NAME_MAX - 1, name);
 }
 
 static rlt_status add_step(rlt_sched *sched, rlt_diag *diag, const char *fmt, ...) RLT_PRINTF(3, 4);
@@ -539,6 +547,7 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
     char l_mid[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}};    /* L2 / L3 */
     char l_tile[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}};   /* L4 (register tile; unrolled count on the vec axis) */
     char l_vec[RLT_LOOP_NAME_MAX] = "";
+    char l_single[RLT_MAX_AXES][RLT_LOOP_NAME_MAX] = {{0}}; /* one iteration: a wide vector's outer loop */
 
     for (int a = 0; a < op->n_axes && st == RLT_STATUS_OK; a++) {
         const rlt_axis *ax = &op->axes[a];
@@ -565,7 +574,12 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
                           ax->name, tile, ax->extent);
             break;
         }
-        if (tile_elems[a] > ax->extent) {
+        /* On the vectorized axis the tile's last vector may end past the
+         * axis, masked (a row of 28 in two vectors of 16); a vector wider
+         * than the whole axis is the register tile alone (tiles of more are
+         * refused as repeats above). */
+        bool is_wide = a == vec_axis && ax->extent < vec_w;
+        if (tile_elems[a] - ax->extent >= unit) {
             st = rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
                           "%s.tile=%" PRId64 " x %" PRId64 " overruns the axis (%" PRId64 " elements)", ax->name,
                           tile, unit, ax->extent);
@@ -573,7 +587,14 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
         }
         char rest[RLT_LOOP_NAME_MAX];
         snprintf(rest, sizeof rest, "%s", ax->name);
-        if (tile_elems[a] > 1 || a == vec_axis) {
+        if (is_wide) {
+            /* split past the extent: an outer loop of one iteration, kept
+             * outermost, and the vector loop with a tail (docs/schedule.md) */
+            st = add_step(sched, diag, "split %s %" PRId64, ax->name, vec_w);
+            snprintf(l_single[a], RLT_LOOP_NAME_MAX, "%.60s.o", ax->name);
+            snprintf(l_vec, sizeof l_vec, "%.60s.i", ax->name);
+            rest[0] = '\0';
+        } else if (tile_elems[a] > 1 || a == vec_axis) {
             if (tile_elems[a] < ax->extent) {
                 st = add_step(sched, diag, "split %s %" PRId64, ax->name, tile_elems[a]);
                 snprintf(rest, sizeof rest, "%s.o", ax->name);
@@ -604,6 +625,9 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
             break;
         }
         if (st != RLT_STATUS_OK || !rest[0]) continue;
+        /* a middle tile past what is left of the axis covers all of it */
+        int64_t rest_extent = strcmp(rest, ax->name) == 0 ? ax->extent : (ax->extent + tile_elems[a] - 1) / tile_elems[a];
+        if (mid > rest_extent) mid = rest_extent;
         if (mid > 1) {
             st = add_step(sched, diag, "split %s %" PRId64, rest, mid);
             snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%.60s.o", rest);
@@ -635,8 +659,10 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
      * (bench/RESULTS.md, sixth round). */
     int64_t par = knob_value(s, c, RLT_KNOB_PARALLEL, -1, -1, NULL);
     plan_loops order = {0};
-    for (int a = 0; a < op->n_axes; a++)
+    for (int a = 0; a < op->n_axes; a++) {
         if (op->axes[a].extent <= 1) push(&order, op->axes[a].name);
+        if (l_single[a][0]) push(&order, l_single[a]);
+    }
     if (par >= 0 && l_outer[par][0]) push(&order, l_outer[par]);
     for (int i = 0; i < n_sp; i++)
         if (l_outer[sp_order[i]][0] && sp_order[i] != par) push(&order, l_outer[sp_order[i]]);

@@ -18,9 +18,16 @@
  * user expressions all come from this one rule.
  *
  * Knobs (names as printed in config keys; which exist depends on the op):
- *   vec                 none, or the vectorized axis and width ("j*8")
+ *   vec                 none, or the vectorized axis and width ("j*8"): half
+ *                       and full vector width on axes at least that long,
+ *                       then (last) the widths wider than an axis but less
+ *                       than twice it: a row of 14 as one masked vector of
+ *                       16, which is then the whole register tile and
+ *                       leaves that axis a loop of one iteration, outermost
  *   <s>.tile            register tile of spatial axis s, in vectors for the
- *                       vectorized axis and in elements for the others
+ *                       vectorized axis and in elements for the others; on
+ *                       the vectorized axis its last vector may end past
+ *                       the axis (masked), never a whole vector past it
  *   <s>.mid             middle tile of s, in register tiles
  *   <r>.tile            inner (cache) block of reduction axis r
  *   order.s / order.r   the order of the spatial / reduction axes in their levels

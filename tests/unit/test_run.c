@@ -567,6 +567,34 @@ static rlt_op *scheduled_with(const char *spec, const char *schedule, const char
     return sop;
 }
 
+/* A vector wider than what is left of its axis never takes the whole-vector
+ * path, so none is emitted: only masked loads and stores for it. */
+Test(run, a_vector_wider_than_its_axis_has_only_the_masked_path)
+{
+    rlt_diag d = {0};
+    rlt_op *wop = NULL;
+    cr_assert_eq(rlt_op_parse("depthwise_conv2d:N=1,C=2,H=9,W=7,R=3,S=3,stride=1,pad=1", &wop, &d), RLT_STATUS_OK);
+    rlt_nest n = fixture_scheduled(wop, "split q 8\nreorder n q.o c p r s q.i\ncache_write p\nunroll r\nunroll s\n"
+                                       "vectorize q.i\n");
+    rlt_kernel_src k;
+    cr_assert_eq(rlt_codegen_kernel(&n, &k, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_not_null(strstr(k.code, "rlt_stm8("), "%s", k.code);
+    cr_assert_null(strstr(k.code, "rlt_store8("), "an unmasked store of 8 lanes in\n%s", k.code);
+    cr_assert_null(strstr(k.code, "rlt_load8("), "an unmasked load of 8 lanes in\n%s", k.code);
+    cr_assert_null(strstr(k.code, "q_o*"), "the loop of one iteration left in an index in\n%s", k.code);
+    rlt_kernel_src_free(&k);
+    /* two vectors of 8 on 13: the first whole, the second partial */
+    rlt_op_destroy(wop);
+    cr_assert_eq(rlt_op_parse("depthwise_conv2d:N=1,C=2,H=5,W=13,R=3,S=3,stride=1,pad=1", &wop, &d), RLT_STATUS_OK);
+    n = fixture_scheduled(wop, "split q 16\nsplit q.i 8\nreorder n q.o c p r s q.i.o q.i.i\ncache_write p\n"
+                              "unroll q.i.o\nvectorize q.i.i\n");
+    cr_assert_eq(rlt_codegen_kernel(&n, &k, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_not_null(strstr(k.code, "rlt_store8("), "%s", k.code);
+    cr_assert_not_null(strstr(k.code, "rlt_stm8("), "%s", k.code);
+    rlt_kernel_src_free(&k);
+    rlt_op_destroy(wop);
+}
+
 Test(run, strided_vector_loads_compute_the_reference)
 {
     static const struct {
@@ -625,6 +653,16 @@ Test(run, partial_vectors_and_border_loads_compute_the_reference, .timeout = 300
         /* stride 4 at 4 lanes, padding 2 */
         {"depthwise_conv2d:N=1,C=2,H=23,W=35,R=3,S=3,stride=4,pad=2",
          "split q 4\nreorder n c p q.o r s q.i\ncache_write q.o\nunroll r\nunroll s\nvectorize q.i\n", "rlt_ldm4_4("},
+        /* a vector wider than its axis (rows of 7 in 8 lanes) */
+        {"depthwise_conv2d:N=1,C=2,H=9,W=7,R=3,S=3,stride=1,pad=1",
+         "split q 8\nsplit p 3\nreorder n q.o c p.o r s p.i q.i\ncache_write p.o\nunroll r\nunroll s\nunroll p.i\n"
+         "vectorize q.i\n",
+         "rlt_stm8"},
+        /* two vectors past a row of 13, the second partial (16 lanes in all) */
+        {"depthwise_conv2d:N=1,C=2,H=5,W=13,R=3,S=3,stride=1,pad=1",
+         "split q 16\nsplit q.i 8\nreorder n q.o c p r s q.i.o q.i.i\ncache_write p\nunroll r\nunroll s\nunroll q.i.o\n"
+         "vectorize q.i.i\n",
+         "rlt_stm8"},
         /* an epilogue reading the bias under a tail (conv2d, K along the vector) */
         {"dense:M=3,N=13,K=10,bias=1,relu=1", "split j 8\nreorder i j.o k j.i\ncache_write j.o\nvectorize j.i\n",
          "rlt_stm8"},

@@ -107,11 +107,19 @@ Test(split, factor_one_and_factor_larger_than_the_extent)
     rlt_nest n = fixture_scheduled(op, "split i 1\n");
     assert_loops(&n, "i.o:8 i.i:1 j:6 k:4r");
     cr_assert_not(rlt_nest_var_has_tail(&n, 0));
-    /* A factor past the extent is clamped to it: no loop runs past the end. */
-    n = fixture_scheduled(op, "split j 100\n");
+    /* A factor past the extent but under twice it is kept: one outer
+     * iteration, and the inner loop runs past the end (a tail), as a vector
+     * wider than its axis needs. */
+    n = fixture_scheduled(op, "split j 8\n");
+    assert_loops(&n, "i:8 j.o:1 j.i:8 k:4r");
+    cr_assert_eq(n.vars[n.loops[2].var].factor, 8);
+    cr_assert(rlt_nest_var_has_tail(&n, 1));
+    /* From twice the extent on, it is clamped to it: no loop idle more than half the time. */
+    n = fixture_scheduled(op, "split j 12\n");
     assert_loops(&n, "i:8 j.o:1 j.i:6 k:4r");
-    cr_assert_eq(n.vars[n.loops[2].var].factor, 6);
     cr_assert_not(rlt_nest_var_has_tail(&n, 1));
+    n = fixture_scheduled(op, "split j 9223372036854775807\n");
+    assert_loops(&n, "i:8 j.o:1 j.i:6 k:4r");
     rlt_op_destroy(op);
 }
 

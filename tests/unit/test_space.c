@@ -34,6 +34,19 @@ static int find_knob(const rlt_space *s, const char *name)
     return -1;
 }
 
+/* Builds (-O1) and runs nests[0..n) of op once each, checked against the
+ * reference; their results in r. */
+static void measure_quickly(const rlt_op *op, int n, const rlt_nest *nests, rlt_run_result *r)
+{
+    rlt_diag d = {0};
+    rlt_build_opts bopts = {.cflags = "-O1 -march=native"};
+    rlt_workload *w = NULL;
+    cr_assert_eq(rlt_workload_create(op, &bopts, 3, &w, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_run_opts ropts = {.repeat = 1, .number = 1, .min_repeat_ms = 0.001, .timeout_s = 20, .n_threads = 2};
+    cr_assert_eq(rlt_measure_nests(w, &bopts, &ropts, n, nests, r, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_workload_destroy(w);
+}
+
 Test(space, every_op_gets_tiling_knobs_by_the_same_rule)
 {
     for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
@@ -112,6 +125,23 @@ Test(space, neighbours_step_one_knob_within_range)
     rlt_op_destroy(op);
 }
 
+/* The configuration of `key` in s (*c) and its schedule (returned; destroy
+ * it), whose text must be `expected`. */
+static rlt_sched *assert_schedule_of(const rlt_space *s, const char *key, const char *expected, rlt_config *c,
+                                     const char **out_cc)
+{
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_space_config_parse(s, key, c, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_sched *sched = NULL;
+    cr_assert_eq(rlt_space_schedule(s, c, &sched, out_cc, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_str text;
+    rlt_str_init(&text);
+    rlt_sched_print(sched, &text);
+    cr_assert_str_eq(text.data, expected);
+    rlt_str_free(&text);
+    return sched;
+}
+
 Test(space, the_hand_written_matmul_schedule_is_in_the_space)
 {
     rlt_op *op = fixture_op(SPECS[0]);
@@ -121,26 +151,19 @@ Test(space, the_hand_written_matmul_schedule_is_in_the_space)
     rlt_diag d = {0};
     const char *key = "v1;vec=j*8;i.tile=6;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;unroll=1;"
                       "pack.A=off;pack.B=j";
-    cr_assert_eq(rlt_space_config_parse(&s, key, &c, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_sched *sched = NULL;
     const char *cc = NULL;
-    cr_assert_eq(rlt_space_schedule(&s, &c, &sched, &cc, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_sched *sched = assert_schedule_of(&s, key, "# rltune schedule v1\n"
+                                                   "split i 6\n"
+                                                   "split j 16\n"
+                                                   "split j.i 8\n"
+                                                   "split k 256\n"
+                                                   "reorder j.o i.o k.o k.i j.i.o i.i j.i.i\n"
+                                                   "cache_write k.o\n"
+                                                   "unroll j.i.o\n"
+                                                   "unroll i.i\n"
+                                                   "vectorize j.i.i\n"
+                                                   "pack B 1 16\n", &c, &cc);
     cr_assert_str_eq(cc, "gcc");
-    rlt_str text;
-    rlt_str_init(&text);
-    rlt_sched_print(sched, &text);
-    cr_assert_str_eq(text.data, "# rltune schedule v1\n"
-                                "split i 6\n"
-                                "split j 16\n"
-                                "split j.i 8\n"
-                                "split k 256\n"
-                                "reorder j.o i.o k.o k.i j.i.o i.i j.i.i\n"
-                                "cache_write k.o\n"
-                                "unroll j.i.o\n"
-                                "unroll i.i\n"
-                                "vectorize j.i.i\n"
-                                "pack B 1 16\n");
-    rlt_str_free(&text);
     rlt_nest n;
     cr_assert_eq(rlt_sched_apply(sched, op, &n, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_sched_destroy(sched);
@@ -204,21 +227,97 @@ Test(space, random_valid_configurations_measure_correct)
             n++;
         }
         cr_assert_eq(n, N, "%s: too few valid configurations", small[i]);
-        rlt_diag d = {0};
-        rlt_build_opts bopts = {.cflags = "-O1 -march=native"};
-        rlt_workload *w = NULL;
-        cr_assert_eq(rlt_workload_create(op, &bopts, 3, &w, &d), RLT_STATUS_OK, "%s", d.message);
-        rlt_run_opts ropts = {.repeat = 1, .number = 1, .min_repeat_ms = 0.001, .timeout_s = 20, .n_threads = 2};
         rlt_run_result r[N];
-        cr_assert_eq(rlt_measure_nests(w, &bopts, &ropts, n, nests, r, &d), RLT_STATUS_OK, "%s", d.message);
+        measure_quickly(op, n, nests, r);
         for (int k = 0; k < n; k++) {
             cr_expect_eq(r[k].status, RLT_STATUS_OK, "%s %s: %s %s", small[i], keys[k].data,
                          rlt_status_str(r[k].status), r[k].message);
             rlt_str_free(&keys[k]);
         }
-        rlt_workload_destroy(w);
         rlt_op_destroy(op);
     }
+}
+
+/* A row narrower than a vector: the vec knob also offers the width past it
+ * (at most twice the row), after every other choice; the schedule splits
+ * past the extent, keeps the loop of one iteration outermost and vectorizes
+ * the rest; and such kernels, masked at the row's end, compute the reference.
+ * Likewise a register tile whose last vector ends past its axis. */
+Test(space, a_vector_wider_than_its_axis_is_one_masked_vector)
+{
+    rlt_op *op = fixture_op("depthwise_conv2d:N=1,C=3,H=6,W=7,R=3,S=3,stride=1,pad=1");
+    rlt_space s;
+    make_space(op, 2, &s);
+    int vec = find_knob(&s, "vec");
+    cr_assert_geq(vec, 0);
+    rlt_str all;
+    rlt_str_init(&all);
+    for (int ch = 0; ch < s.knobs[vec].n_choices; ch++) {
+        rlt_str_append(&all, " ");
+        rlt_knob_value_text(&s, &s.knobs[vec], ch, &all);
+    }
+    cr_assert_str_eq(all.data, " none p*4 q*4 c*4 p*8 q*8", "the wide widths come last");
+    rlt_str_free(&all);
+
+    rlt_config c;
+    rlt_diag d = {0};
+    const char *key = "v1;vec=q*8;c.tile=1;c.mid=1;p.tile=3;p.mid=1;q.tile=1;q.mid=1;r.tile=3;s.tile=3;"
+                      "order.s=c,p,q;order.r=r,s;unroll=1;pack.I=off;pack.W=off;pad.I=0;parallel=c";
+    rlt_sched *sched = assert_schedule_of(&s, key, "# rltune schedule v1\n"
+                                                   "split p 3\n"
+                                                   "split q 8\n"
+                                                   "reorder n q.o c p.o r s p.i q.i\n"
+                                                   "cache_write p.o\n"
+                                                   "unroll p.i\n"
+                                                   "unroll s\n"
+                                                   "unroll r\n"
+                                                   "vectorize q.i\n"
+                                                   "parallel c\n", &c, NULL);
+    rlt_sched_destroy(sched);
+    /* more than one wide vector in the register tile repeats the first */
+    int q_tile = find_knob(&s, "q.tile");
+    c.choice[q_tile] = 1;
+    cr_assert_not(rlt_space_is_valid(&s, &c));
+
+    /* random configurations with a wide vector, measured */
+    rlt_rng rng;
+    rlt_rng_seed(&rng, 5);
+    enum { N = 12 };
+    rlt_nest nests[N];
+    int n = 0;
+    for (int tries = 0; tries < 4000 && n < N; tries++) {
+        rlt_space_random(&s, &rng, &c);
+        c.choice[vec] = (int16_t)(s.knobs[vec].n_choices - 1 - (int)rlt_rng_below(&rng, 3));
+        if (rlt_space_nest(&s, &c, &nests[n], NULL, NULL) == RLT_STATUS_OK) n++;
+    }
+    cr_assert_eq(n, N, "too few valid configurations with a wide vector");
+    rlt_run_result r[N];
+    measure_quickly(op, n, nests, r);
+    for (int k = 0; k < n; k++)
+        cr_expect_eq(r[k].status, RLT_STATUS_OK, "configuration %d: %s %s", k, rlt_status_str(r[k].status),
+                     r[k].message);
+    rlt_op_destroy(op);
+
+    /* a register tile of vectors may end past its axis, by less than a vector */
+    op = fixture_op("matmul:M=4,N=20,K=3");
+    make_space(op, 1, &s);
+    key = "v1;vec=j*8;i.tile=2;i.mid=1;j.tile=3;j.mid=1;k.tile=3;order.s=i,j;unroll=1;pack.A=off;pack.B=off";
+    sched = assert_schedule_of(&s, key, "# rltune schedule v1\n"
+                                        "split i 2\n"
+                                        "split j 8\n"
+                                        "reorder i.o k i.i j.o j.i\n"
+                                        "cache_write i.o\n"
+                                        "unroll i.i\n"
+                                        "unroll j.o\n"
+                                        "unroll k\n"
+                                        "vectorize j.i\n", &c, NULL);
+    rlt_sched_destroy(sched);
+    cr_assert_eq(rlt_space_nest(&s, &c, &nests[0], NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    c.choice[find_knob(&s, "j.tile")] = 3; /* 4 vectors: the last one wholly past */
+    cr_assert_not(rlt_space_is_valid(&s, &c));
+    measure_quickly(op, 1, nests, r);
+    cr_expect_eq(r[0].status, RLT_STATUS_OK, "%s %s", rlt_status_str(r[0].status), r[0].message);
+    rlt_op_destroy(op);
 }
 
 /* ---- projection of a nest onto the space -------------------------------- */
