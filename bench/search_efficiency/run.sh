@@ -7,7 +7,9 @@
 # 1. Sampled datasets: for every workload in workloads.txt, `rltune dataset`
 #    measures N random configurations (default 1024) of its whole space
 #    once, into datasets/w<i>.db (resumable: a dataset already complete is
-#    left as it is). This and 2 are the slow part (minutes per workload);
+#    left as it is; so is one made by an earlier codegen, which cannot be
+#    resumed but replays under its own target). This and 2 are the slow
+#    part (minutes per workload);
 #    keep the machine otherwise idle meanwhile.
 # 2. Complete sub-space datasets: for every line of subspaces.txt (an op and
 #    the knobs it fixes), `rltune dataset --fix` measures every valid
@@ -44,13 +46,22 @@ i=0
 grep -v '^#' "$here/workloads.txt" | grep -v '^$' | while read -r op; do
     i=$((i + 1))
     echo "== dataset $i: $op ($samples configurations)"
-    "$rltune" dataset --op "$op" --out "$here/datasets/w$i.db" --samples "$samples" --seed 0
+    if ! "$rltune" dataset --op "$op" --out "$here/datasets/w$i.db" --samples "$samples" --seed 0; then
+        # a dataset made by an earlier codegen cannot be resumed, but it is
+        # kept: it replays under its own target, and the replay refuses one
+        # that is unfinished
+        [ -e "$here/datasets/w$i.db" ] || exit 1
+        echo "== dataset $i: kept as it is (delete it to measure it again)"
+    fi
 done
 i=0
 grep -v '^#' "$here/subspaces.txt" | grep -v '^$' | while read -r op fix; do
     i=$((i + 1))
     echo "== sub-space dataset $i: $op, fixed $fix"
-    "$rltune" dataset --op "$op" --fix "$fix" --out "$here/datasets/f$i.db" --samples 8192 --seed 0
+    if ! "$rltune" dataset --op "$op" --fix "$fix" --out "$here/datasets/f$i.db" --samples 8192 --seed 0; then
+        [ -e "$here/datasets/f$i.db" ] || exit 1
+        echo "== sub-space dataset $i: kept as it is (delete it to measure it again)"
+    fi
 done
 echo "== replayed comparison, samples"
 "$rltune" experiment --config "$here/replay.json" --out "$root/out/search_efficiency/replay"
