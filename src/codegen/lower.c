@@ -1151,35 +1151,29 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
     bool is_never_whole;
     bool is_vector_ok = vector_condition(g, pos, &cond, &is_never_whole);
     note_failure(g, &cond);
-    if (is_vector_ok && is_never_whole && partial_lanes(g, pos, &nv)) {
-        /* A vector wider than what is left of its axis: the partial one only. */
-        out(g, indent, "{\n");
+    if (is_vector_ok && !is_never_whole) {
+        int inner = indent;
+        if (cond.len) {
+            out(g, indent, "if (%s) {\n", text_of(g, &cond));
+            inner++;
+        }
+        g->in_vector = true;
+        emit_plan(g, p, idx + 1, inner);
+        g->in_vector = false;
+        if (cond.len) out(g, indent, "} else {\n");
+    } else if (is_vector_ok) {
+        out(g, indent, "{\n"); /* wider than what is left of its axis: no whole vector */
+    }
+    if (is_vector_ok && cond.len && partial_lanes(g, pos, &nv)) {
         emit_partial_vector(g, p, idx, indent, &nv);
-    } else {
-        rlt_str_clear(&nv);
-        if (is_vector_ok) {
-            int inner = indent;
-            if (cond.len) {
-                out(g, indent, "if (%s) {\n", text_of(g, &cond));
-                inner++;
-            }
-            g->in_vector = true;
-            emit_plan(g, p, idx + 1, inner);
-            g->in_vector = false;
-            if (cond.len) out(g, indent, "} else {\n");
-        }
-        if (is_vector_ok && cond.len && partial_lanes(g, pos, &nv)) {
-            emit_partial_vector(g, p, idx, indent, &nv);
-        } else if (!is_vector_ok || cond.len) {
-            /* Lanes one at a time, each under its guards: the tail. */
-            int inner = is_vector_ok ? indent + 1 : indent;
-            emit_keep_rolled(g, p, pos, inner);
-            out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", g->cname[v], g->cname[v], g->vec_width,
-                g->cname[v]);
-            emit_inside(g, p, idx, inner + 1);
-            out(g, inner, "}\n");
-            if (is_vector_ok) out(g, indent, "}\n");
-        }
+    } else if (!is_vector_ok || cond.len) {
+        /* Lanes one at a time, each under its guards: the tail. */
+        int inner = is_vector_ok ? indent + 1 : indent;
+        emit_keep_rolled(g, p, pos, inner);
+        out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", g->cname[v], g->cname[v], g->vec_width, g->cname[v]);
+        emit_inside(g, p, idx, inner + 1);
+        out(g, inner, "}\n");
+        if (is_vector_ok) out(g, indent, "}\n");
     }
     rlt_str_free(&cond);
     rlt_str_free(&nv);

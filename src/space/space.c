@@ -626,7 +626,7 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
         }
         if (st != RLT_STATUS_OK || !rest[0]) continue;
         /* a middle tile past what is left of the axis covers all of it */
-        int64_t rest_extent = strcmp(rest, ax->name) == 0 ? ax->extent : (ax->extent + tile_elems[a] - 1) / tile_elems[a];
+        int64_t rest_extent = (ax->extent + tile_elems[a] - 1) / tile_elems[a];
         if (mid > rest_extent) mid = rest_extent;
         if (mid > 1) {
             st = add_step(sched, diag, "split %s %" PRId64, rest, mid);
