@@ -90,9 +90,11 @@ typedef struct rlt_run_opts {
     double timeout_s;     /* whole child run, load to last sample; 0 = 10 */
     int n_threads;        /* run-time threads for parallel loops; 0 = 1 */
     bool no_pin;          /* do not pin the child to CPUs */
-    double slow_cutoff_ms; /* > 0: a kernel whose first (checked) call takes longer is
-                              timed by that call alone, one sample: tuning does not
-                              spend careful timing on clearly slow candidates */
+    double slow_cutoff_ms; /* > 0: a kernel whose checked call and up to 4 calls
+                              after it (warm: caches, pages, OpenMP threads) all take
+                              longer is timed by the fastest of them, one sample:
+                              tuning does not spend careful timing on clearly slow
+                              candidates */
 } rlt_run_opts;
 
 typedef struct rlt_run_result {

@@ -46,6 +46,9 @@
  * samples instead of being killed. */
 #define RUN_SAMPLING_BUDGET 0.8
 #define RUN_NUMBER_MAX (1 << 30)
+/* With a slow cutoff: the most calls after the checked one that may bring
+ * a candidate's time under it (runner's kernel_child). */
+#define RUN_CUTOFF_CALLS 4
 #define RUN_CANARY 0xA5
 
 struct rlt_workload {
@@ -689,17 +692,36 @@ static void kernel_child(void *arg, int fd)
     double first_ns = (double)(rlt_time_ns() - first_start);
     if (!check_canaries(&out, &ws, op, r) || !check_output(w, out_data, "", r)) goto send;
     if (c->slow_cutoff_ms > 0 && first_ns > c->slow_cutoff_ms * 1e6) {
-        /* Clearly slower than what the caller already has: the checked call
-         * (cold, so if anything too slow) is the measurement. */
-        r->time_min_ms = r->time_median_ms = first_ns * 1e-6;
-        r->gflops = op->flops / first_ns;
-        r->n_samples = 1;
-        r->number = 1;
-        rlt_run_result_set_message(r, "timed by its first call only: %.3f ms is slower than the cutoff of %.3f ms",
-                                   first_ns * 1e-6, c->slow_cutoff_ms);
-        r->status = RLT_STATUS_OK;
-        r->is_correct = true;
-        goto send;
+        /* The checked call is cold, and at several threads it starts the
+         * OpenMP threads: the next call or two of a 0.03 ms kernel at two
+         * threads took 3 to 7 ms too (bench/RESULTS.md, eighth round). So
+         * the cutoff goes by the fastest of a few more calls, which end as
+         * soon as one is under it. */
+        double fastest_ns = first_ns;
+        int n_calls = 0;
+        while (n_calls < RUN_CUTOFF_CALLS && fastest_ns > c->slow_cutoff_ms * 1e6) {
+            uint64_t t0 = rlt_time_ns();
+            kernel(tensors, ws.data, c->n_threads);
+            fastest_ns = RLT_MIN(fastest_ns, (double)(rlt_time_ns() - t0));
+            n_calls++;
+        }
+        if (fastest_ns > c->slow_cutoff_ms * 1e6) {
+            /* Clearly slower than what the caller already has: that is
+             * its time. */
+            r->time_min_ms = r->time_median_ms = fastest_ns * 1e-6;
+            r->gflops = op->flops / fastest_ns;
+            r->n_samples = 1;
+            r->number = 1;
+            rlt_run_result_set_message(r, "timed by the fastest of %d calls after the checked one: %.3f ms is "
+                                          "slower than the cutoff of %.3f ms",
+                                       n_calls, fastest_ns * 1e-6, c->slow_cutoff_ms);
+            if (!check_canaries(&out, &ws, op, r) || !check_output(w, out_data, "after the later calls, ", r))
+                goto send;
+            r->status = RLT_STATUS_OK;
+            r->is_correct = true;
+            goto send;
+        }
+        first_ns = fastest_ns;
     }
     if (!time_kernel(c, kernel, tensors, ws.data, start_ns, first_ns, r)) {
         rlt_run_result_set_message(r, "out of memory for %d timing samples", c->repeat);

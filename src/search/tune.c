@@ -694,8 +694,8 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
                 RLT_STATUS_OK)
                 goto done;
             if (n_new > 0) {
-                /* A candidate whose first call is 4x slower than the best so
-                 * far is far from mattering: its one call is its time. */
+                /* A candidate whose calls, warm, are 4x slower than the
+                 * best so far is far from mattering: a few calls time it. */
                 if (out->best_gflops > 0 && opts->run.slow_cutoff_ms <= 0)
                     o.run.slow_cutoff_ms = 4.0 * op->flops / (out->best_gflops * 1e6);
                 if ((st = measure_batch(w, &o, &b, n_new, diag)) != RLT_STATUS_OK) goto done;
