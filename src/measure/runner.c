@@ -696,10 +696,12 @@ static void kernel_child(void *arg, int fd)
          * OpenMP threads: the next call or two of a 0.03 ms kernel at two
          * threads took 3 to 7 ms too (bench/RESULTS.md, eighth round). So
          * the cutoff goes by the fastest of a few more calls, which end as
-         * soon as one is under it. */
-        double fastest_ns = first_ns;
-        int n_calls = 0;
-        while (n_calls < RUN_CUTOFF_CALLS && fastest_ns > c->slow_cutoff_ms * 1e6) {
+         * soon as one is under it, or when the next would end past the
+         * sampling budget (a slow kernel is timed, not killed). */
+        double fastest_ns = first_ns, budget_ns = c->timeout_s * RUN_SAMPLING_BUDGET * 1e9;
+        int n_calls = 1;
+        while (n_calls <= RUN_CUTOFF_CALLS && fastest_ns > c->slow_cutoff_ms * 1e6 &&
+               (double)(rlt_time_ns() - start_ns) + fastest_ns <= budget_ns) {
             uint64_t t0 = rlt_time_ns();
             kernel(tensors, ws.data, c->n_threads);
             fastest_ns = RLT_MIN(fastest_ns, (double)(rlt_time_ns() - t0));
@@ -712,8 +714,8 @@ static void kernel_child(void *arg, int fd)
             r->gflops = op->flops / fastest_ns;
             r->n_samples = 1;
             r->number = 1;
-            rlt_run_result_set_message(r, "timed by the fastest of %d calls after the checked one: %.3f ms is "
-                                          "slower than the cutoff of %.3f ms",
+            rlt_run_result_set_message(r, "timed by the fastest of its first %d call(s): %.3f ms is slower than the "
+                                          "cutoff of %.3f ms",
                                        n_calls, fastest_ns * 1e-6, c->slow_cutoff_ms);
             if (!check_canaries(&out, &ws, op, r) || !check_output(w, out_data, "after the later calls, ", r))
                 goto send;

@@ -96,7 +96,9 @@ typedef struct rlt_tune_opts {
     int n_seeds;
     /* 0: none. Else, when a live search that measured something ends
      * (early or not, but not stopped), the n_final best configurations of
-     * the run (at most batch_size) are measured again, final_rounds times
+     * the run (at most batch_size; at several threads, with the best
+     * configuration without a parallel loop added when they lack one,
+     * taking the last place at batch_size) are measured again, final_rounds times
      * each, in turn, with more and longer samples than tuning takes
      * (RLT_TUNE_FINAL_REPEAT samples of at least RLT_TUNE_FINAL_MIN_MS),
      * and the best median over the rounds is the run's best. A tuning-time

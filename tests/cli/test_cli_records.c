@@ -141,6 +141,56 @@ Test(cli_records, best_is_the_fastest_of_history)
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) cli_run_free(runs[i]);
 }
 
+/* At two threads the final pick also re-measures the best configuration
+ * without a parallel loop, when the top list lacks it: with --final 1, a
+ * parallel best brings the best serial one along (2 candidates); a serial
+ * best is alone, and one candidate is not re-measured. */
+Test(cli_records, the_final_pick_at_two_threads_includes_the_best_serial_configuration)
+{
+    /* 64^3: big enough that two threads can win (on the machine this was
+     * written on, seed 0's best of 8 is parallel), small enough to be quick */
+#define OP64 "matmul:M=64,N=64,K=64"
+    cli_run r = CLI("tune", "--op", OP64, "--tuner", "random", "--seeds", "0", "--trials", "8", "--batch", "8",
+                    "--final", "1", "--threads", "2", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
+                    "0.5", "--db", db_path, "--json");
+    assert_ok(&r);
+    cJSON *o = parse_json(&r);
+    int n_final = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "final"), "candidates")->valueint;
+    cJSON_Delete(o);
+    cli_run_free(&r);
+
+    cli_run h = CLI("history", "--op", OP64, "--db", db_path, "--cflags", TUNE_CFLAGS, "--threads", "2", "--json");
+    assert_ok(&h);
+    cJSON *ho = parse_json(&h);
+    cJSON *recs = cJSON_GetObjectItem(ho, "records");
+    /* the tuning records: the best, and the best without a parallel loop */
+    const char *best = NULL, *serial = NULL;
+    double best_gflops = 0, serial_gflops = 0;
+    for (int i = 0; i < 8; i++) {
+        cJSON *rec = cJSON_GetArrayItem(recs, i);
+        const char *config = cJSON_GetObjectItem(rec, "config")->valuestring;
+        double gflops = cJSON_GetObjectItem(rec, "gflops")->valuedouble;
+        if (gflops > best_gflops) best_gflops = gflops, best = config;
+        if (strstr(config, "parallel=none") && gflops > serial_gflops) serial_gflops = gflops, serial = config;
+    }
+    cr_assert_not_null(best);
+    cr_assert_not_null(serial, "8 random configurations, none of them serial");
+    if (strcmp(best, serial) == 0) {
+        cr_assert_eq(n_final, 0, "a serial best has nothing to be compared with");
+        cr_assert_eq(cJSON_GetArraySize(recs), 8);
+    } else {
+        cr_assert_eq(n_final, 2, "the parallel best and the best serial configuration");
+        cr_assert_eq(cJSON_GetArraySize(recs), 10);
+        const char *again[2] = {cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 8), "config")->valuestring,
+                                cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 9), "config")->valuestring};
+        cr_assert(strcmp(again[0], best) == 0 && strcmp(again[1], serial) == 0, "re-measured %s and %s", again[0],
+                  again[1]);
+    }
+    cJSON_Delete(ho);
+    cli_run_free(&h);
+#undef OP64
+}
+
 /* measure --best: the best record's schedule and compiler, measured again */
 /* rltune tune --final N: the N best are measured again and stored, the
  * pick is what best reads, and a resumed run that measures nothing new

@@ -151,16 +151,17 @@ Test(run, slow_cutoff_times_by_one_warm_call)
         MATMUL("", "15", ""),
         MATMUL("static int calls; if (calls++ < 2) { " BUSY_MS(20) " }", "16", ""),
         MATMUL(BUSY_MS(10), "16", ""),
+        MATMUL(BUSY_MS(20), "16", ""),
     };
-    rlt_build_result b[4];
-    build_all(4, tmpls, b);
+    rlt_build_result b[5];
+    build_all(5, tmpls, b);
     rlt_run_opts cut = {.repeat = 5, .min_repeat_ms = 5.0, .slow_cutoff_ms = 1e-6};
     rlt_run_result r = run_one(&b[0], &cut);
     cr_assert_eq(r.status, RLT_STATUS_OK, "%s", r.message);
     cr_assert(r.is_correct);
     cr_assert_eq(r.n_samples, 1);
     cr_assert(r.gflops > 0 && r.time_min_ms == r.time_median_ms);
-    assert_message_has(&r, "timed by the fastest of 4 calls after the checked one");
+    assert_message_has(&r, "timed by the fastest of its first 5 call(s)");
     r = run_one(&b[1], &cut);
     cr_assert_eq(r.status, RLT_STATUS_WRONG_ANSWER, "the check comes before the cutoff: %s", r.message);
     r = run_one(&b[0], &(rlt_run_opts){.repeat = 3, .min_repeat_ms = 1.0, .slow_cutoff_ms = 1e6});
@@ -178,6 +179,12 @@ Test(run, slow_cutoff_times_by_one_warm_call)
     cr_assert_eq(r.n_samples, 1, "%g ms: %s", r.time_median_ms, r.message);
     cr_assert(r.time_median_ms > 2.0, "%g ms", r.time_median_ms);
     assert_message_has(&r, "slower than the cutoff of 2.000 ms");
+    /* about 20 ms a call under a 0.1 s timeout: five calls would not fit,
+     * so it takes fewer and is timed, not killed */
+    r = run_one(&b[4], &(rlt_run_opts){.repeat = 3, .min_repeat_ms = 1.0, .slow_cutoff_ms = 2.0, .timeout_s = 0.1});
+    cr_assert_eq(r.status, RLT_STATUS_OK, "%s: %s", rlt_status_str(r.status), r.message);
+    cr_assert_eq(r.n_samples, 1, "%s", r.message);
+    assert_message_has(&r, "timed by the fastest of its first");
 }
 
 Test(run, crashes_are_named_and_the_caller_carries_on)
