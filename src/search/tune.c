@@ -437,11 +437,11 @@ static void top_offer(top_list *t, const rlt_space *space, const rlt_config *c, 
 
 /* At several threads, the final pick also re-measures the best
  * configuration without a parallel loop when the top list lacks one: on a
- * product of microseconds, tuning's short samples put parallel kernels
- * ahead (351 GFLOP/s on matmul 64^3) that longer ones put behind the
- * serial kernel (220 against 265; bench/RESULTS.md, eighth round), and
- * the pick only compares what it re-measures. It takes the list's last
- * place when the list is as long as a batch. */
+ * product of microseconds, parallel kernels that tuning put ahead (351
+ * GFLOP/s on matmul 64^3) came out behind the serial kernel when measured
+ * again (220 against 265; 357-362 in another run: bench/RESULTS.md, eighth
+ * round), and the pick only compares what it re-measures. It takes the
+ * list's last place when the list is as long as a batch. */
 static void top_add_serial(top_list *t, const top_list *serial, int batch_size)
 {
     if (serial->n == 0) return;
