@@ -571,6 +571,10 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Nothing starts in the child that would end past this many nanoseconds
+ * after its start (RUN_SAMPLING_BUDGET of the timeout). */
+static double sampling_budget_ns(const run_ctx *c) { return c->timeout_s * RUN_SAMPLING_BUDGET * 1e9; }
+
 /* Warms up, calibrates `number` (doubling at least, jumping to the estimate
  * when that is further) until one sample lasts min_repeat_ms, then takes
  * `repeat` samples of `number` calls. Nothing starts that would end past the
@@ -582,7 +586,7 @@ static bool time_kernel(const run_ctx *c, kernel_fn kernel, float *const *tensor
 {
     double *samples = rlt_malloc((size_t)c->repeat * sizeof *samples);
     if (!samples) return false;
-    double budget_ns = c->timeout_s * RUN_SAMPLING_BUDGET * 1e9;
+    double budget_ns = sampling_budget_ns(c);
     double min_ns = c->min_repeat_ms * 1e6;
 #define RUN_FITS(calls) ((double)(rlt_time_ns() - start_ns) + per_call * (calls) <= budget_ns)
     double per_call = first_ns;
@@ -698,10 +702,10 @@ static void kernel_child(void *arg, int fd)
          * the cutoff goes by the fastest of a few more calls, which end as
          * soon as one is under it, or when the next would end past the
          * sampling budget (a slow kernel is timed, not killed). */
-        double fastest_ns = first_ns, budget_ns = c->timeout_s * RUN_SAMPLING_BUDGET * 1e9;
+        double fastest_ns = first_ns;
         int n_calls = 1;
         while (n_calls <= RUN_CUTOFF_CALLS && fastest_ns > c->slow_cutoff_ms * 1e6 &&
-               (double)(rlt_time_ns() - start_ns) + fastest_ns <= budget_ns) {
+               (double)(rlt_time_ns() - start_ns) + fastest_ns <= sampling_budget_ns(c)) {
             uint64_t t0 = rlt_time_ns();
             kernel(tensors, ws.data, c->n_threads);
             fastest_ns = RLT_MIN(fastest_ns, (double)(rlt_time_ns() - t0));

@@ -442,15 +442,17 @@ static void top_offer(top_list *t, const rlt_space *space, const rlt_config *c, 
  * again (220 against 265; 357-362 in another run: bench/RESULTS.md, eighth
  * round), and the pick only compares what it re-measures. It takes the
  * list's last place when the list is as long as a batch. */
-static void top_add_serial(top_list *t, const top_list *serial, int batch_size)
+static void top_add_serial(top_list *t, const rlt_space *space, const rlt_config *serial, double score,
+                           int batch_size)
 {
-    if (serial->n == 0) return;
+    if (score <= 0) return;
+    uint64_t index = rlt_space_index_of(space, serial);
     for (int i = 0; i < t->n; i++)
-        if (t->indices[i] == serial->indices[0]) return;
+        if (t->indices[i] == index) return;
     int at = t->n < batch_size ? t->n++ : t->n - 1; /* the arrays hold cap + 1 */
-    t->configs[at] = serial->configs[0];
-    t->indices[at] = serial->indices[0];
-    t->scores[at] = serial->scores[0];
+    t->configs[at] = *serial;
+    t->indices[at] = index;
+    t->scores[at] = score;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -586,10 +588,8 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     rlt_transfer transfer = {0};
     rlt_config *priors = NULL; /* o.from_other_threads' configurations, then o.n_seeds': owned */
     top_list top = {0};
-    rlt_config serial_config; /* the best configuration without a parallel loop (top_add_serial) */
-    uint64_t serial_index = 0;
+    rlt_config serial = {0}; /* the best configuration without a parallel loop (top_add_serial) */
     double serial_score = 0;
-    top_list serial = {.configs = &serial_config, .indices = &serial_index, .scores = &serial_score};
     uint64_t start_ns = rlt_time_ns();
     double search_s = 0; /* wall time of the search, without the final pick */
     int since_best = 0, n_planned = 0;
@@ -680,8 +680,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     if (!o.replay && (st = rlt_workload_create(op, &o.build, 0, &w, diag)) != RLT_STATUS_OK) goto done;
     out->curve = rlt_calloc((size_t)o.n_trials, sizeof *out->curve);
     top.cap = o.replay || o.plan ? 0 : RLT_MAX(0, RLT_MIN(o.n_final, o.batch_size));
-    int k_parallel = parallel_knob(&space);
-    serial.cap = top.cap > 0 && k_parallel >= 0 ? 1 : 0;
+    int k_parallel = top.cap > 0 ? parallel_knob(&space) : -1;
     top.configs = rlt_calloc((size_t)top.cap + 1, sizeof *top.configs);
     top.indices = rlt_calloc((size_t)top.cap + 1, sizeof *top.indices);
     top.scores = rlt_calloc((size_t)top.cap + 1, sizeof *top.scores);
@@ -737,8 +736,10 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
         /* the curve, the best, early stopping */
         for (int i = 0; i < n; i++) {
             top_offer(&top, &space, &b.configs[i], b.scores[i]);
-            if (serial.cap > 0 && b.configs[i].choice[k_parallel] == 0)
-                top_offer(&serial, &space, &b.configs[i], b.scores[i]);
+            if (k_parallel >= 0 && b.configs[i].choice[k_parallel] == 0 && b.scores[i] > serial_score) {
+                serial = b.configs[i];
+                serial_score = b.scores[i];
+            }
             if (b.scores[i] > out->best_gflops) {
                 out->best_gflops = b.scores[i];
                 out->best_time_ms = op->flops / (b.scores[i] * 1e6);
@@ -765,7 +766,7 @@ rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result
     out->tuning_best_gflops = out->best_gflops;
     copy_text(out->tuning_best_config, sizeof out->tuning_best_config, out->best_config);
     search_s = (double)(rlt_time_ns() - start_ns) * 1e-9;
-    top_add_serial(&top, &serial, o.batch_size);
+    top_add_serial(&top, &space, &serial, serial_score, o.batch_size);
     /* Nothing new measured (a resumed run): the records already say what
      * they said; re-measuring would only add rows. */
     if (top.n >= 2 && !out->was_stopped && out->n_measured > 0 &&

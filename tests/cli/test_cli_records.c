@@ -149,8 +149,8 @@ Test(cli_records, the_final_pick_at_two_threads_includes_the_best_serial_configu
 {
     /* 64^3: big enough that two threads can win (on the machine this was
      * written on, seed 0's best of 8 is parallel), small enough to be quick */
-#define OP64 "matmul:M=64,N=64,K=64"
-    cli_run r = CLI("tune", "--op", OP64, "--tuner", "random", "--seeds", "0", "--trials", "8", "--batch", "8",
+    const char *op = "matmul:M=64,N=64,K=64";
+    cli_run r = CLI("tune", "--op", op, "--tuner", "random", "--seeds", "0", "--trials", "8", "--batch", "8",
                     "--final", "1", "--threads", "2", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
                     "0.5", "--db", db_path, "--json");
     assert_ok(&r);
@@ -159,7 +159,7 @@ Test(cli_records, the_final_pick_at_two_threads_includes_the_best_serial_configu
     cJSON_Delete(o);
     cli_run_free(&r);
 
-    cli_run h = CLI("history", "--op", OP64, "--db", db_path, "--cflags", TUNE_CFLAGS, "--threads", "2", "--json");
+    cli_run h = CLI("history", "--op", op, "--db", db_path, "--cflags", TUNE_CFLAGS, "--threads", "2", "--json");
     assert_ok(&h);
     cJSON *ho = parse_json(&h);
     cJSON *recs = cJSON_GetObjectItem(ho, "records");
@@ -188,7 +188,6 @@ Test(cli_records, the_final_pick_at_two_threads_includes_the_best_serial_configu
     }
     cJSON_Delete(ho);
     cli_run_free(&h);
-#undef OP64
 }
 
 /* measure --best: the best record's schedule and compiler, measured again */

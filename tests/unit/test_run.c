@@ -144,7 +144,7 @@ Test(run, correct_matmul_is_timed)
  * those calls, not the checked one: a kernel slow only on its first calls
  * (as a parallel one is, starting its OpenMP threads) is timed as usual. */
 #define BUSY_MS(MS) "for (volatile long spin = 0; spin < " #MS " * 4000000L; spin++) {}"
-Test(run, slow_cutoff_times_by_one_warm_call)
+Test(run, slow_cutoff_goes_by_the_calls_after_the_checked_one)
 {
     static const char *const tmpls[] = {
         good_matmul,
