@@ -64,8 +64,13 @@
  *   6  a split past its loop's extent is kept (a vector wider than its axis)
  *      and its loop of one iteration folded to 0, so such a vector emits its
  *      partial (masked) path alone (src/space offers such vectors, and
- *      register tiles whose last vector ends past the axis). */
-#define RLT_CODEGEN_VERSION 6
+ *      register tiles whose last vector ends past the axis);
+ *   7  a reduction term with a factor that reads a tensor's zero border
+ *      (no padded copy) is left out where that is certain, and otherwise
+ *      guarded once for the statement ("if (in bounds) acc += ...") rather
+ *      than by a check in each load (bounds that vary across a vector's
+ *      lanes stay in its masked load). */
+#define RLT_CODEGEN_VERSION 7
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */

@@ -85,6 +85,11 @@ typedef struct gen {
     int guard_vpoint[RLT_MAX_VARS]; /* loop position to version the guard at, or -1 */
     bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
     bool is_bounds_known; /* inside a tile whose loads were all checked in bounds at its start */
+    /* Inside a guarded accumulation (emit_sum_term): these loads' dims were
+     * checked by the statement's guard, not by the load. */
+    int n_hoisted;
+    const rlt_expr *hoisted_load[RLT_MAX_TENSORS];
+    unsigned hoisted_dims[RLT_MAX_TENSORS];
     int slow_depth;       /* > 0 inside the guarded (tail) copy of a versioned subtree */
     bool is_acc_in_slow;  /* the accumulator was declared inside that copy */
     bool is_fixed[RLT_MAX_VARS];
@@ -493,12 +498,22 @@ static void append_range_check(const gen *g, rlt_str *cond, const lin *x, int64_
     rlt_str_printf(cond, ") < %" PRId64, n);
 }
 
+/* The dims of a load whose bounds the statement's guard checks (bit d). */
+static unsigned hoisted_dims(const gen *g, const rlt_expr *e)
+{
+    for (int i = 0; i < g->n_hoisted; i++)
+        if (g->hoisted_load[i] == e) return g->hoisted_dims[i];
+    return 0;
+}
+
 /* Bounds condition of a load whose tensor is not padded: "" when always in. */
 static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
 {
     const rlt_tensor *t = &g->op->tensors[e->tensor];
     if (g->n->layouts[e->tensor].is_padded || g->is_bounds_known) return;
+    unsigned hoisted = hoisted_dims(g, e);
     for (int d = 0; d < t->n_dims; d++) {
+        if (hoisted >> d & 1u) continue;
         int64_t lo, hi;
         rlt_affine_range(g->op, &e->index[d], &lo, &hi);
         if (lo >= 0 && hi < t->dims[d]) continue;
@@ -549,8 +564,10 @@ static bool load_lanes(gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rl
     if (g->mask_nv >= 0) rlt_str_printf(hi, "rlt_nv%d", g->mask_nv);
     else rlt_str_printf(hi, "%d", g->vec_width);
     if (g->n->layouts[e->tensor].is_padded || g->is_bounds_known) return true;
+    unsigned hoisted = hoisted_dims(g, e);
     bool ok = true;
     for (int d = 0; d < t->n_dims && ok; d++) {
+        if (hoisted >> d & 1u) continue;
         int64_t rlo, rhi;
         rlt_affine_range(g->op, &e->index[d], &rlo, &rhi);
         if (rlo >= 0 && rhi < t->dims[d]) continue;
@@ -764,6 +781,54 @@ static void emit_expr(gen *g, const rlt_expr *e, const char *acc_text, rlt_str *
 
 /* ---- statements --------------------------------------------------------- */
 
+/* Whether a linear index takes a different value in each lane of the vector
+ * being emitted. */
+static bool varies_by_lane(const gen *g, const lin *x)
+{
+    if (!g->in_vector || g->vec_var < 0) return false;
+    for (int v = 0; v < g->n->n_vars; v++)
+        if (x->c[v] && (v == g->vec_var || g->derived_from[v] == g->vec_var)) return true;
+    return false;
+}
+
+/* A reduction sums products: where a factor reads the zero border of a
+ * tensor without a padded copy, the term is zero and adds nothing. This
+ * makes the bounds checks of e's factors that are the same in every lane
+ * once for the statement, appended to `guard` ("if (guard) acc += ..."),
+ * and marks them done for the loads (hoisted_dims). False when a factor is
+ * out of bounds for certain: the statement is left out. So a convolution
+ * tile at the border neither multiplies by zeros nor checks each load
+ * (conv2d 512@7 3x3, a 7-row tile: 2 of its 21 row terms are zero).
+ * Leaving out a zero term differs from adding 0 * w only where w is
+ * infinite or NaN. */
+static bool hoist_factor_checks(gen *g, const rlt_expr *e, rlt_str *guard)
+{
+    if (e->kind == RLT_EXPR_MUL) return hoist_factor_checks(g, e->a, guard) && hoist_factor_checks(g, e->b, guard);
+    if (e->kind == RLT_EXPR_NEG) return hoist_factor_checks(g, e->a, guard);
+    if (e->kind != RLT_EXPR_LOAD || g->n->layouts[e->tensor].is_padded || g->is_bounds_known ||
+        g->n_hoisted == RLT_MAX_TENSORS)
+        return true;
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    unsigned dims = 0;
+    for (int d = 0; d < t->n_dims; d++) {
+        int64_t lo, hi;
+        rlt_affine_range(g->op, &e->index[d], &lo, &hi);
+        if (lo >= 0 && hi < t->dims[d]) continue;
+        lin x, f;
+        affine_to_lin(g, &e->index[d], &x);
+        if (varies_by_lane(g, &x)) continue; /* the load masks its lanes */
+        lin_fold(g, &x, &f);
+        if (!lin_is_const(g, &f)) append_range_check(g, guard, &f, t->dims[d]);
+        else if (f.k < 0 || f.k >= t->dims[d]) return false;
+        dims |= 1u << d;
+    }
+    if (dims) {
+        g->hoisted_load[g->n_hoisted] = e;
+        g->hoisted_dims[g->n_hoisted++] = dims;
+    }
+    return true;
+}
+
 /* The accumulator element at the current point: "rlt_acc[i_i][j_o]" (the
  * vector lane loop excluded; in the scalar lane loop, "[lane]" added). */
 static void acc_ref(const gen *g, rlt_str *s)
@@ -871,8 +936,12 @@ static void emit_body(gen *g, body_kind kind, int indent)
     rlt_str_init(&ref);
     bool has_reduction = g->r0 < g->n->n_loops;
     const rlt_expr *epi = g->op->epilogue;
+    rlt_str guard;
+    rlt_str_init(&guard);
     switch (kind) {
     case BODY_MAIN:
+        if (has_reduction && !hoist_factor_checks(g, g->op->body, &guard)) break; /* a zero term */
+        if (guard.len) out(g, indent++, "if (%s) {\n", text_of(g, &guard));
         emit_expr(g, g->op->body, "", &value);
         if (g->acc_depth >= 0) {
             acc_ref(g, &ref);
@@ -898,6 +967,7 @@ static void emit_body(gen *g, body_kind kind, int indent)
         } else {
             store_out(g, indent, text_of(g, &value));
         }
+        if (guard.len) out(g, --indent, "}\n");
         break;
     case BODY_OUT_ZERO:
         if (g->in_vector) rlt_str_printf(&value, "rlt_splat%d(0.0f)", g->vec_width);
@@ -921,6 +991,8 @@ static void emit_body(gen *g, body_kind kind, int indent)
         store_out(g, indent, text_of(g, &value));
         break;
     }
+    g->n_hoisted = 0;
+    rlt_str_free(&guard);
     rlt_str_free(&value);
     rlt_str_free(&ref);
 }

@@ -358,6 +358,11 @@ static const struct {
     {"dense:M=3,N=8,K=5,bias=1,relu=1", "split j 4\nreorder k j.i\nvectorize j.i\ncache_write j.o\n"},
     {"conv2d:N=1,C=2,H=5,W=5,K=3,R=3,S=3,stride=2,pad=1", "pad I\npack W 0 2\n"},
     {"depthwise_conv2d:N=1,C=4,H=6,W=6,R=3,S=3,pad=1", "pad I\nsplit c 2\nreorder s c.i\nvectorize c.i\n"},
+    /* without pad: border terms left out or guarded once a statement */
+    {"conv2d:N=1,C=2,H=3,W=16,K=1,R=3,S=3,pad=1", "reorder n k s c r p q\ncache_write k\nunroll r\nunroll p\nvectorize q\n"},
+    {"conv2d:N=1,C=2,H=3,W=16,K=1,R=3,S=3,pad=1", "reorder n k s c r p q\ncache_write k\nunroll r\nunroll p\n"},
+    {"depthwise_conv2d:N=1,C=1,H=8,W=16,R=3,S=3,pad=1",
+     "split q 8\nsplit p 2\nreorder n c p.o q.o r s p.i q.i\ncache_write q.o\nunroll p.i\nunroll r\nvectorize q.i\n"},
 };
 
 Test(codegen, every_primitive_builds_and_runs_with_clang, .timeout = 300)
