@@ -43,9 +43,13 @@
  *
  * Usage: bench_vs_vendor [--trials N] [--final N] [--tuner NAME] [--threads 1,2] [--rounds N]
  *                        [--workloads FILE] [--only SUBSTRING]... [--seed S]
- *                        [--no-transfer] [--db FILE] [--seeds N]
+ *                        [--no-transfer] [--db FILE] [--seeds N] [--check-process]
  * --only (repeatable) keeps the workloads whose spec contains one of the
- * substrings.
+ * substrings. --check-process also measures every tuned kernel, each round,
+ * through an `rltune measure` process (7 samples of >= 50 ms, as here), and
+ * ends with a table of both figures: a check that this process, which has
+ * tuned and holds the cost model's OpenMP runtime, does not slow the
+ * children it forks.
  * Prints markdown on stdout (a row per workload and thread count as soon as
  * it is measured, then the geometric means per op family and the targets);
  * progress on stderr.
@@ -91,6 +95,7 @@ typedef struct cell {
     double rltune[MAX_ROUNDS], blas[MAX_ROUNDS], dnnl_pref[MAX_ROUNDS], dnnl_pref_io[MAX_ROUNDS],
         dnnl_plain[MAX_ROUNDS];
     double m_rltune, m_blas, m_pref, m_pref_io, m_plain; /* medians over the rounds; 0 = n/a */
+    double own[MAX_ROUNDS], m_own; /* --check-process: measured by an `rltune measure` process */
 } cell;
 
 static family family_of(const rlt_op *op)
@@ -214,6 +219,26 @@ static double measure_tuned(const rlt_workload *w, const rlt_op *op, const cell 
     return bench_measure_schedule(w, op, c->schedule, c->cc, remeasure_cache, threads, 300);
 }
 
+/* The tuned kernel measured by an `rltune measure` process, as a user
+ * would measure it (--check-process): the same samples as measure_tuned,
+ * from a process that has not tuned anything. 0 when it fails. */
+static double measure_tuned_own_process(const rlt_op *op, const cell *c, int threads)
+{
+    if (!c->schedule[0]) return 0;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/own.sched", remeasure_cache);
+    FILE *f = fopen(path, "w");
+    if (!f) bench_die(3, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fputs(c->schedule, f) >= 0;
+    if (fclose(f) != 0 || !ok) bench_die(3, "cannot write %s", path);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s measure --op '%s' --schedule '%s' --threads %d --cc '%s' --repeat 7 --min-repeat-ms 50 "
+             "--timeout 300 --json",
+             RLTUNE_BINARY, op->spec, path, threads, c->cc[0] ? c->cc : "gcc");
+    return bench_run_json(cmd, "gflops");
+}
+
 typedef struct baseline_cmds {
     char blas[1024], pref[1024], plain[1024]; /* "" = none */
 } baseline_cmds;
@@ -286,7 +311,7 @@ int main(int argc, char **argv)
     bench_program = "bench_vs_vendor";
     int trials = 128, rounds = 3, n_final = 4, n_seeds = RLT_TUNE_SEEDS;
     uint64_t seed = 0;
-    bool transfer = true;
+    bool transfer = true, check_process = false;
     char tuner[64] = "xgb-rank", thread_list[64] = "1,2", db_path[1024] = "";
     const char *only[MAX_WORKLOADS];
     int n_only = 0;
@@ -296,6 +321,10 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--no-transfer") == 0) {
             transfer = false;
+            continue;
+        }
+        if (strcmp(a, "--check-process") == 0) {
+            check_process = true;
             continue;
         }
         if (!v) bench_die(2, "option %s needs a value (see the header of bench/vs_vendor.c)", a);
@@ -353,9 +382,9 @@ int main(int argc, char **argv)
     printf("# bench_vs_vendor, %s\n\n", date);
     printf("Machine: %s, %d cores, %d-float vectors. oneDNN: %s.\n", target.cpu_model, target.n_cores,
            target.vector_floats, has_dnnl ? "bench_dnnl" : "not built (n/a)");
-    printf("Command: bench_vs_vendor --trials %d --final %d --seeds %d --tuner %s --threads %s --rounds %d --seed %llu%s",
+    printf("Command: bench_vs_vendor --trials %d --final %d --seeds %d --tuner %s --threads %s --rounds %d --seed %llu%s%s",
            trials, n_final, n_seeds, tuner, thread_list, rounds, (unsigned long long)seed,
-           transfer ? "" : " --no-transfer");
+           transfer ? "" : " --no-transfer", check_process ? " --check-process" : "");
     for (int i = 0; i < n_only; i++) printf(" --only '%s'", only[i]);
     printf("\n");
     printf("Budget: %d trials of %s per workload and thread count (%d of them rule-built seeds)%s.\n\n",
@@ -401,6 +430,11 @@ int main(int argc, char **argv)
                 c->dnnl_pref[r] = pref[0];
                 c->dnnl_pref_io[r] = pref[1];
                 c->dnnl_plain[r] = run_baseline(b.plain);
+                c->own[r] = check_process ? measure_tuned_own_process(op, c, threads[t]) : 0;
+                fprintf(stderr, "    %d thread%s: rltune %.1f", threads[t], threads[t] == 1 ? "" : "s", c->rltune[r]);
+                if (check_process) fprintf(stderr, " (own process %.1f)", c->own[r]);
+                fprintf(stderr, ", OpenBLAS %.1f, oneDNN preferred %.1f, plain %.1f\n", c->blas[r],
+                        c->dnnl_pref[r], c->dnnl_plain[r]);
             }
         }
         rlt_workload_destroy(w);
@@ -411,6 +445,7 @@ int main(int argc, char **argv)
             c->m_pref = median_of(c->dnnl_pref, rounds);
             c->m_pref_io = median_of(c->dnnl_pref_io, rounds);
             c->m_plain = median_of(c->dnnl_plain, rounds);
+            c->m_own = median_of(c->own, rounds);
             printf("| %s | %d |", op->spec, threads[t]);
             print_num(c->m_rltune);
             print_num(c->m_blas);
@@ -484,6 +519,23 @@ int main(int argc, char **argv)
             printf(" %s | %s |\n", goal, met ? "met" : "MISSED");
         }
     printf("\nTuning wall time, all runs: %.0f s (%.1f min).\n", tune_total_s, tune_total_s / 60);
+    if (check_process) {
+        printf("\n## rltune's kernels measured in this process and in their own\n\n");
+        printf("| workload | threads | this process | own process | own / this | rounds (this; own) |\n");
+        printf("|---|---|---|---|---|---|\n");
+        for (int wi = 0; wi < n_wl; wi++)
+            for (int t = 0; t < n_threads; t++) {
+                const cell *c = &cells[wi][t];
+                printf("| %s | %d |", specs[wi], threads[t]);
+                print_num(c->m_rltune);
+                print_num(c->m_own);
+                print_ratio(c->m_own, c->m_rltune);
+                for (int r = 0; r < rounds; r++) printf("%s%.1f", r ? " " : " ", c->rltune[r]);
+                printf(";");
+                for (int r = 0; r < rounds; r++) printf(" %.1f", c->own[r]);
+                printf(" |\n");
+            }
+    }
     fflush(stdout);
 
     rlt_db_close(db);
