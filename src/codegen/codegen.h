@@ -69,8 +69,11 @@
  *      (no padded copy) is left out where that is certain, and otherwise
  *      guarded once for the statement ("if (in bounds) acc += ...") rather
  *      than by a check in each load (bounds that vary across a vector's
- *      lanes stay in its masked load). */
-#define RLT_CODEGEN_VERSION 7
+ *      lanes stay in its masked load);
+ *   8  a parallel kernel's staging splits the outermost staging loop of
+ *      more than one iteration between the threads (before: always the
+ *      outermost, a batch of 1 for a convolution's input: one thread). */
+#define RLT_CODEGEN_VERSION 8
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */
