@@ -23,7 +23,8 @@
 #    the learning tuners with their agents carried from workload to
 #    workload (carry_agent) against the same tuners fresh.
 # 4. Live (unless --skip-live): `rltune experiment --config live.json`: the
-#    comparison measured on this machine, two workloads, fewer seeds.
+#    comparison measured on this machine: two workloads, 4 seeds, 256 trials
+#    (about 35 minutes).
 # Reports go to out/search_efficiency/{replay,replay-subspaces,replay-transfer-*,live}/
 # (report.html, table.md, results.json, plots). The numbers go into
 # bench/RESULTS.md by hand, with the date.
