@@ -530,7 +530,7 @@ int main(int argc, char **argv)
                 print_num(c->m_rltune);
                 print_num(c->m_own);
                 print_ratio(c->m_own, c->m_rltune);
-                for (int r = 0; r < rounds; r++) printf("%s%.1f", r ? " " : " ", c->rltune[r]);
+                for (int r = 0; r < rounds; r++) printf(" %.1f", c->rltune[r]);
                 printf(";");
                 for (int r = 0; r < rounds; r++) printf(" %.1f", c->own[r]);
                 printf(" |\n");

@@ -85,7 +85,7 @@ typedef struct gen {
     int guard_vpoint[RLT_MAX_VARS]; /* loop position to version the guard at, or -1 */
     bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
     bool is_bounds_known; /* inside a tile whose loads were all checked in bounds at its start */
-    /* Inside a guarded accumulation (emit_sum_term): these loads' dims were
+    /* Inside a guarded accumulation (hoist_factor_checks): these loads' dims were
      * checked by the statement's guard, not by the load. */
     int n_hoisted;
     const rlt_expr *hoisted_load[RLT_MAX_TENSORS];
@@ -506,6 +506,24 @@ static unsigned hoisted_dims(const gen *g, const rlt_expr *e)
     return 0;
 }
 
+/* Where dim d of load e can reach, without a padded copy: inside the
+ * tensor always (DIM_IN), outside for certain (DIM_OUT: an index that is a
+ * constant here, outside), or depending on the loops (DIM_CHECKED). x gets
+ * the index as written, f folded with the loops fixed here (unrolled). */
+typedef enum dim_reach { DIM_IN, DIM_OUT, DIM_CHECKED } dim_reach;
+
+static dim_reach load_dim_reach(const gen *g, const rlt_expr *e, int d, lin *x, lin *f)
+{
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    int64_t lo, hi;
+    rlt_affine_range(g->op, &e->index[d], &lo, &hi);
+    if (lo >= 0 && hi < t->dims[d]) return DIM_IN;
+    affine_to_lin(g, &e->index[d], x);
+    lin_fold(g, x, f);
+    if (!lin_is_const(g, f)) return DIM_CHECKED;
+    return f->k >= 0 && f->k < t->dims[d] ? DIM_IN : DIM_OUT;
+}
+
 /* Bounds condition of a load whose tensor is not padded: "" when always in. */
 static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
 {
@@ -513,20 +531,15 @@ static void load_condition(const gen *g, const rlt_expr *e, rlt_str *cond)
     if (g->n->layouts[e->tensor].is_padded || g->is_bounds_known) return;
     unsigned hoisted = hoisted_dims(g, e);
     for (int d = 0; d < t->n_dims; d++) {
-        if (hoisted >> d & 1u) continue;
-        int64_t lo, hi;
-        rlt_affine_range(g->op, &e->index[d], &lo, &hi);
-        if (lo >= 0 && hi < t->dims[d]) continue;
         lin x, f;
-        affine_to_lin(g, &e->index[d], &x);
-        lin_fold(g, &x, &f);
-        if (lin_is_const(g, &f)) {
-            if (f.k >= 0 && f.k < t->dims[d]) continue;
+        if (hoisted >> d & 1u) continue;
+        dim_reach reach = load_dim_reach(g, e, d, &x, &f);
+        if (reach == DIM_OUT) {
             rlt_str_clear(cond);
             rlt_str_append(cond, "0");
             return;
         }
-        append_range_check(g, cond, &f, t->dims[d]);
+        if (reach == DIM_CHECKED) append_range_check(g, cond, &f, t->dims[d]);
     }
 }
 
@@ -811,15 +824,11 @@ static bool hoist_factor_checks(gen *g, const rlt_expr *e, rlt_str *guard)
     const rlt_tensor *t = &g->op->tensors[e->tensor];
     unsigned dims = 0;
     for (int d = 0; d < t->n_dims; d++) {
-        int64_t lo, hi;
-        rlt_affine_range(g->op, &e->index[d], &lo, &hi);
-        if (lo >= 0 && hi < t->dims[d]) continue;
         lin x, f;
-        affine_to_lin(g, &e->index[d], &x);
-        if (varies_by_lane(g, &x)) continue; /* the load masks its lanes */
-        lin_fold(g, &x, &f);
-        if (!lin_is_const(g, &f)) append_range_check(g, guard, &f, t->dims[d]);
-        else if (f.k < 0 || f.k >= t->dims[d]) return false;
+        dim_reach reach = load_dim_reach(g, e, d, &x, &f);
+        if (reach == DIM_IN || varies_by_lane(g, &x)) continue; /* the load masks varying lanes */
+        if (reach == DIM_OUT) return false;
+        append_range_check(g, guard, &f, t->dims[d]);
         dims |= 1u << d;
     }
     if (dims) {
