@@ -72,8 +72,12 @@
  *      lanes stay in its masked load);
  *   8  a parallel kernel's staging splits the outermost staging loop of
  *      more than one iteration between the threads (before: always the
- *      outermost, a batch of 1 for a convolution's input: one thread). */
-#define RLT_CODEGEN_VERSION 8
+ *      outermost, a batch of 1 for a convolution's input: one thread);
+ *   9  the taps of an unrolled stride-2 window read the row's window in
+ *      shared vectors and shuffles (rlt_ldw2_16), and src/space puts that
+ *      window's column loop inside the register tile, just outside the
+ *      vector, so that its taps come together. */
+#define RLT_CODEGEN_VERSION 9
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */

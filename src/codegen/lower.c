@@ -693,6 +693,135 @@ static bool emit_masked_load(gen *g, const rlt_expr *e, const addr *a, const cha
     return ok;
 }
 
+/* Memory stride of dim d of the tensor a load of t reads (its staged copy if
+ * it has one), or 0 when that copy splits d into blocks. */
+static int64_t dim_stride(const gen *g, int t, int d)
+{
+    const rlt_tensor *tensor = &g->op->tensors[t];
+    if (t == g->op->n_tensors - 1 || g->ws_offset[t] < 0) {
+        int64_t strides[RLT_MAX_DIMS];
+        dims_strides(tensor->dims, tensor->n_dims, strides);
+        return strides[d];
+    }
+    if (g->inner_pos[t][d] >= 0) return 0;
+    int64_t strides[2 * RLT_MAX_DIMS];
+    dims_strides(g->phys_dims[t], g->n_phys[t], strides);
+    return strides[g->outer_pos[t][d]];
+}
+
+/* A stride-2 load of 16 lanes inside an unrolled filter window: the taps of
+ * a stride-2 convolution's columns (unrolled symbols that move the lane's
+ * index forward by less than two vectors, and nothing else) read one window
+ * of the row, rlt_ldw2_16 (see the preamble), which the compiler loads once
+ * for all of them. Its elements outside the tensor read 0; lanes past a
+ * partial vector read what the window holds there, so a vector over a
+ * reduction axis keeps rlt_ldm2. False, with nothing emitted, when the load
+ * is not of that kind. Depthwise 3x3 stride 2, 144 channels at 56x56, a 4 x
+ * 2-vector tile: 6 loads and 3 shuffles a row and vector -> 3 and 3. */
+static bool emit_window_load(gen *g, const rlt_expr *e, const addr *a, const char *base, rlt_str *s)
+{
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    int v = g->vec_var;
+    if (g->vec_width != 16 || a->l.c[v] != 2 || a->n_nl) return false;
+    if (g->mask_nv >= 0 && g->n->vars[v].is_reduce) return false;
+    lin idx[RLT_MAX_DIMS];
+    int dw = -1;
+    for (int d = 0; d < t->n_dims; d++) {
+        affine_to_lin(g, &e->index[d], &idx[d]);
+        if (!idx[d].c[v]) continue;
+        if (dw >= 0) return false;
+        dw = d;
+    }
+    if (dw < 0 || idx[dw].c[v] != 2 || dim_stride(g, e->tensor, dw) != 1) return false;
+    bool is_tap[RLT_MAX_VARS] = {false};
+    int64_t tap = 0, last_tap = 0;
+    for (int f = 0; f < g->n->n_vars; f++) {
+        int64_t c = idx[dw].c[f];
+        if (f == v || !g->is_fixed[f] || c <= 0 || c >= 32) continue;
+        bool is_only_here = true;
+        for (int d = 0; d < t->n_dims; d++)
+            if (d != dw && idx[d].c[f]) is_only_here = false;
+        for (int k = 0; k < g->n_guards; k++)
+            if (g->guard[k].c[f]) is_only_here = false; /* a tail's guard: not every tap is there */
+        if (!is_only_here) continue;
+        is_tap[f] = true;
+        tap += c * g->fixed[f];
+        last_tap += c * (g->n->vars[f].extent - 1);
+    }
+    if (last_tap < 1 || last_tap > 31) return false;
+    int64_t nw = last_tap + 31;
+
+    /* the window's start: lane 0 with every tap symbol at 0 */
+    bool was_fixed[RLT_MAX_VARS];
+    int64_t old_fixed[RLT_MAX_VARS];
+    for (int f = 0; f < g->n->n_vars; f++) {
+        was_fixed[f] = g->is_fixed[f];
+        old_fixed[f] = g->fixed[f];
+        if (f == v || is_tap[f]) {
+            g->is_fixed[f] = true;
+            g->fixed[f] = 0;
+        }
+    }
+    lin x0;
+    lin_fold(g, &idx[dw], &x0);
+    rlt_str start, first;
+    rlt_str_init(&start);
+    rlt_str_init(&first);
+    print_addr(g, a, &start);
+    print_lin(g, &x0, &first);
+    for (int f = 0; f < g->n->n_vars; f++) {
+        g->is_fixed[f] = was_fixed[f];
+        g->fixed[f] = old_fixed[f];
+    }
+
+    /* the other dims' bounds do not depend on the lane: one condition */
+    bool is_checked = !g->n->layouts[e->tensor].is_padded && !g->is_bounds_known;
+    bool is_zero = false;
+    rlt_str cond;
+    rlt_str_init(&cond);
+    unsigned hoisted = hoisted_dims(g, e);
+    for (int d = 0; d < t->n_dims && is_checked && !is_zero; d++) {
+        lin x, f;
+        if (d == dw || hoisted >> d & 1u) continue;
+        dim_reach reach = load_dim_reach(g, e, d, &x, &f);
+        if (reach == DIM_OUT) is_zero = true;
+        else if (reach == DIM_CHECKED) append_range_check(g, &cond, &f, t->dims[d]);
+    }
+    int64_t lo = 0, hi = 0;
+    lin_range(g, &x0, &lo, &hi);
+    bool is_lo_in = !is_checked || lo >= 0, is_hi_in = !is_checked || hi + nw <= t->dims[dw];
+    if (is_zero) {
+        rlt_str_printf(s, "rlt_splat16(0.0f)");
+    } else {
+        if (cond.len) rlt_str_printf(s, "((%s) ? ", text_of(g, &cond));
+        if (is_lo_in && is_hi_in && g->mask_nv < 0) {
+            rlt_str_printf(s, "rlt_ldw2u_16(&%s[%s], %" PRId64 ", %" PRId64 ")", base, text_of(g, &start), tap, nw);
+        } else {
+            rlt_str_printf(s, "rlt_ldw2_16(&%s[%s], %" PRId64 ", %" PRId64 ", ", base, text_of(g, &start), tap, nw);
+            /* the window's elements inside the row: e0 = -first, e1 = width - first */
+            bool is_const = lin_is_const(g, &x0);
+            if (is_lo_in) rlt_str_append(s, "0, ");
+            else if (is_const) rlt_str_printf(s, "%" PRId64 ", ", -x0.k);
+            else rlt_str_printf(s, "-(%s), ", text_of(g, &first));
+            if (g->mask_nv >= 0) rlt_str_append(s, "rlt_lmin(");
+            if (is_hi_in) rlt_str_printf(s, "%" PRId64, nw);
+            else if (is_const) rlt_str_printf(s, "%" PRId64, t->dims[dw] - x0.k);
+            else rlt_str_printf(s, "%" PRId64 " - (%s)", t->dims[dw], text_of(g, &first));
+            /* past the partial vector's last lane, no tap reads */
+            if (g->mask_nv >= 0) rlt_str_printf(s, ", %" PRId64 " + 2 * rlt_nv%d - 1)", last_tap, g->mask_nv);
+            rlt_str_append(s, ")");
+        }
+        if (cond.len) rlt_str_append(s, " : rlt_splat16(0.0f))");
+    }
+    note_failure(g, &cond);
+    note_failure(g, &start);
+    note_failure(g, &first);
+    rlt_str_free(&cond);
+    rlt_str_free(&start);
+    rlt_str_free(&first);
+    return true;
+}
+
 static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
 {
     if (!g->in_vector) {
@@ -710,6 +839,7 @@ static void emit_load(gen *g, const rlt_expr *e, rlt_str *s)
     lane_pattern p = addr_lanes(g, &a);
     char base[RLT_NAME_MAX + 8];
     load_base(g, e->tensor, base, sizeof base);
+    if (p == LANES_STRIDED && emit_window_load(g, e, &a, base, s)) return;
     bool wants_mask = (is_guarded || g->mask_nv >= 0) && (p == LANES_CONTIGUOUS || p == LANES_STRIDED) &&
                       has_masked_lanes(g->vec_width);
     if (wants_mask && emit_masked_load(g, e, &a, base, s)) return;

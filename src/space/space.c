@@ -525,6 +525,31 @@ static bool is_redundant_choice(const rlt_knob *k, int choice, int64_t unit, int
     return choice > 0 && k->values[choice - 1] * unit >= extent;
 }
 
+/* Whether reduction axis r moves a window along the vector's stride-2 reads:
+ * an input's last dim read as 2 * v + c * r + ... (vector axis v of 16 lanes,
+ * 0 < c, the window's taps c * r at most 31 floats apart), r in no other dim
+ * of that input. Such taps read one window of the row, which codegen loads
+ * once for all of them (rlt_ldw2_16, codegen/lower.c). Depthwise 3x3 stride 2,
+ * 144 channels at 56x56: 65 -> 87 GFLOP/s with the column loop inside a 2 x
+ * 2-vector tile. */
+static bool is_window_axis(const rlt_op *op, int v, int64_t vec_w, int r)
+{
+    const rlt_expr *loads[RLT_MAX_TENSORS * 4];
+    int n = rlt_op_loads(op, loads, (int)RLT_ARRAY_LEN(loads));
+    if (v < 0 || vec_w != 16) return false;
+    for (int i = 0; i < n; i++) {
+        const rlt_tensor *t = &op->tensors[loads[i]->tensor];
+        const rlt_affine *x = &loads[i]->index[t->n_dims - 1];
+        int64_t c = x->coef[r];
+        if (x->coef[v] != 2 || c <= 0 || c * (op->axes[r].extent - 1) > 31) continue;
+        bool is_only_last = true;
+        for (int d = 0; d + 1 < t->n_dims; d++)
+            if (loads[i]->index[d].coef[r] || loads[i]->index[d].coef[v]) is_only_last = false;
+        if (is_only_last) return true;
+    }
+    return false;
+}
+
 rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched **out_sched, const char **out_cc,
                               rlt_diag *diag)
 {
@@ -658,6 +683,25 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
      * threads left depthwise layers of 30-45 us a call slower than on one
      * (bench/RESULTS.md, sixth round). */
     int64_t par = knob_value(s, c, RLT_KNOB_PARALLEL, -1, -1, NULL);
+    /* With unroll, also the L3 loops of reduction axes that lie whole inside
+     * the accumulator (a 3x3 window's r and s), innermost first, while the
+     * copies stay at most RLT_SPACE_UNROLL_REDUCE_MAX. Depthwise 3x3 at 112x112:
+     * 24 GFLOP/s with the window loops rolled, 36 unrolled. */
+    bool is_whole_unrolled[RLT_MAX_AXES] = {false};
+    int64_t copies = 1;
+    for (int i = n_rd - 1; i >= 0 && is_unrolled; i--) {
+        int a = rd_order[i];
+        if (l_outer[a][0] || !l_mid[a][0]) continue; /* blocked: the block loop stays a loop */
+        if (copies * op->axes[a].extent > RLT_SPACE_UNROLL_REDUCE_MAX) break;
+        copies *= op->axes[a].extent;
+        is_whole_unrolled[a] = true;
+    }
+    /* A stride-2 window's unrolled column loop runs inside the register
+     * tile, just outside the vector: its taps, next to each other, share the
+     * loads of one window of the row (is_window_axis). */
+    int window_axis = -1;
+    for (int i = 0; i < n_rd && l_vec[0]; i++)
+        if (is_whole_unrolled[rd_order[i]] && is_window_axis(op, vec_axis, vec_w, rd_order[i])) window_axis = rd_order[i];
     plan_loops order = {0};
     for (int a = 0; a < op->n_axes; a++) {
         if (op->axes[a].extent <= 1) push(&order, op->axes[a].name);
@@ -672,10 +716,11 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
         if (l_mid[sp_order[i]][0]) push(&order, l_mid[sp_order[i]]);
     int acc_after = order.n; /* the accumulator lives inside loop order.names[acc_after - 1] */
     for (int i = 0; i < n_rd; i++)
-        if (l_mid[rd_order[i]][0]) push(&order, l_mid[rd_order[i]]);
+        if (l_mid[rd_order[i]][0] && rd_order[i] != window_axis) push(&order, l_mid[rd_order[i]]);
     int first_tile = order.n;
     for (int i = 0; i < n_sp; i++)
         if (l_tile[sp_order[i]][0]) push(&order, l_tile[sp_order[i]]);
+    if (window_axis >= 0) push(&order, l_mid[window_axis]);
     if (l_vec[0]) push(&order, l_vec);
 
     if (order.n >= 2) {
@@ -695,19 +740,10 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
     if (acc_after > 0) st = add_step(sched, diag, "cache_write %s", order.names[acc_after - 1]);
     else st = add_step(sched, diag, "cache_write root");
     for (int i = first_tile; i < order.n && st == RLT_STATUS_OK && is_unrolled; i++)
-        if (strcmp(order.names[i], l_vec) != 0) st = add_step(sched, diag, "unroll %s", order.names[i]);
-    /* With unroll, also the L3 loops of reduction axes that lie whole inside
-     * the accumulator (a 3x3 window's r and s), innermost first, while the
-     * copies stay at most RLT_SPACE_UNROLL_REDUCE_MAX. Depthwise 3x3 at 112x112:
-     * 24 GFLOP/s with the window loops rolled, 36 unrolled. */
-    int64_t copies = 1;
-    for (int i = n_rd - 1; i >= 0 && st == RLT_STATUS_OK && is_unrolled; i--) {
-        int a = rd_order[i];
-        if (l_outer[a][0] || !l_mid[a][0]) continue; /* blocked: the block loop stays a loop */
-        if (copies * op->axes[a].extent > RLT_SPACE_UNROLL_REDUCE_MAX) break;
-        copies *= op->axes[a].extent;
-        st = add_step(sched, diag, "unroll %s", l_mid[a]);
-    }
+        if (strcmp(order.names[i], l_vec) != 0 && (window_axis < 0 || strcmp(order.names[i], l_mid[window_axis]) != 0))
+            st = add_step(sched, diag, "unroll %s", order.names[i]);
+    for (int i = n_rd - 1; i >= 0 && st == RLT_STATUS_OK; i--)
+        if (is_whole_unrolled[rd_order[i]]) st = add_step(sched, diag, "unroll %s", l_mid[rd_order[i]]);
     if (st == RLT_STATUS_OK && l_vec[0]) st = add_step(sched, diag, "vectorize %s", l_vec);
     if (st != RLT_STATUS_OK) goto done;
 

@@ -9,6 +9,8 @@
  *
  *     L0: s.0 ...   L1: r.0 ...   L2: s.1 ...   L3: r.1 ...   L4: s.2 ...
  *
+ * (a stride-2 window's unrolled column loop moves into L4, just outside the
+ * vector, where codegen shares its taps' loads: is_window_axis in space.c)
  * with a cache_write accumulator around L3 + L4 (the register tile), the
  * register-tile loops unrolled, one spatial axis innermost and vectorized,
  * optionally one L0 loop parallel, inputs optionally packed into panels

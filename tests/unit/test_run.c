@@ -673,11 +673,29 @@ Test(run, partial_vectors_and_border_loads_compute_the_reference, .timeout = 300
          "split q 8\nsplit p 2\nreorder n c p.o q.o r s p.i q.i\ncache_write q.o\nunroll r\nunroll s\nunroll p.i\n"
          "vectorize q.i\n",
          "rlt_ldm8("},
-        /* stride 2 with a 12-lane tail and the left border (16 lanes) */
+        /* stride 2 with a 12-lane tail and the left border (16 lanes); the
+         * window's columns s rolled: each load on its own */
         {"depthwise_conv2d:N=1,C=3,H=56,W=56,R=3,S=3,stride=2,pad=1",
          "split p 2\nsplit q 16\nreorder n c p.o q.o r s p.i q.i\ncache_write q.o\nunroll q.o\nunroll p.i\n"
-         "unroll s\nunroll r\nvectorize q.i\n",
+         "unroll r\nvectorize q.i\n",
          "rlt_ldm2_16("},
+        /* the same with s unrolled: its taps read one window of the row (codegen 9) */
+        {"depthwise_conv2d:N=1,C=3,H=56,W=56,R=3,S=3,stride=2,pad=1",
+         "split p 2\nsplit q 16\nreorder n c p.o q.o r p.i s q.i\ncache_write q.o\nunroll q.o\nunroll p.i\n"
+         "unroll s\nunroll r\nvectorize q.i\n",
+         "rlt_ldw2_16("},
+        /* windows inside the row, unmasked, between a border tile and a
+         * 3-lane tail; dilation 2: taps 0, 2 and 4 floats apart */
+        {"depthwise_conv2d:N=1,C=2,H=12,W=70,R=3,S=3,stride=2,pad=1",
+         "split q 16\nreorder n c p q.o r s q.i\ncache_write q.o\nunroll r\nunroll s\nvectorize q.i\n",
+         "rlt_ldw2u_16("},
+        {"depthwise_conv2d:N=1,C=2,H=12,W=75,R=3,S=3,stride=2,pad=2,dilation=2",
+         "split q 16\nreorder n c p q.o r s q.i\ncache_write q.o\nunroll r\nunroll s\nvectorize q.i\n",
+         "rlt_ldw2u_16("},
+        /* a 7-wide window (taps up to 6 floats on, a third vector of 5) over
+         * input channels, a convolution's first layer */
+        {"conv2d:N=1,C=2,H=20,W=80,K=3,R=7,S=7,stride=2,pad=3",
+         "split q 16\nreorder n k p q.o c r s q.i\ncache_write q.o\nunroll s\nvectorize q.i\n", "rlt_ldw2u_16("},
         /* stride 4 at 4 lanes, padding 2 */
         {"depthwise_conv2d:N=1,C=2,H=23,W=35,R=3,S=3,stride=4,pad=2",
          "split q 4\nreorder n c p q.o r s q.i\ncache_write q.o\nunroll r\nunroll s\nvectorize q.i\n", "rlt_ldm4_4("},

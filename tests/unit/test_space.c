@@ -320,6 +320,46 @@ Test(space, a_vector_wider_than_its_axis_is_one_masked_vector)
     rlt_op_destroy(op);
 }
 
+/* A stride-2 window's unrolled column loop (s) runs inside the register
+ * tile, just outside a vector of 16, where codegen shares its taps' loads;
+ * at 8 lanes, where it does not, the window stays outside the tile. */
+Test(space, a_stride_2_windows_columns_run_inside_the_tile)
+{
+    rlt_op *op = fixture_op("depthwise_conv2d:N=1,C=4,H=56,W=56,R=3,S=3,stride=2,pad=1");
+    rlt_space s;
+    rlt_diag d = {0};
+    rlt_space_opts o = {.n_threads = 1, .vector_floats = 16, .l1d_bytes = 32 << 10, .l2_bytes = 512 << 10, .no_clang = true};
+    cr_assert_eq(rlt_space_create(op, &o, &s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_config c;
+    const char *key = "v1;vec=q*16;c.tile=1;c.mid=1;p.tile=2;p.mid=1;q.tile=2;q.mid=1;r.tile=3;s.tile=3;"
+                      "order.s=c,p,q;order.r=r,s;unroll=1;pack.I=off;pack.W=off;pad.I=0";
+    rlt_sched *sched = assert_schedule_of(&s, key, "# rltune schedule v1\n"
+                                                   "split p 2\n"
+                                                   "split q 16\n"
+                                                   "reorder n c p.o r p.i q.o s q.i\n"
+                                                   "cache_write p.o\n"
+                                                   "unroll p.i\n"
+                                                   "unroll q.o\n"
+                                                   "unroll s\n"
+                                                   "unroll r\n"
+                                                   "vectorize q.i\n", &c, NULL);
+    rlt_sched_destroy(sched);
+    key = "v1;vec=q*8;c.tile=1;c.mid=1;p.tile=2;p.mid=1;q.tile=4;q.mid=1;r.tile=3;s.tile=3;"
+          "order.s=c,p,q;order.r=r,s;unroll=1;pack.I=off;pack.W=off;pad.I=0";
+    sched = assert_schedule_of(&s, key, "# rltune schedule v1\n"
+                                        "split p 2\n"
+                                        "split q 8\n"
+                                        "reorder n c p.o r s p.i q.o q.i\n"
+                                        "cache_write p.o\n"
+                                        "unroll p.i\n"
+                                        "unroll q.o\n"
+                                        "unroll s\n"
+                                        "unroll r\n"
+                                        "vectorize q.i\n", &c, NULL);
+    rlt_sched_destroy(sched);
+    rlt_op_destroy(op);
+}
+
 /* ---- projection of a nest onto the space -------------------------------- */
 
 /* A configuration's own nest reads back as a valid configuration with the
