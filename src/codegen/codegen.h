@@ -76,8 +76,13 @@
  *   9  the taps of an unrolled stride-2 window read the row's window in
  *      shared vectors and shuffles (rlt_ldw2_16), and src/space puts that
  *      window's column loop inside the register tile, just outside the
- *      vector, so that its taps come together. */
-#define RLT_CODEGEN_VERSION 9
+ *      vector, so that its taps come together;
+ *  10  a tile's write-back (and reload) across the output's rows is
+ *      transposed at 16 lanes too, runs of 3 and 5-7 columns in one masked
+ *      run, and the loop along the row moves next to the vector for it
+ *      (before: 16-lane tiles, and tiles with another loop there, were
+ *      stored lane by lane). */
+#define RLT_CODEGEN_VERSION 10
 
 typedef struct rlt_kernel_src {
     char symbol[RLT_SYMBOL_MAX]; /* "rlt_k_<16 hex digits of the code's hash>" */

@@ -1146,12 +1146,47 @@ typedef struct plan {
     body_kind kind;
 } plan;
 
+/* A tile's write-back (or reload) whose vector runs across the output's
+ * rows is transposed in registers when the unrolled loop directly outside
+ * the vector walks the output's unit-stride dim (emit_transposed_tile). The
+ * elements are independent, so when another unrolled loop sits there (a
+ * register tile of 7 columns by 2 vectors of output channels, in that
+ * order), the loop that walks that dim moves in next to the vector: only
+ * among a fully unrolled tile's loops, none of them under a guard. */
+static void order_for_transposing(const gen *g, plan *p)
+{
+    if ((p->kind != BODY_WRITEBACK && p->kind != BODY_ACC_LOAD) || p->n < 3) return;
+    const rlt_loop *vl = &g->n->loops[p->pos[p->n - 1]];
+    if (vl->kind != RLT_LOOP_VECTORIZE || vl->var != g->vec_var) return;
+    addr a;
+    out_addr(g, &a);
+    if (a.n_nl > 0 || a.l.c[g->vec_var] <= 1 || a.l.c[g->n->loops[p->pos[p->n - 2]].var] == 1) return;
+    int walk = -1;
+    for (int i = p->n - 2; i >= 0; i--) {
+        const rlt_loop *l = &g->n->loops[p->pos[i]];
+        if (l->kind != RLT_LOOP_UNROLL) return;
+        for (int k = 0; k < g->n_guards; k++)
+            if (g->guard[k].c[l->var]) return;
+        for (int s = 0; s < g->n->n_vars; s++)
+            if (g->is_symbol[s] && g->derived_from[s] >= 0 && g->sym_depth[s] == p->pos[i]) return;
+        if (a.l.c[l->var] == 1) {
+            walk = i;
+            break;
+        }
+    }
+    if (walk < 0) return;
+    int moved = p->pos[walk];
+    for (int i = walk; i < p->n - 2; i++) p->pos[i] = p->pos[i + 1];
+    p->pos[p->n - 2] = moved;
+}
+
 static void make_sub_plan(const gen *g, int from, body_kind kind, plan *p)
 {
     p->n = 0;
     p->kind = kind;
     for (int l = from; l < g->n->n_loops; l++)
         if (!g->n->vars[g->n->loops[l].var].is_reduce) p->pos[p->n++] = l;
+    order_for_transposing(g, p);
 }
 
 static void emit_plan(gen *g, const plan *p, int idx, int indent);
@@ -1394,15 +1429,17 @@ static void emit_vector_loop(gen *g, const plan *p, int idx, int indent)
  * vector runs across the output's rows (conv2d's output channels in NCHW: a
  * scalar store or load per lane) when the unrolled loop at plan index idx,
  * directly outside the vector loop, walks the output's unit-stride dim: its
- * vectors are transposed in registers in runs of 8, 4 or 2, and each lane's
- * run stored or loaded at once (rlt_tstore8xN, rlt_tload8xN in the
- * preamble); a last single one goes lane by lane as before. Returns false,
+ * vectors (of 8 or 16 lanes) are transposed in registers in runs of 8, 4
+ * or 2, and each lane's run stored or loaded at once (rlt_tstoreWxN,
+ * rlt_tloadWxN in the preamble); a last single one goes lane by lane as
+ * before. Returns false,
  * having emitted nothing, where that does not apply. */
 static bool emit_transposed_tile(gen *g, const plan *p, int idx, int indent)
 {
     int pos = p->pos[idx], v = g->n->loops[pos].var;
     bool is_load = p->kind == BODY_ACC_LOAD;
-    if ((p->kind != BODY_WRITEBACK && !is_load) || g->vec_width != 8 || idx + 2 != p->n) return false;
+    int w = g->vec_width;
+    if ((p->kind != BODY_WRITEBACK && !is_load) || (w != 8 && w != 16) || idx + 2 != p->n) return false;
     int vpos = p->pos[idx + 1];
     if (g->n->loops[vpos].kind != RLT_LOOP_VECTORIZE || g->n->loops[vpos].var != g->vec_var) return false;
     addr a;
@@ -1425,7 +1462,12 @@ static bool emit_transposed_tile(gen *g, const plan *p, int idx, int indent)
     rlt_str_init(&value);
     g->is_fixed[v] = true;
     for (int64_t e0 = 0; e0 < ext;) {
-        int64_t run = ext - e0 >= 8 ? 8 : ext - e0 >= 4 ? 4 : ext - e0 >= 2 ? 2 : 1;
+        /* a run of n floats a lane goes as N = 2, 4 or 8 vectors, the last
+         * N - n of them zeros, storing (loading) n floats a lane */
+        int64_t run = ext - e0 >= 8 ? 8 : ext - e0;
+        int64_t n_vecs = run <= 2 ? 2 : run <= 4 ? 4 : 8;
+        char n_arg[32] = "";
+        if (run != n_vecs) snprintf(n_arg, sizeof n_arg, ", %" PRId64, run);
         if (run == 1) {
             g->fixed[v] = e0;
             out(g, indent, "{ /* %s = %" PRId64 " */\n", g->n->vars[v].name, e0);
@@ -1440,10 +1482,11 @@ static bool emit_transposed_tile(gen *g, const plan *p, int idx, int indent)
         int tmp = is_load ? g->n_temps++ : -1;
         if (is_load) {
             out(g, indent, "{\n");
-            out(g, indent + 1, "rlt_v8x%" PRId64 " rlt_t%d = rlt_tload8x%" PRId64 "(&%s[%s], %" PRId64 ");\n", run, tmp,
-                run, o, text_of(g, &text), ls);
+            out(g, indent + 1, "rlt_v%dx%" PRId64 " rlt_t%d = rlt_tload%dx%" PRId64 "%s(&%s[%s], %" PRId64 "%s);\n", w,
+                n_vecs, tmp, w, n_vecs, n_arg[0] ? "n" : "", o, text_of(g, &text), ls, n_arg);
         } else
-            out(g, indent, "rlt_tstore8x%" PRId64 "(&%s[%s], %" PRId64, run, o, text_of(g, &text), ls);
+            out(g, indent, "rlt_tstore%dx%" PRId64 "%s(&%s[%s], %" PRId64 "%s", w, n_vecs, n_arg[0] ? "n" : "", o,
+                text_of(g, &text), ls, n_arg);
         g->in_vector = true;
         for (int64_t e = e0; e < e0 + run; e++) {
             g->fixed[v] = e;
@@ -1458,6 +1501,7 @@ static bool emit_transposed_tile(gen *g, const plan *p, int idx, int indent)
             else rlt_str_append(&value, text_of(g, &ref));
             out(g, 0, ", %s", text_of(g, &value));
         }
+        for (int64_t e = run; e < n_vecs && !is_load; e++) out(g, 0, ", rlt_splat%d(0.0f)", w);
         g->in_vector = false;
         out(g, is_load ? indent : 0, is_load ? "}\n" : ");\n");
         e0 += run;

@@ -294,50 +294,75 @@ Test(codegen, reserved_names_still_compile_and_compute, .timeout = 300)
 /* One schedule per primitive (and the combinations with their own code
  * paths): built with clang through the real builder, run, checked. */
 /* A tile whose vector runs across the output's rows (output channels in
- * NCHW) is written back (and its partial sums reloaded) transposed, in runs
- * of 8, 4 and 2 along the row and lane by lane for a last single column: 15
- * columns take every path, and the depthwise case's 6 take 4 + 2. Built with
- * gcc and clang, run, checked. */
+ * NCHW) is written back (and its partial sums reloaded) transposed along the
+ * row: runs of 8, 4 and 2 columns whole, runs of 3 and 5-7 as 4 or 8 with
+ * zeros and masked stores (loads), a last single column lane by lane; at 8
+ * and 16 lanes, and with the row's loop moved next to the vector when
+ * another unrolled loop sits there. Every helper is used by some case; each
+ * case is built with gcc and clang (and gcc without AVX, the preamble's lane
+ * loops), run, checked. */
 Test(codegen, transposed_write_back_computes_with_gcc_and_clang, .timeout = 300)
 {
+    static const char *const k8 = "split k 8\nreorder n r s k.o p c q k.i\ncache_write p\nunroll q\nvectorize k.i\n";
+    static const char *const k8_reload =
+        "split k 8\nsplit c 2\nreorder n r s k.o c.o p q c.i k.i\ncache_write p\nunroll q\nvectorize k.i\n";
+    static const char *const k16_reload =
+        "split k 16\nsplit c 2\nreorder n r s k.o c.o p q c.i k.i\ncache_write p\nunroll q\nvectorize k.i\n";
     static const struct {
         const char *spec, *sched;
-        bool reloads; /* a reduction loop outside the tile */
     } cases[] = {
-        {"conv2d:N=1,C=2,H=3,W=15,K=16,R=1,S=1",
-         "split k 8\nreorder n r s k.o p c q k.i\ncache_write p\nunroll q\nvectorize k.i\n", false},
+        {"conv2d:N=1,C=2,H=3,W=15,K=16,R=1,S=1", k8},  /* 8 + 7 */
+        {"conv2d:N=1,C=2,H=2,W=9,K=16,R=1,S=1", k8},   /* 8 + 1, lane by lane */
         {"depthwise_conv2d:N=1,C=8,H=4,W=6,R=3,S=3,pad=1",
-         "pad I\nsplit c 8\nreorder n c.o p r s q c.i\ncache_write p\nunroll q\nvectorize c.i\n", false},
-        {"conv2d:N=1,C=4,H=2,W=15,K=16,R=1,S=1",
-         "split k 8\nsplit c 2\nreorder n r s k.o c.o p q c.i k.i\ncache_write p\nunroll q\nvectorize k.i\n", true},
+         "pad I\nsplit c 8\nreorder n c.o p r s q c.i\ncache_write p\nunroll q\nvectorize c.i\n"},
+        {"conv2d:N=1,C=4,H=2,W=15,K=16,R=1,S=1", k8_reload},  /* reloads: 8 + 7 */
+        {"conv2d:N=1,C=4,H=2,W=11,K=16,R=1,S=1", k8_reload},  /* 8 + 3 */
+        {"conv2d:N=1,C=4,H=2,W=12,K=16,R=1,S=1", k8_reload},  /* 8 + 4 */
+        {"conv2d:N=1,C=4,H=2,W=10,K=16,R=1,S=1", k8_reload},  /* 8 + 2 */
+        {"conv2d:N=1,C=4,H=2,W=15,K=32,R=1,S=1", k16_reload}, /* 16 lanes */
+        {"conv2d:N=1,C=4,H=2,W=11,K=32,R=1,S=1", k16_reload},
+        {"conv2d:N=1,C=4,H=2,W=12,K=32,R=1,S=1", k16_reload},
+        {"conv2d:N=1,C=4,H=2,W=10,K=32,R=1,S=1", k16_reload},
+        /* columns outside the channels' two vectors in the tile: moved in */
+        {"conv2d:N=1,C=3,H=2,W=7,K=64,R=1,S=1",
+         "split k 32\nsplit k.i 16\nreorder n r s k.o p c q k.i.o k.i.i\ncache_write p\nunroll q\nunroll k.i.o\n"
+         "vectorize k.i.i\n"},
     };
-    const char *const compilers[] = {"gcc", "clang"};
-    for (size_t cc = 0; cc < RLT_ARRAY_LEN(compilers); cc++) {
-        rlt_build_opts bopts = {.cc = compilers[cc], .cflags = "-O1 -march=native"};
-        rlt_run_opts ropts = {.repeat = 1, .number = 1, .min_repeat_ms = 0, .timeout_s = 20, .n_threads = 1};
-        for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
-            rlt_op *op = make_op(cases[i].spec, NULL);
-            rlt_nest nest = scheduled(op, cases[i].sched);
-            rlt_kernel_src src;
-            rlt_diag d = {0};
-            cr_assert_eq(rlt_codegen_kernel(&nest, &src, &d), RLT_STATUS_OK, "%s", d.message);
-            cr_expect(strstr(src.code, "rlt_tstore8x") != NULL, "%s: no transposed store in\n%s", cases[i].spec,
-                      src.code);
-            if (cases[i].reloads)
-                cr_expect(strstr(src.code, "rlt_tload8x8") && strstr(src.code, "rlt_tload8x4") &&
-                              strstr(src.code, "rlt_tload8x2"),
-                          "%s: not every transposed reload in\n%s", cases[i].spec, src.code);
-            rlt_kernel_src_free(&src);
+    static const char *const helpers[] = {
+        "rlt_tstore8x8(",   "rlt_tstore8x4(",   "rlt_tstore8x2(",   "rlt_tstore8x8n(",  "rlt_tstore8x4n(",
+        "rlt_tload8x8(",    "rlt_tload8x4(",    "rlt_tload8x2(",    "rlt_tload8x8n(",   "rlt_tload8x4n(",
+        "rlt_tstore16x8(",  "rlt_tstore16x4(",  "rlt_tstore16x2(",  "rlt_tstore16x8n(", "rlt_tstore16x4n(",
+        "rlt_tload16x8(",   "rlt_tload16x4(",   "rlt_tload16x2(",   "rlt_tload16x8n(",  "rlt_tload16x4n(",
+    };
+    static const struct {
+        const char *cc, *cflags;
+    } builds[] = {{"gcc", "-O1 -march=native"}, {"clang", "-O1 -march=native"}, {"gcc", "-O1 -mno-avx"}};
+    bool is_used[RLT_ARRAY_LEN(helpers)] = {false};
+    for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
+        rlt_op *op = make_op(cases[i].spec, NULL);
+        rlt_nest nest = scheduled(op, cases[i].sched);
+        rlt_kernel_src src;
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_codegen_kernel(&nest, &src, &d), RLT_STATUS_OK, "%s", d.message);
+        bool has_any = false;
+        for (size_t h = 0; h < RLT_ARRAY_LEN(helpers); h++)
+            if (strstr(src.code, helpers[h])) is_used[h] = has_any = true;
+        cr_expect(has_any, "%s: no transposed store or load in\n%s", cases[i].spec, src.code);
+        rlt_kernel_src_free(&src);
+        for (size_t b = 0; b < RLT_ARRAY_LEN(builds); b++) {
+            rlt_build_opts bopts = {.cc = builds[b].cc, .cflags = builds[b].cflags};
+            rlt_run_opts ropts = {.repeat = 1, .number = 1, .min_repeat_ms = 0, .timeout_s = 20, .n_threads = 1};
             rlt_workload *w = NULL;
             rlt_run_result result;
             cr_assert_eq(rlt_workload_create(op, &bopts, 5, &w, &d), RLT_STATUS_OK, "%s", d.message);
             cr_assert_eq(rlt_measure_nests(w, &bopts, &ropts, 1, &nest, &result, &d), RLT_STATUS_OK, "%s", d.message);
-            cr_expect_eq(result.status, RLT_STATUS_OK, "%s, %s: %s: %s", compilers[cc], op->spec,
+            cr_expect_eq(result.status, RLT_STATUS_OK, "%s %s, %s: %s: %s", builds[b].cc, builds[b].cflags, op->spec,
                          rlt_status_str(result.status), result.message);
             rlt_workload_destroy(w);
-            rlt_op_destroy(op);
         }
+        rlt_op_destroy(op);
     }
+    for (size_t h = 0; h < RLT_ARRAY_LEN(helpers); h++) cr_expect(is_used[h], "no case uses %s)", helpers[h]);
 }
 
 static const struct {
