@@ -717,7 +717,6 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
     int acc_after = order.n; /* the accumulator lives inside loop order.names[acc_after - 1] */
     for (int i = 0; i < n_rd; i++)
         if (l_mid[rd_order[i]][0] && rd_order[i] != window_axis) push(&order, l_mid[rd_order[i]]);
-    int first_tile = order.n;
     for (int i = 0; i < n_sp; i++)
         if (l_tile[sp_order[i]][0]) push(&order, l_tile[sp_order[i]]);
     if (window_axis >= 0) push(&order, l_mid[window_axis]);
@@ -739,9 +738,8 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
     }
     if (acc_after > 0) st = add_step(sched, diag, "cache_write %s", order.names[acc_after - 1]);
     else st = add_step(sched, diag, "cache_write root");
-    for (int i = first_tile; i < order.n && st == RLT_STATUS_OK && is_unrolled; i++)
-        if (strcmp(order.names[i], l_vec) != 0 && (window_axis < 0 || strcmp(order.names[i], l_mid[window_axis]) != 0))
-            st = add_step(sched, diag, "unroll %s", order.names[i]);
+    for (int i = 0; i < n_sp && st == RLT_STATUS_OK && is_unrolled; i++)
+        if (l_tile[sp_order[i]][0]) st = add_step(sched, diag, "unroll %s", l_tile[sp_order[i]]);
     for (int i = n_rd - 1; i >= 0 && st == RLT_STATUS_OK; i--)
         if (is_whole_unrolled[rd_order[i]]) st = add_step(sched, diag, "unroll %s", l_mid[rd_order[i]]);
     if (st == RLT_STATUS_OK && l_vec[0]) st = add_step(sched, diag, "vectorize %s", l_vec);

@@ -330,33 +330,26 @@ Test(space, a_stride_2_windows_columns_run_inside_the_tile)
     rlt_diag d = {0};
     rlt_space_opts o = {.n_threads = 1, .vector_floats = 16, .l1d_bytes = 32 << 10, .l2_bytes = 512 << 10, .no_clang = true};
     cr_assert_eq(rlt_space_create(op, &o, &s, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_config c;
-    const char *key = "v1;vec=q*16;c.tile=1;c.mid=1;p.tile=2;p.mid=1;q.tile=2;q.mid=1;r.tile=3;s.tile=3;"
-                      "order.s=c,p,q;order.r=r,s;unroll=1;pack.I=off;pack.W=off;pad.I=0";
-    rlt_sched *sched = assert_schedule_of(&s, key, "# rltune schedule v1\n"
-                                                   "split p 2\n"
-                                                   "split q 16\n"
-                                                   "reorder n c p.o r p.i q.o s q.i\n"
-                                                   "cache_write p.o\n"
-                                                   "unroll p.i\n"
-                                                   "unroll q.o\n"
-                                                   "unroll s\n"
-                                                   "unroll r\n"
-                                                   "vectorize q.i\n", &c, NULL);
-    rlt_sched_destroy(sched);
-    key = "v1;vec=q*8;c.tile=1;c.mid=1;p.tile=2;p.mid=1;q.tile=4;q.mid=1;r.tile=3;s.tile=3;"
-          "order.s=c,p,q;order.r=r,s;unroll=1;pack.I=off;pack.W=off;pad.I=0";
-    sched = assert_schedule_of(&s, key, "# rltune schedule v1\n"
-                                        "split p 2\n"
-                                        "split q 8\n"
-                                        "reorder n c p.o r s p.i q.o q.i\n"
-                                        "cache_write p.o\n"
-                                        "unroll p.i\n"
-                                        "unroll q.o\n"
-                                        "unroll s\n"
-                                        "unroll r\n"
-                                        "vectorize q.i\n", &c, NULL);
-    rlt_sched_destroy(sched);
+    /* the same tile at 16 lanes (window inside) and at 8 (outside) */
+    static const struct {
+        const char *key, *reorder;
+    } cases[] = {
+        {"v1;vec=q*16;c.tile=1;c.mid=1;p.tile=2;p.mid=1;q.tile=2;q.mid=1;r.tile=3;s.tile=3;"
+         "order.s=c,p,q;order.r=r,s;unroll=1;pack.I=off;pack.W=off;pad.I=0",
+         "split q 16\nreorder n c p.o r p.i q.o s q.i\n"},
+        {"v1;vec=q*8;c.tile=1;c.mid=1;p.tile=2;p.mid=1;q.tile=4;q.mid=1;r.tile=3;s.tile=3;"
+         "order.s=c,p,q;order.r=r,s;unroll=1;pack.I=off;pack.W=off;pad.I=0",
+         "split q 8\nreorder n c p.o r s p.i q.o q.i\n"},
+    };
+    for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
+        char expected[512];
+        snprintf(expected, sizeof expected,
+                 "# rltune schedule v1\nsplit p 2\n%scache_write p.o\nunroll p.i\nunroll q.o\nunroll s\nunroll r\n"
+                 "vectorize q.i\n",
+                 cases[i].reorder);
+        rlt_config c;
+        rlt_sched_destroy(assert_schedule_of(&s, cases[i].key, expected, &c, NULL));
+    }
     rlt_op_destroy(op);
 }
 
