@@ -89,14 +89,14 @@ typedef struct bandit_agent {
  * not a proposal. Constant 1 when no valid configuration is found early. */
 static void make_context(const rlt_space *s, bandit_agent *a, float *features)
 {
-    int n_features = rlt_space_n_features(s), first_loop = 2 * s->n_knobs;
+    int first_loop = 2 * s->n_knobs;
     uint64_t size = rlt_space_size(s);
     for (uint64_t i = 0; i < size && i < BANDIT_REFERENCE_SCAN; i++) {
         rlt_config c;
         rlt_space_config_of(s, i, &c);
         if (rlt_space_features(s, &c, features, NULL) != RLT_STATUS_OK) continue;
-        for (int j = first_loop; j < n_features; j++)
-            a->context[j - first_loop] = (float)(features[j] * BANDIT_CONTEXT_SCALE);
+        for (int j = 0; j < a->n_context; j++)
+            a->context[j] = (float)(features[first_loop + j] * BANDIT_CONTEXT_SCALE);
         return;
     }
     for (int j = 0; j < a->n_context; j++) a->context[j] = 1.0f;
@@ -144,7 +144,7 @@ static rlt_status bandit_init(rlt_tuner *t, rlt_diag *diag)
         n_cols += a->sizes[k];
     }
     a->groups = (rlt_nn_groups){.n_cols = n_cols, .n_groups = s->n_knobs, .sizes = a->sizes};
-    a->n_context = rlt_space_n_features(s) - 2 * s->n_knobs;
+    a->n_context = RLT_FEATURE_LOOP_PART;
     a->context = rlt_calloc((size_t)a->n_context, sizeof *a->context);
     float *features = rlt_calloc((size_t)rlt_space_n_features(s), sizeof *features);
     if (!a->context || !features) {

@@ -13,6 +13,14 @@
  *                   inside it touch, log2 of their reuse (iterations per
  *                   element touched), and whether the tensor is staged.
  *
+ *   summary         features of the whole nest that do not depend on where
+ *                   a loop sits (RLT_FEATURE_SUMMARY, after the loops): the
+ *                   register tile (accumulators, unrolled body, vector
+ *                   width, loads per multiply-add, whether a reduction runs
+ *                   around it), each tensor's stride along the vector, the
+ *                   bytes per iteration brought in at nominal L1 and L2
+ *                   capacities, and the parallel loop's extent.
+ *
  * Strides and footprints are those of the tensor as the op indexes it
  * (row-major), also for staged (packed or padded) inputs, whose copy is
  * marked by the last feature: AutoTVM's itervar features, approximated the
@@ -25,8 +33,29 @@
 
 int rlt_space_n_features(const rlt_space *s)
 {
-    return 2 * s->n_knobs + RLT_FEATURE_LOOPS * (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS * RLT_FEATURE_PER_ACCESS);
+    return 2 * s->n_knobs + RLT_FEATURE_LOOP_PART + RLT_FEATURE_SUMMARY;
 }
+
+/* Nominal cache capacities of the summary's traffic features: fixed, not
+ * read from the machine, so that a configuration's features (and a replay's
+ * model) are the same wherever they are computed. */
+#define NOMINAL_L1_BYTES (32.0 * 1024)
+#define NOMINAL_L2_BYTES (1024.0 * 1024)
+
+/* The summary's slots (docs/features.md, "Summary features"). */
+enum {
+    SUM_ACCUMULATORS,  /* the register tile's vector accumulators */
+    SUM_BODY,          /* its iterations: the unrolled body */
+    SUM_VECTOR,        /* the vector width */
+    SUM_FMA_PER_LOAD,  /* its iterations per input element it loads */
+    SUM_REDUCE_AROUND, /* a reduction loop runs just outside it */
+    SUM_VECTOR_STRIDE, /* per tensor (RLT_FEATURE_TENSORS slots): the stride along the vector */
+    SUM_L1_TRAFFIC = SUM_VECTOR_STRIDE + RLT_FEATURE_TENSORS, /* bytes per iteration into a 32 KiB set */
+    SUM_L2_TRAFFIC,    /* ... into a 1 MiB set */
+    SUM_PARALLEL,      /* the parallel loop's extent */
+    SUM_COUNT
+};
+_Static_assert(SUM_COUNT == RLT_FEATURE_SUMMARY, "RLT_FEATURE_SUMMARY counts the summary's slots");
 
 static float log2p1(double x) { return (float)log2(1.0 + fabs(x)); }
 
@@ -75,6 +104,49 @@ rlt_status rlt_space_features(const rlt_space *s, const rlt_config *c, float *ou
     const rlt_expr *all[128];
     int n_all = rlt_op_loads(op, all, 128);
     for (int i = n_all - 1; i >= 0; i--) loads[all[i]->tensor] = all[i];
+    /* per tensor: the row-major strides of its dims; the flattened index's
+     * step per loop (stride[ti][m]) and the bytes the loops from m inwards
+     * touch (touched[ti][m]) */
+    double stride[RLT_FEATURE_TENSORS][RLT_MAX_LOOPS], touched[RLT_FEATURE_TENSORS][RLT_MAX_LOOPS + 1];
+    double iterations[RLT_MAX_LOOPS + 1];
+    iterations[n.n_loops] = 1;
+    for (int m = n.n_loops - 1; m >= 0; m--) iterations[m] = iterations[m + 1] * (double)n.vars[n.loops[m].var].extent;
+    for (int ti = 0; ti < n_t; ti++) {
+        int t = tensors[ti];
+        const rlt_tensor *tensor = &op->tensors[t];
+        int64_t strides[RLT_MAX_DIMS];
+        int64_t st_ = 1;
+        for (int d = tensor->n_dims - 1; d >= 0; d--) {
+            strides[d] = st_;
+            st_ *= tensor->dims[d];
+        }
+        /* the step of dim d per counter of loop m, summed over the axes
+         * (a loop's variable belongs to one axis: splits only) */
+        double step[RLT_MAX_DIMS][RLT_MAX_LOOPS];
+        for (int d = 0; d < tensor->n_dims; d++)
+            for (int m = 0; m < n.n_loops; m++) {
+                double v = 0;
+                for (int a = 0; a < op->n_axes; a++) {
+                    int64_t ca = tensor->is_output ? (a == d ? 1 : 0) : (loads[t] ? loads[t]->index[d].coef[a] : 0);
+                    v += (double)(ca * coef[a][n.loops[m].var]);
+                }
+                step[d][m] = v;
+            }
+        for (int m = 0; m < n.n_loops; m++) {
+            stride[ti][m] = 0;
+            for (int d = 0; d < tensor->n_dims; d++) stride[ti][m] += step[d][m] * (double)strides[d];
+        }
+        for (int l = 0; l <= n.n_loops; l++) {
+            double elems = 1;
+            for (int d = 0; d < tensor->n_dims; d++) {
+                double span = 1;
+                for (int m = l; m < n.n_loops; m++)
+                    span += fabs(step[d][m]) * (double)(n.vars[n.loops[m].var].extent - 1);
+                elems *= span < (double)tensor->dims[d] ? span : (double)tensor->dims[d];
+            }
+            touched[ti][l] = 4.0 * elems;
+        }
+    }
     for (int l = 0; l < RLT_FEATURE_LOOPS; l++) {
         float *row = out + f + l * (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS * RLT_FEATURE_PER_ACCESS);
         memset(row, 0, sizeof(float) * (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS * RLT_FEATURE_PER_ACCESS));
@@ -87,39 +159,54 @@ rlt_status rlt_space_features(const rlt_space *s, const rlt_config *c, float *ou
         row[3] = loop->kind == RLT_LOOP_VECTORIZE;
         row[4] = loop->kind == RLT_LOOP_PARALLEL;
         row[5] = v->is_reduce;
-        double iterations = 1;
-        for (int m = l; m < n.n_loops; m++) iterations *= (double)n.vars[n.loops[m].var].extent;
         for (int ti = 0; ti < n_t; ti++) {
-            int t = tensors[ti];
-            const rlt_tensor *tensor = &op->tensors[t];
             float *acc = row + RLT_FEATURE_PER_LOOP + ti * RLT_FEATURE_PER_ACCESS;
-            int64_t strides[RLT_MAX_DIMS];
-            int64_t st_ = 1;
-            for (int d = tensor->n_dims - 1; d >= 0; d--) {
-                strides[d] = st_;
-                st_ *= tensor->dims[d];
-            }
-            double stride = 0, touched = 1;
-            for (int d = 0; d < tensor->n_dims; d++) {
-                /* index of dim d as sum over axes; for the output, axis d */
-                double span = 1, step = 0;
-                for (int a = 0; a < op->n_axes; a++) {
-                    int64_t ca = tensor->is_output ? (a == d ? 1 : 0) : (loads[t] ? loads[t]->index[d].coef[a] : 0);
-                    if (!ca) continue;
-                    step += (double)(ca * coef[a][loop->var]);
-                    for (int m = l; m < n.n_loops; m++) {
-                        int u = n.loops[m].var;
-                        span += fabs((double)(ca * coef[a][u])) * (double)(n.vars[u].extent - 1);
-                    }
-                }
-                stride += step * (double)strides[d];
-                touched *= span < (double)tensor->dims[d] ? span : (double)tensor->dims[d];
-            }
-            acc[0] = log2p1(stride);
-            acc[1] = log2p1(4.0 * touched);
-            acc[2] = log2p1(iterations / touched);
-            acc[3] = !tensor->is_output && rlt_layout_is_staged(&n.layouts[t]);
+            acc[0] = log2p1(stride[ti][l]);
+            acc[1] = log2p1(touched[ti][l]);
+            acc[2] = log2p1(iterations[l] / (touched[ti][l] / 4.0));
+            acc[3] = !op->tensors[tensors[ti]].is_output && rlt_layout_is_staged(&n.layouts[tensors[ti]]);
         }
     }
+    f += RLT_FEATURE_LOOP_PART;
+
+    /* ---- the summary ---- */
+    float *sum = out + f;
+    memset(sum, 0, sizeof(float) * RLT_FEATURE_SUMMARY);
+    /* the register tile: the innermost run of unrolled and vectorized loops */
+    int tile = n.n_loops, vec_loop = -1;
+    while (tile > 0 && (n.loops[tile - 1].kind == RLT_LOOP_UNROLL || n.loops[tile - 1].kind == RLT_LOOP_VECTORIZE)) {
+        tile--;
+        if (n.loops[tile].kind == RLT_LOOP_VECTORIZE) vec_loop = tile;
+    }
+    double spatial = 1, vec = vec_loop >= 0 ? (double)n.vars[n.loops[vec_loop].var].extent : 1;
+    for (int m = tile; m < n.n_loops; m++)
+        if (!n.vars[n.loops[m].var].is_reduce) spatial *= (double)n.vars[n.loops[m].var].extent;
+    double in_elems = 0;
+    for (int ti = 0; ti < n_t; ti++)
+        if (!op->tensors[tensors[ti]].is_output) in_elems += touched[ti][tile] / 4.0;
+    sum[SUM_ACCUMULATORS] = log2p1(spatial / vec);
+    sum[SUM_BODY] = log2p1(iterations[tile]);
+    sum[SUM_VECTOR] = log2p1(vec);
+    sum[SUM_FMA_PER_LOAD] = in_elems > 0 ? log2p1(iterations[tile] / in_elems) : 0;
+    sum[SUM_REDUCE_AROUND] = tile > 0 && n.vars[n.loops[tile - 1].var].is_reduce;
+    for (int ti = 0; ti < n_t; ti++)
+        sum[SUM_VECTOR_STRIDE + ti] = vec_loop >= 0 ? log2p1(stride[ti][vec_loop]) : 0;
+    /* bytes per iteration brought in where the working set fits a level:
+     * the outermost loop whose subnest touches at most the capacity */
+    const double capacity[2] = {NOMINAL_L1_BYTES, NOMINAL_L2_BYTES};
+    for (int level = 0; level < 2; level++) {
+        int l = n.n_loops;
+        for (int m = n.n_loops - 1; m >= 0; m--) {
+            double bytes = 0;
+            for (int ti = 0; ti < n_t; ti++) bytes += touched[ti][m];
+            if (bytes > capacity[level]) break;
+            l = m;
+        }
+        double bytes = 0;
+        for (int ti = 0; ti < n_t; ti++) bytes += touched[ti][l];
+        sum[SUM_L1_TRAFFIC + level] = log2p1(1024.0 * bytes / iterations[l]);
+    }
+    for (int m = 0; m < n.n_loops; m++)
+        if (n.loops[m].kind == RLT_LOOP_PARALLEL) sum[SUM_PARALLEL] = log2p1((double)n.vars[n.loops[m].var].extent);
     return RLT_STATUS_OK;
 }

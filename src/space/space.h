@@ -238,10 +238,13 @@ void rlt_space_restrict(rlt_space *s, const rlt_space_subset *sub);
 #define RLT_FEATURE_TENSORS 4   /* tensors described per loop: inputs in order, then the output */
 #define RLT_FEATURE_PER_LOOP 6  /* log2 extent, depth, unroll, vectorize, parallel, reduce */
 #define RLT_FEATURE_PER_ACCESS 4 /* log2 stride, log2 touched bytes, log2 reuse, staged */
+#define RLT_FEATURE_LOOP_PART (RLT_FEATURE_LOOPS * (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS * RLT_FEATURE_PER_ACCESS))
+#define RLT_FEATURE_SUMMARY 12  /* the whole nest's: register tile, vector strides, cache traffic, parallel extent */
 
-/* Length of a configuration's feature vector in this space: 2 per knob, then
- * RLT_FEATURE_LOOPS x (RLT_FEATURE_PER_LOOP + RLT_FEATURE_TENSORS x
- * RLT_FEATURE_PER_ACCESS). The same for every configuration of the space. */
+/* Length of a configuration's feature vector in this space: 2 per knob,
+ * then RLT_FEATURE_LOOP_PART (RLT_FEATURE_LOOPS x (RLT_FEATURE_PER_LOOP +
+ * RLT_FEATURE_TENSORS x RLT_FEATURE_PER_ACCESS)), then RLT_FEATURE_SUMMARY.
+ * The same for every configuration of the space. */
 int rlt_space_n_features(const rlt_space *s);
 
 /* Fills `out` (rlt_space_n_features floats) for a valid configuration:

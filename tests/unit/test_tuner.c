@@ -168,6 +168,49 @@ Test(tuner, features_have_the_space_length_and_differ_between_configs)
     rlt_op_destroy(op);
 }
 
+/* The summary features of a known matmul configuration (8-float vectors):
+ * a register tile of 6 rows x 2 vectors of B's and C's columns, inside the
+ * k loop. */
+Test(tuner, summary_features_describe_the_register_tile)
+{
+    rlt_op *op = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_space s;
+    tuner_space(op, &s);
+    int n = rlt_space_n_features(&s);
+    cr_assert_eq(n, 2 * s.n_knobs + RLT_FEATURE_LOOP_PART + RLT_FEATURE_SUMMARY);
+    float *x = calloc((size_t)n, sizeof *x), *y = calloc((size_t)n, sizeof *y);
+    rlt_config c;
+    fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &c);
+    cr_assert_eq(rlt_space_features(&s, &c, x, NULL), RLT_STATUS_OK);
+    const float *sum = x + 2 * s.n_knobs + RLT_FEATURE_LOOP_PART;
+    cr_assert_float_eq(sum[0], log2(1 + 12), 1e-5, "vector accumulators: %f", (double)sum[0]);
+    cr_assert_float_eq(sum[2], log2(1 + 8), 1e-5, "vector width: %f", (double)sum[2]);
+    cr_assert_eq(sum[4], 1.0f, "the k loop runs around the tile");
+    /* along the vector (columns j): A[i][k] does not move, B[k][j] and
+     * C[i][j] move by one element; no fourth tensor */
+    cr_assert_eq(sum[5], 0.0f);
+    cr_assert_float_eq(sum[6], 1.0f, 1e-6);
+    cr_assert_float_eq(sum[7], 1.0f, 1e-6);
+    cr_assert_eq(sum[8], 0.0f);
+    cr_assert_eq(sum[11], 0.0f, "one thread: no parallel loop");
+    for (int i = 0; i < RLT_FEATURE_SUMMARY; i++)
+        cr_assert(isfinite(sum[i]) && sum[i] >= 0, "summary feature %d = %f", i, (double)sum[i]);
+    /* a tile of 2 rows: a third of the accumulators, fewer multiply-adds
+     * per element loaded */
+    rlt_config c2;
+    fixture_config(&s,
+                   "v1;vec=j*8;i.tile=2;i.mid=1;j.tile=2;j.mid=1;k.tile=256;order.s=j,i;unroll=1;pack.A=off;"
+                   "pack.B=j",
+                   &c2);
+    cr_assert_eq(rlt_space_features(&s, &c2, y, NULL), RLT_STATUS_OK);
+    const float *sum2 = y + 2 * s.n_knobs + RLT_FEATURE_LOOP_PART;
+    cr_assert_float_eq(sum2[0], log2(1 + 4), 1e-5, "%f", (double)sum2[0]);
+    cr_assert_lt(sum2[3], sum[3], "multiply-adds per element: %f against %f", (double)sum2[3], (double)sum[3]);
+    free(x);
+    free(y);
+    rlt_op_destroy(op);
+}
+
 Test(tuner, tuning_a_tiny_op_end_to_end)
 {
     rlt_op *op = fixture_op("matmul:M=24,N=32,K=16");
