@@ -75,6 +75,50 @@ static void axis_coefs(const rlt_nest *n, int var, int64_t scale, int64_t coef[R
     axis_coefs(n, inner, scale, coef);
 }
 
+/* The summary (SUM_* slots) of nest n from the per-tensor strides and
+ * footprints the loop features use (tensors[0..n_t-1] of op; stride and
+ * touched by loop, iterations of each subnest). */
+static void summary_features(const rlt_nest *n, const rlt_op *op, const int *tensors, int n_t,
+                             const double stride[][RLT_MAX_LOOPS], const double touched[][RLT_MAX_LOOPS + 1],
+                             const double *iterations, float *sum)
+{
+    memset(sum, 0, sizeof(float) * RLT_FEATURE_SUMMARY);
+    /* the register tile: the innermost run of unrolled and vectorized loops */
+    int tile = n->n_loops, vec_loop = -1;
+    while (tile > 0 && (n->loops[tile - 1].kind == RLT_LOOP_UNROLL || n->loops[tile - 1].kind == RLT_LOOP_VECTORIZE)) {
+        tile--;
+        if (n->loops[tile].kind == RLT_LOOP_VECTORIZE) vec_loop = tile;
+    }
+    double spatial = 1, vec = vec_loop >= 0 ? (double)n->vars[n->loops[vec_loop].var].extent : 1;
+    for (int m = tile; m < n->n_loops; m++)
+        if (!n->vars[n->loops[m].var].is_reduce) spatial *= (double)n->vars[n->loops[m].var].extent;
+    double in_elems = 0;
+    for (int ti = 0; ti < n_t; ti++)
+        if (!op->tensors[tensors[ti]].is_output) in_elems += touched[ti][tile] / 4.0;
+    sum[SUM_ACCUMULATORS] = log2p1(spatial / vec);
+    sum[SUM_BODY] = log2p1(iterations[tile]);
+    sum[SUM_VECTOR] = log2p1(vec);
+    sum[SUM_FMA_PER_LOAD] = in_elems > 0 ? log2p1(iterations[tile] / in_elems) : 0;
+    sum[SUM_REDUCE_AROUND] = tile > 0 && n->vars[n->loops[tile - 1].var].is_reduce;
+    for (int ti = 0; ti < n_t; ti++)
+        sum[SUM_VECTOR_STRIDE + ti] = vec_loop >= 0 ? log2p1(stride[ti][vec_loop]) : 0;
+    /* bytes per iteration brought in where the working set fits a level:
+     * the outermost loop whose subnest touches at most the capacity */
+    double bytes[RLT_MAX_LOOPS + 1];
+    for (int l = 0; l <= n->n_loops; l++) {
+        bytes[l] = 0;
+        for (int ti = 0; ti < n_t; ti++) bytes[l] += touched[ti][l];
+    }
+    const double capacity[2] = {NOMINAL_L1_BYTES, NOMINAL_L2_BYTES};
+    for (int level = 0; level < 2; level++) {
+        int l = n->n_loops;
+        while (l > 0 && bytes[l - 1] <= capacity[level]) l--;
+        sum[SUM_L1_TRAFFIC + level] = log2p1(1024.0 * bytes[l] / iterations[l]);
+    }
+    for (int m = 0; m < n->n_loops; m++)
+        if (n->loops[m].kind == RLT_LOOP_PARALLEL) sum[SUM_PARALLEL] = log2p1((double)n->vars[n->loops[m].var].extent);
+}
+
 rlt_status rlt_space_features(const rlt_space *s, const rlt_config *c, float *out, rlt_diag *diag)
 {
     rlt_nest n;
@@ -169,44 +213,6 @@ rlt_status rlt_space_features(const rlt_space *s, const rlt_config *c, float *ou
     }
     f += RLT_FEATURE_LOOP_PART;
 
-    /* ---- the summary ---- */
-    float *sum = out + f;
-    memset(sum, 0, sizeof(float) * RLT_FEATURE_SUMMARY);
-    /* the register tile: the innermost run of unrolled and vectorized loops */
-    int tile = n.n_loops, vec_loop = -1;
-    while (tile > 0 && (n.loops[tile - 1].kind == RLT_LOOP_UNROLL || n.loops[tile - 1].kind == RLT_LOOP_VECTORIZE)) {
-        tile--;
-        if (n.loops[tile].kind == RLT_LOOP_VECTORIZE) vec_loop = tile;
-    }
-    double spatial = 1, vec = vec_loop >= 0 ? (double)n.vars[n.loops[vec_loop].var].extent : 1;
-    for (int m = tile; m < n.n_loops; m++)
-        if (!n.vars[n.loops[m].var].is_reduce) spatial *= (double)n.vars[n.loops[m].var].extent;
-    double in_elems = 0;
-    for (int ti = 0; ti < n_t; ti++)
-        if (!op->tensors[tensors[ti]].is_output) in_elems += touched[ti][tile] / 4.0;
-    sum[SUM_ACCUMULATORS] = log2p1(spatial / vec);
-    sum[SUM_BODY] = log2p1(iterations[tile]);
-    sum[SUM_VECTOR] = log2p1(vec);
-    sum[SUM_FMA_PER_LOAD] = in_elems > 0 ? log2p1(iterations[tile] / in_elems) : 0;
-    sum[SUM_REDUCE_AROUND] = tile > 0 && n.vars[n.loops[tile - 1].var].is_reduce;
-    for (int ti = 0; ti < n_t; ti++)
-        sum[SUM_VECTOR_STRIDE + ti] = vec_loop >= 0 ? log2p1(stride[ti][vec_loop]) : 0;
-    /* bytes per iteration brought in where the working set fits a level:
-     * the outermost loop whose subnest touches at most the capacity */
-    const double capacity[2] = {NOMINAL_L1_BYTES, NOMINAL_L2_BYTES};
-    for (int level = 0; level < 2; level++) {
-        int l = n.n_loops;
-        for (int m = n.n_loops - 1; m >= 0; m--) {
-            double bytes = 0;
-            for (int ti = 0; ti < n_t; ti++) bytes += touched[ti][m];
-            if (bytes > capacity[level]) break;
-            l = m;
-        }
-        double bytes = 0;
-        for (int ti = 0; ti < n_t; ti++) bytes += touched[ti][l];
-        sum[SUM_L1_TRAFFIC + level] = log2p1(1024.0 * bytes / iterations[l]);
-    }
-    for (int m = 0; m < n.n_loops; m++)
-        if (n.loops[m].kind == RLT_LOOP_PARALLEL) sum[SUM_PARALLEL] = log2p1((double)n.vars[n.loops[m].var].extent);
+    summary_features(&n, op, tensors, n_t, stride, touched, iterations, out + f);
     return RLT_STATUS_OK;
 }
