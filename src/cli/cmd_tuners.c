@@ -48,11 +48,11 @@ static int run_tuners(const rlt_cli_args *args)
     for (const char *const *n = rlt_tuner_names(); *n; n++)
         if (!only || strcmp(*n, only) == 0) printf("  %-9s %s\n", *n, summary_of(*n));
     printf("\nHyper-parameters (--tuner-opt NAME=VALUE,... or --tuner-config FILE.json):\n");
-    printf("  %-20s %-13s %-28s %s\n", "name", "tuners", "default", "meaning");
+    printf("  %-20s %-16s %-28s %s\n", "name", "tuners", "default", "meaning");
     for (int i = 0; i < rlt_tuner_opt_count(); i++) {
         const rlt_tuner_opt_info *info = rlt_tuner_opt_at(i);
         if (only && !rlt_tuner_opt_applies(info, only)) continue;
-        printf("  %-20s %-13s %-28s %s\n", info->name, info->tuners, info->def, info->help);
+        printf("  %-20s %-16s %-28s %s\n", info->name, info->tuners, info->def, info->help);
     }
     return RLT_CLI_EXIT_OK;
 }

@@ -46,7 +46,25 @@ static rlt_status xgb_fail(rlt_diag *diag, rlt_status status, const char *what)
     return rlt_fail(diag, status, "xgboost: %s: %s", what, msg && *msg ? msg : "(no message)");
 }
 
-static const char *loss_name(rlt_cost_loss loss) { return loss == RLT_COST_RANK ? "rank" : "reg"; }
+static const char *const loss_names[] = {[RLT_COST_RANK] = "rank",
+                                         [RLT_COST_REG] = "reg",
+                                         [RLT_COST_REG_WEIGHTED] = "reg-weighted"};
+
+const char *rlt_cost_loss_name(rlt_cost_loss loss)
+{
+    RLT_ASSERT((unsigned)loss < RLT_ARRAY_LEN(loss_names));
+    return loss_names[loss];
+}
+
+bool rlt_cost_loss_parse(const char *name, rlt_cost_loss *out)
+{
+    for (size_t i = 0; i < RLT_ARRAY_LEN(loss_names); i++)
+        if (strcmp(name, loss_names[i]) == 0) {
+            *out = (rlt_cost_loss)i;
+            return true;
+        }
+    return false;
+}
 
 static const char *loss_objective(rlt_cost_loss loss)
 {
@@ -58,9 +76,10 @@ static rlt_status opts_resolve(const rlt_cost_model_opts *in, rlt_cost_model_opt
 {
     rlt_cost_model_opts o = {0};
     if (in) o = *in;
-    if (o.loss != RLT_COST_RANK && o.loss != RLT_COST_REG)
+    if ((unsigned)o.loss >= RLT_ARRAY_LEN(loss_names))
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "cost model: unknown loss %d (accepted: RLT_COST_RANK, RLT_COST_REG)", (int)o.loss);
+                        "cost model: unknown loss %d (accepted: RLT_COST_RANK, RLT_COST_REG, RLT_COST_REG_WEIGHTED)",
+                        (int)o.loss);
     if (o.max_depth == 0) o.max_depth = 3;
     if (o.eta == 0) o.eta = 0.3;
     if (o.min_child_weight == 0) o.min_child_weight = 1;
@@ -208,6 +227,7 @@ typedef struct metric_ctx {
     int *true_rank;     /* 1 + rows with a strictly higher label (ties share) */
     int *rank_count;    /* [k + 2]: predicted-so-far rows per true rank */
     ranked_row *order;  /* [n] */
+    const float *weights; /* [n] row weights of the regression, NULL: all 1 */
 } metric_ctx;
 
 /* AutoTVM's "a-recall@k": the mean over i = 1..k of recall@i, the share of
@@ -234,14 +254,17 @@ static double metric_recall_curve(metric_ctx *c, const float *preds)
     return sum / c->k;
 }
 
+/* The root of the (row-weighted) mean squared error: the objective's own
+ * measure. */
 static double metric_rmse(const metric_ctx *c, const float *preds)
 {
-    double sum = 0;
+    double sum = 0, weight = 0;
     for (int i = 0; i < c->n; i++) {
-        double e = (double)preds[i] - (double)c->labels[i];
-        sum += e * e;
+        double e = (double)preds[i] - (double)c->labels[i], w = c->weights ? c->weights[i] : 1.0;
+        sum += w * e * e;
+        weight += w;
     }
-    return sqrt(sum / c->n);
+    return sqrt(sum / weight);
 }
 
 /* ---- create / destroy --------------------------------------------------- */
@@ -285,6 +308,7 @@ rlt_status rlt_cost_model_fit(rlt_cost_model *m, int n, const float *features, c
     rlt_status st = RLT_STATUS_OK;
     float *labels = NULL;
     metric_ctx mc = {0};
+    float *weights = NULL;
     DMatrixHandle dtrain = NULL;
     BoosterHandle b = NULL;
 
@@ -345,6 +369,25 @@ rlt_status rlt_cost_model_fit(rlt_cost_model *m, int n, const float *features, c
     if (XGDMatrixSetFloatInfo(dtrain, "label", labels, (bst_ulong)n) != 0) {
         st = xgb_fail(diag, RLT_STATUS_INTERNAL, "setting labels");
         goto cleanup;
+    }
+    if (m->opts.loss == RLT_COST_REG_WEIGHTED) {
+        /* Ansor's weights, the score itself, scaled to a mean of 1 so that
+         * min_child_weight (a sum of weights in a leaf) keeps its meaning;
+         * a row scored 0 (failed) weighs nothing. All scores 0 or negative:
+         * nothing to prefer, equal weights. */
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += fmax(labels[i], 0.0);
+        weights = rlt_malloc((size_t)n * sizeof *weights);
+        if (!weights) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "cost model: out of memory for %d rows", n);
+            goto cleanup;
+        }
+        for (int i = 0; i < n; i++) weights[i] = sum > 0 ? (float)(fmax(labels[i], 0.0) * n / sum) : 1.0f;
+        if (XGDMatrixSetFloatInfo(dtrain, "weight", weights, (bst_ulong)n) != 0) {
+            st = xgb_fail(diag, RLT_STATUS_INTERNAL, "setting row weights");
+            goto cleanup;
+        }
+        mc.weights = weights;
     }
     if (m->opts.loss == RLT_COST_RANK) {
         unsigned group = (unsigned)n; /* one query: every row is ranked against every other */
@@ -423,6 +466,7 @@ cleanup:
     rlt_free(mc.order);
     rlt_free(mc.rank_count);
     rlt_free(mc.true_rank);
+    rlt_free(weights);
     rlt_free(labels);
     return st;
 }
@@ -485,7 +529,7 @@ rlt_status rlt_cost_model_save(const rlt_cost_model *m, char **out_bytes, size_t
     }
     const rlt_cost_model_opts *o = &m->opts;
     rlt_str_printf(&s, "%s%d\n", COST_MODEL_MAGIC, COST_MODEL_VERSION);
-    rlt_str_printf(&s, "loss %s\n", loss_name(o->loss));
+    rlt_str_printf(&s, "loss %s\n", rlt_cost_loss_name(o->loss));
     rlt_str_printf(&s, "n_features %d\n", m->n_features);
     rlt_str_printf(&s, "max_depth %d\n", o->max_depth);
     rlt_str_printf(&s, "eta %.17g\n", o->eta);
@@ -611,7 +655,7 @@ static rlt_status load_booster(const char *json, size_t len, rlt_cost_loss loss,
     if (!obj || !strstr(obj, want)) {
         st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
                       "cost model: header says loss %s but the XGBoost model's objective is not %s",
-                      loss_name(loss), loss_objective(loss));
+                      rlt_cost_loss_name(loss), loss_objective(loss));
         goto cleanup;
     }
     *out = b;
@@ -656,13 +700,9 @@ rlt_status rlt_cost_model_load(const char *bytes, size_t len, rlt_cost_model **o
     st = read_field(&r, "loss", loss, sizeof loss, diag);
     if (st != RLT_STATUS_OK) goto cleanup;
     rlt_cost_model_opts o = {0};
-    if (strcmp(loss, "rank") == 0) {
-        o.loss = RLT_COST_RANK;
-    } else if (strcmp(loss, "reg") == 0) {
-        o.loss = RLT_COST_REG;
-    } else {
-        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "cost model: line %d: unknown loss '%s' (rank or reg)", r.line,
-                      loss);
+    if (!rlt_cost_loss_parse(loss, &o.loss)) {
+        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
+                      "cost model: line %d: unknown loss '%s' (rank, reg or reg-weighted)", r.line, loss);
         goto cleanup;
     }
     int64_t n_features = 0, max_depth = 0, max_rounds = 0, early_stopping = 0, model_bytes = 0;

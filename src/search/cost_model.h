@@ -6,7 +6,10 @@
  * Scores are "higher is better" (the tuners pass GFLOP/s, normalised by the
  * best seen; failed measurements score 0). With RLT_COST_RANK the model
  * learns an order (objective rank:pairwise, as AutoTVM's default); with
- * RLT_COST_REG it regresses the score (reg:squarederror).
+ * RLT_COST_REG it regresses the score (reg:squarederror); with
+ * RLT_COST_REG_WEIGHTED it regresses the score with each row's squared error
+ * weighted by the row's score (Ansor's cost model), so that the fast
+ * configurations are fitted closely and the slow ones loosely.
  */
 #ifndef RLT_COST_MODEL_H
 #define RLT_COST_MODEL_H
@@ -14,9 +17,15 @@
 #include "core/core.h"
 
 typedef enum rlt_cost_loss {
-    RLT_COST_RANK, /* rank:pairwise */
-    RLT_COST_REG   /* reg:squarederror */
+    RLT_COST_RANK,        /* rank:pairwise */
+    RLT_COST_REG,         /* reg:squarederror */
+    RLT_COST_REG_WEIGHTED /* reg:squarederror, row weights = score / mean score */
 } rlt_cost_loss;
+
+/* The loss's name in saved models and tuner options ("rank", "reg",
+ * "reg-weighted"), and back; false for an unknown name. */
+const char *rlt_cost_loss_name(rlt_cost_loss loss);
+bool rlt_cost_loss_parse(const char *name, rlt_cost_loss *out);
 
 typedef struct rlt_cost_model_opts {
     rlt_cost_loss loss;

@@ -70,6 +70,16 @@ rlt_status rlt_cost_rows_fit(const rlt_cost_rows *r, rlt_cost_model *m, rlt_diag
     return st;
 }
 
+rlt_status rlt_cost_loss_choose(const char *tuner, const char *name, rlt_cost_loss def, rlt_cost_loss *out,
+                                rlt_diag *diag)
+{
+    *out = def;
+    if (name && !rlt_cost_loss_parse(name, out))
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "%s tuner: unknown cost_loss '%s' (accepted: rank, reg, reg-weighted)", tuner, name);
+    return RLT_STATUS_OK;
+}
+
 void rlt_cost_rows_predict(const rlt_cost_model *m, const rlt_space *s, int n, const rlt_config *configs,
                            float *scratch, double *out)
 {

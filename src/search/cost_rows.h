@@ -45,6 +45,12 @@ rlt_status rlt_cost_rows_add(rlt_cost_rows *r, const rlt_space *s, int n, const 
  * asserted). Errors: OUT_OF_MEMORY, and those of rlt_cost_model_fit. */
 rlt_status rlt_cost_rows_fit(const rlt_cost_rows *r, rlt_cost_model *m, rlt_diag *diag);
 
+/* The loss a model tuner uses: `name` (the cost_loss option: "rank",
+ * "reg", "reg-weighted") or, when it is NULL, the tuner's default. Errors:
+ * INVALID_ARGUMENT for an unknown name, naming `tuner`. */
+rlt_status rlt_cost_loss_choose(const char *tuner, const char *name, rlt_cost_loss def, rlt_cost_loss *out,
+                                rlt_diag *diag);
+
 /* Predicted scores of n configurations of s: out[i] = the model's score
  * (0 for all when the prediction fails), or -INFINITY for an invalid
  * configuration. `scratch` holds RLT_COST_ROWS_CHUNK x

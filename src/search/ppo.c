@@ -4,7 +4,9 @@
  * Compilation", ICLR 2020; docs/tuners.md, "ppo").
  *
  * AutoTVM's loop with two parts replaced. A cost model (XGBoost,
- * rank:pairwise, cost_model.h) is refitted on every measured batch. Instead
+ * rank:pairwise as in Chameleon; on a space small enough to be scored whole,
+ * a regression with rows weighted by their score, as Ansor's; option
+ * cost_loss; cost_model.h) is refitted on every measured batch. Instead
  * of simulated annealing, `walkers` PPO walkers explore the model: a
  * walker's observation is its configuration's knob positions in [0, 1],
  * its action one move in {dec, stay, inc} per knob (one 3-way softmax per
@@ -667,10 +669,20 @@ static rlt_status ppo_init(rlt_tuner *t, rlt_diag *diag)
     for (size_t i = 0; i < (size_t)3 * (size_t)a->n_knobs * PPO_HIDDEN; i++) head[i] *= (float)PPO_HEAD_GAIN;
     if ((st = rlt_adam_create(&(rlt_adam_opts){.lr = a->lr}, a->net, &a->adam, diag)) != RLT_STATUS_OK) return st;
 
-    /* the cost model: AutoTVM's (and Chameleon's) rank:pairwise */
+    /* the cost model: AutoTVM's (and Chameleon's) rank:pairwise where the
+     * walkers walk it, since they are rewarded wherever they step and need
+     * the order everywhere; Ansor's score-weighted regression where the
+     * space is scored whole and only the top of the ranking is used
+     * (docs/tuners.md, "ppo": each is the better of the two in its regime
+     * in the replays) */
     a->rows.n_features = n_features;
-    rlt_cost_model_opts mo = {.loss = RLT_COST_RANK, .seed = o->seed};
-    if ((st = rlt_cost_model_create(&mo, n_features, &a->model, diag)) != RLT_STATUS_OK) return st;
+    rlt_cost_model_opts mo = {.seed = o->seed};
+    bool is_scored_whole = rlt_space_size(t->space) <= (uint64_t)a->score_whole;
+    rlt_cost_loss def = is_scored_whole ? RLT_COST_REG_WEIGHTED : RLT_COST_RANK;
+    if ((st = rlt_cost_loss_choose("ppo", o->cost_loss, def, &mo.loss, diag)) != RLT_STATUS_OK ||
+        (st = rlt_cost_model_create(&mo, n_features, &a->model, diag)) != RLT_STATUS_OK)
+        return st;
+    a->stats.cost_loss = mo.loss;
     if (o->n_transfer > 0) {
         /* a warm start: the first batch comes from the model, as in xgb */
         if (!o->transfer_xs || !o->transfer_ys)

@@ -8,6 +8,7 @@
 #ifndef RLT_PPO_H
 #define RLT_PPO_H
 
+#include "search/cost_model.h"
 #include "search/tuner.h"
 
 /* Chameleon's adaptive sampling: n candidate configurations of s
@@ -42,6 +43,7 @@ typedef struct rlt_ppo_stats {
     int last_candidates;    /* distinct new candidates it kept */
     int last_k;             /* clusters of its adaptive sampling */
     double last_entropy;    /* the policy's mean summed entropy over the knobs (nats) in its last update */
+    rlt_cost_loss cost_loss; /* the cost model's loss (option cost_loss, or the default for the space) */
 } rlt_ppo_stats;
 
 /* Copies t's counters into *out. Errors: INVALID_ARGUMENT when t is not a

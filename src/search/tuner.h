@@ -37,6 +37,11 @@ typedef struct rlt_tuner_opts {
     int fit_every;        /* measurements between fits, <= plan_size; 0 = min(16, plan_size) */
     int sa_chains;        /* simulated-annealing walkers; 0 = 128 */
     int sa_iterations;    /* at most; 0 = 500 (stops after 50 without a new top plan) */
+    /* xgb, xgb-rank, ppo: the cost model's loss, "rank", "reg" or
+     * "reg-weighted" (cost_model.h); NULL = the tuner's own: reg for xgb,
+     * rank for xgb-rank; for ppo reg-weighted on a space it scores whole
+     * (ppo_score_whole), rank on one it walks */
+    const char *cost_loss;
     /* xgb, xgb-rank: a warm start from other workloads (search/transfer.h):
      * n_transfer rows of the space's feature length and their scores in
      * [0, 1]; copied at create. The model is trained on them before the
@@ -101,7 +106,7 @@ typedef enum rlt_tuner_opt_type {
     RLT_TUNER_OPT_INT,          /* int, >= 1 */
     RLT_TUNER_OPT_REAL,         /* double, > 0 */
     RLT_TUNER_OPT_REAL_OR_NONE, /* double, >= 0; 0 (none) is stored as -1 */
-    RLT_TUNER_OPT_CHOICE        /* const char *, one of a fixed set (static strings) */
+    RLT_TUNER_OPT_CHOICE        /* const char *, one of `choices` (static strings) */
 } rlt_tuner_opt_type;
 
 typedef struct rlt_tuner_opt_info {
@@ -111,6 +116,7 @@ typedef struct rlt_tuner_opt_info {
     const char *tuners; /* the tuners that read it, space-separated: "ga ga-dqn" */
     const char *def;    /* the default, as text */
     const char *help;   /* one line */
+    const char *const *choices; /* RLT_TUNER_OPT_CHOICE: the accepted values, NULL-terminated */
 } rlt_tuner_opt_info;
 
 int rlt_tuner_opt_count(void);

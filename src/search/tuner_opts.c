@@ -21,11 +21,15 @@
 #include <string.h>
 
 #define OPT_INT(field, tuners, def, help)                                                                      \
-    {#field, RLT_TUNER_OPT_INT, offsetof(rlt_tuner_opts, field), tuners, def, help}
+    {#field, RLT_TUNER_OPT_INT, offsetof(rlt_tuner_opts, field), tuners, def, help, NULL}
 #define OPT_REAL(field, tuners, def, help)                                                                     \
-    {#field, RLT_TUNER_OPT_REAL, offsetof(rlt_tuner_opts, field), tuners, def, help}
+    {#field, RLT_TUNER_OPT_REAL, offsetof(rlt_tuner_opts, field), tuners, def, help, NULL}
+
+#define OPT_CHOICE(field, tuners, def, help, choices)                                                          \
+    {#field, RLT_TUNER_OPT_CHOICE, offsetof(rlt_tuner_opts, field), tuners, def, help, choices}
 
 static const char *const dqn_resets[] = {"zeros", "random", "median", NULL};
+static const char *const cost_losses[] = {"rank", "reg", "reg-weighted", NULL};
 
 static const rlt_tuner_opt_info opt_table[] = {
     OPT_INT(population, "ga ga-dqn", "min(64, |space|)", "configurations per generation"),
@@ -37,15 +41,18 @@ static const rlt_tuner_opt_info opt_table[] = {
             "64)"),
     OPT_INT(sa_chains, "xgb xgb-rank", "128", "simulated-annealing walkers over the model"),
     OPT_INT(sa_iterations, "xgb xgb-rank", "500", "annealing steps at most (stops after 50 without a new top plan)"),
+    OPT_CHOICE(cost_loss, "xgb xgb-rank ppo", "the tuner's",
+               "the cost model's loss: rank, reg, or reg-weighted (rows weighted by score, as Ansor's); xgb: reg, "
+               "xgb-rank: rank, ppo: reg-weighted on spaces it scores whole, else rank",
+               cost_losses),
     OPT_REAL(bandit_lr, "bandit", "0.001", "Adam's learning rate"),
     OPT_REAL(bandit_clip, "bandit", "0.2", "PPO's ratio clip"),
     OPT_INT(bandit_epochs, "bandit", "3", "passes over each rollout"),
     OPT_INT(bandit_minibatch, "bandit", "32", "rows per gradient step"),
     {"bandit_entropy_coef", RLT_TUNER_OPT_REAL_OR_NONE, offsetof(rlt_tuner_opts, bandit_entropy_coef), "bandit",
-     "0.01", "entropy bonus (0: none)"},
+     "0.01", "entropy bonus (0: none)", NULL},
     OPT_INT(dqn_horizon, "dqn", "20", "steps per episode"),
-    {"dqn_reset", RLT_TUNER_OPT_CHOICE, offsetof(rlt_tuner_opts, dqn_reset), "dqn", "random",
-     "episode start: zeros, random or median knobs"},
+    OPT_CHOICE(dqn_reset, "dqn", "random", "episode start: zeros, random or median knobs", dqn_resets),
     OPT_INT(dqn_walkers, "dqn", "the batch size (at most 256)", "parallel episodes"),
     OPT_REAL(dqn_gamma, "dqn", "0.9", "discount, < 1"),
     OPT_REAL(dqn_lr, "dqn", "0.001", "Adam's learning rate"),
@@ -73,7 +80,7 @@ static const rlt_tuner_opt_info opt_table[] = {
     OPT_REAL(ppo_lambda, "ppo", "0.99", "GAE's lambda, <= 1"),
     OPT_REAL(ppo_clip, "ppo", "0.2", "PPO's ratio clip, < 1"),
     {"ppo_entropy_coef", RLT_TUNER_OPT_REAL_OR_NONE, offsetof(rlt_tuner_opts, ppo_entropy_coef), "ppo", "0.3",
-     "entropy bonus (0: none)"},
+     "entropy bonus (0: none)", NULL},
     OPT_INT(ppo_walkers, "ppo", "128", "parallel walkers over the cost model"),
     OPT_INT(ppo_episode_steps, "ppo", "500", "walker steps per episode (then a random restart)"),
     OPT_INT(ppo_explore_steps, "ppo", "100", "walker steps per exploration of a fitted model, at most"),
@@ -142,14 +149,19 @@ rlt_status rlt_tuner_opts_set(rlt_tuner_opts *o, const char *key, const char *va
         *(double *)field = v == 0 ? -1.0 : v;
         return RLT_STATUS_OK;
     }
-    case RLT_TUNER_OPT_CHOICE:
-        for (int i = 0; dqn_resets[i]; i++)
-            if (strcmp(value, dqn_resets[i]) == 0) {
-                *(const char **)field = dqn_resets[i]; /* static: the opts keep no caller memory */
+    case RLT_TUNER_OPT_CHOICE: {
+        char accepted[128] = "";
+        for (int i = 0; info->choices[i]; i++) {
+            if (strcmp(value, info->choices[i]) == 0) {
+                *(const char **)field = info->choices[i]; /* static: the opts keep no caller memory */
                 return RLT_STATUS_OK;
             }
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "tuner option %s: '%s' is not one of zeros, random, median",
-                        key, value);
+            size_t len = strlen(accepted);
+            snprintf(accepted + len, sizeof accepted - len, "%s%s", i ? ", " : "", info->choices[i]);
+        }
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "tuner option %s: '%s' is not one of %s", key, value,
+                        accepted);
+    }
     }
     RLT_ASSERT(!"unknown option type");
     return RLT_STATUS_INTERNAL;

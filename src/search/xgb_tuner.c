@@ -71,9 +71,10 @@ static rlt_status xgb_init_loss(rlt_tuner *t, rlt_cost_loss loss, rlt_diag *diag
      * still explores once */
     x->n_explore = (int)(0.05 * x->fit_every);
     if (x->n_explore == 0 && x->fit_every >= 2) x->n_explore = 1;
-    rlt_cost_model_opts mo = {.loss = loss, .seed = t->opts.seed};
-    rlt_status st = rlt_cost_model_create(&mo, x->rows.n_features, &x->model, diag);
+    rlt_cost_model_opts mo = {.seed = t->opts.seed};
+    rlt_status st = rlt_cost_loss_choose(t->ops->name, t->opts.cost_loss, loss, &mo.loss, diag);
     if (st != RLT_STATUS_OK) return st;
+    if ((st = rlt_cost_model_create(&mo, x->rows.n_features, &x->model, diag)) != RLT_STATUS_OK) return st;
     x->plan = rlt_calloc((size_t)x->plan_size, sizeof *x->plan);
     x->walkers = rlt_calloc((size_t)x->chains, sizeof *x->walkers);
     x->walker_score = rlt_calloc((size_t)x->chains, sizeof *x->walker_score);

@@ -1,11 +1,11 @@
-/* Unit tests of the cost model (src/search/cost_model.c): both losses learn
- * a known function of a 16x16 grid (held-out rank correlation, the argmax),
+/* Unit tests of the cost model (src/search/cost_model.c): the three losses
+ * learn a known function of a 16x16 grid (held-out rank correlation, the argmax),
  * the rank model finds the held-out top 10 where a model of shuffled labels
  * does not, one seed gives bit-identical predictions, save -> load keeps
  * them, damaged or foreign saved models are refused, bad input gets
  * INVALID_ARGUMENT naming the row, fewer than 2 rows leave the model
  * untrained, allocation failures are reported without leaks, XGBoost stays
- * quiet. The fit time of 1000 x 50 rows is printed, not asserted. */
+ * quiet, reg-weighted weighs each row by its score. The fit time of 1000 x 50 rows is printed, not asserted. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <math.h>
@@ -230,6 +230,42 @@ static void check_learns_bump(rlt_cost_loss loss)
 
 Test(cost_model, rank_learns_known_function) { check_learns_bump(RLT_COST_RANK); }
 Test(cost_model, reg_learns_known_function) { check_learns_bump(RLT_COST_REG); }
+Test(cost_model, reg_weighted_learns_known_function) { check_learns_bump(RLT_COST_REG_WEIGHTED); }
+
+/* Rows that no split can tell apart (one constant feature) are predicted
+ * at their mean score: the plain mean for reg, the mean weighted by score
+ * for reg-weighted, where the failures (0) weigh nothing. Five failures,
+ * nine rows at 0.1, one at 1.0: plain 1.9 / 15 = 0.127, weighted
+ * (9 x 0.01 + 1) / (9 x 0.1 + 1) = 0.574. */
+Test(cost_model, reg_weighted_weighs_rows_by_score)
+{
+    enum { N = 15 };
+    float x[N];
+    double y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 1;
+        y[i] = i < 5 ? 0.0 : i < 14 ? 0.1 : 1.0;
+    }
+    const double expected[] = {[RLT_COST_REG] = 1.9 / 15, [RLT_COST_REG_WEIGHTED] = 1.09 / 1.9};
+    for (int loss = RLT_COST_REG; loss <= RLT_COST_REG_WEIGHTED; loss++) {
+        rlt_cost_model *m = model_new((rlt_cost_loss)loss, 1, 5);
+        model_fit(m, N, x, y);
+        double pred = 0;
+        model_predict(m, 1, x, &pred);
+        cr_expect(fabs(pred - expected[loss]) < 0.01, "loss %s: predicts %.4f, expected %.4f",
+                  rlt_cost_loss_name((rlt_cost_loss)loss), pred, expected[loss]);
+        rlt_cost_model_destroy(m);
+    }
+    /* the names round-trip, and an unknown one is refused */
+    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG_WEIGHTED; loss++) {
+        rlt_cost_loss back = RLT_COST_RANK;
+        cr_assert(rlt_cost_loss_parse(rlt_cost_loss_name((rlt_cost_loss)loss), &back));
+        cr_assert_eq((int)back, loss);
+    }
+    rlt_cost_loss unused;
+    cr_assert_not(rlt_cost_loss_parse("weighted", &unused));
+    assert_no_leaks();
+}
 
 /* Over five splits the rank model's predicted top 10 of the held-out half
  * hold at least 7 true top-10 rows on average, and a model of the same rows
@@ -271,7 +307,7 @@ Test(cost_model, same_seed_same_predictions)
 {
     grid_data g;
     grid_make(&g, 3);
-    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG; loss++) {
+    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG_WEIGHTED; loss++) {
         double a[GRID_ROWS], b[GRID_ROWS], c[GRID_ROWS];
         rlt_cost_model *m1 = model_trained_on_grid((rlt_cost_loss)loss, &g);
         rlt_cost_model *m2 = model_trained_on_grid((rlt_cost_loss)loss, &g);
@@ -292,12 +328,13 @@ Test(cost_model, save_load_round_trip)
 {
     grid_data g;
     grid_make(&g, 4);
-    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG; loss++) {
+    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG_WEIGHTED; loss++) {
         rlt_cost_model *m = model_trained_on_grid((rlt_cost_loss)loss, &g);
         size_t len = 0;
         char *bytes = model_save(m, &len);
-        const char *header = loss == RLT_COST_RANK ? "rltune-cost-model v1\nloss rank\nn_features 3\n"
-                                                   : "rltune-cost-model v1\nloss reg\nn_features 3\n";
+        char header[96];
+        snprintf(header, sizeof header, "rltune-cost-model v1\nloss %s\nn_features 3\n",
+                 rlt_cost_loss_name((rlt_cost_loss)loss));
         cr_assert(strncmp(bytes, header, strlen(header)) == 0, "header: %.60s", bytes);
 
         rlt_cost_model *m2 = NULL;
@@ -538,7 +575,7 @@ Test(cost_model, all_scores_equal)
     grid_data g;
     grid_make(&g, 7);
     double zeros[HALF] = {0};
-    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG; loss++) {
+    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG_WEIGHTED; loss++) {
         rlt_cost_model *m = model_new((rlt_cost_loss)loss, N_GRID_FEATURES, 1);
         model_fit(m, HALF, g.train_x, zeros);
         double out[HALF];
@@ -592,7 +629,7 @@ Test(cost_model, xgboost_is_quiet, .init = cr_redirect_stdout)
     cr_redirect_stderr();
     grid_data g;
     grid_make(&g, 9);
-    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG; loss++) {
+    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG_WEIGHTED; loss++) {
         rlt_cost_model *m = model_trained_on_grid((rlt_cost_loss)loss, &g);
         size_t len = 0;
         char *bytes = model_save(m, &len);
@@ -634,7 +671,7 @@ Test(cost_model, fit_time_1000x50)
         for (int j = 0; j < F; j++) x[i * F + j] = (float)rlt_rng_uniform(&rng);
         y[i] = sin(3 * x[i * F]) + x[i * F + 1] * x[i * F + 2] + 0.1 * rlt_rng_uniform(&rng);
     }
-    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG; loss++) {
+    for (int loss = RLT_COST_RANK; loss <= RLT_COST_REG_WEIGHTED; loss++) {
         rlt_cost_model *m = model_new((rlt_cost_loss)loss, F, 1);
         uint64_t t0 = rlt_time_ns();
         model_fit(m, N, x, y);
@@ -645,7 +682,7 @@ Test(cost_model, fit_time_1000x50)
         model_predict(m, N, x, out);
         double predict_ms = (double)(rlt_time_ns() - t0) * 1e-6;
         printf("cost model %s: fit %d x %d rows in %.0f ms, predict in %.1f ms\n",
-               loss == RLT_COST_RANK ? "rank" : "reg", N, F, fit_ms, predict_ms);
+               rlt_cost_loss_name((rlt_cost_loss)loss), N, F, fit_ms, predict_ms);
         free(out);
         rlt_cost_model_destroy(m);
     }

@@ -414,7 +414,9 @@ static double by_index(const rlt_space *s, const rlt_config *c, const rlt_config
 
 /* A space of at most ppo_score_whole configurations (default 4096) is
  * scored whole, so the walkers never step; with ppo_score_whole 1 the same
- * space is walked (the ablation of bench/search_efficiency). */
+ * space is walked (the ablation of bench/search_efficiency). The default
+ * cost model follows: score-weighted regression scored whole, rank walked;
+ * cost_loss overrides it. */
 Test(ppo, a_small_space_is_scored_whole_unless_told_to_walk)
 {
     rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
@@ -433,8 +435,16 @@ Test(ppo, a_small_space_is_scored_whole_unless_told_to_walk)
             cr_assert_gt(st.n_steps, 0, "told to walk, it did not");
         else
             cr_assert_eq(st.n_steps, 0, "a space this small is scored whole, not walked");
+        cr_assert_eq(st.cost_loss, walk ? RLT_COST_RANK : RLT_COST_REG_WEIGHTED);
         rlt_tuner_destroy(t);
     }
+    rlt_tuner_opts o = FAST(6);
+    o.cost_loss = "reg";
+    rlt_tuner *t = tuner_make("ppo", &s, &o);
+    rlt_ppo_stats st;
+    cr_assert_eq(rlt_tuner_ppo_stats(t, &st, NULL), RLT_STATUS_OK);
+    cr_assert_eq(st.cost_loss, RLT_COST_REG);
+    rlt_tuner_destroy(t);
     rlt_op_destroy(op);
 }
 

@@ -241,6 +241,30 @@ Test(tuner, tuning_a_tiny_op_end_to_end)
     rlt_op_destroy(op);
 }
 
+/* cost_loss: an unknown loss is refused by the setter (listing the
+ * accepted ones) and, set in code, by the model tuners at create. */
+Test(tuner, cost_loss_names_are_checked)
+{
+    rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
+    rlt_space s;
+    tuner_space(op, &s);
+    rlt_tuner_opts o = {.seed = 1};
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_opts_set(&o, "cost_loss", "ranked", &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "'ranked' is not one of rank, reg, reg-weighted"), "%s", d.message);
+    o.cost_loss = "weighted";
+    const char *model_tuners[] = {"xgb", "xgb-rank", "ppo"};
+    for (size_t i = 0; i < RLT_ARRAY_LEN(model_tuners); i++) {
+        rlt_tuner *t = NULL;
+        d = (rlt_diag){0};
+        cr_assert_eq(rlt_tuner_create(model_tuners[i], &s, &o, &t, &d), RLT_STATUS_INVALID_ARGUMENT, "%s",
+                     model_tuners[i]);
+        cr_assert_null(t);
+        cr_assert(strstr(d.message, "unknown cost_loss 'weighted'"), "%s", d.message);
+    }
+    rlt_op_destroy(op);
+}
+
 /* The table of hyper-parameters (tuner_opts.c): every option names only
  * known tuners, takes a value of its own kind and stores it in its field,
  * and each tuner that reads it is created with that value set; values of
@@ -255,7 +279,10 @@ Test(tuner, every_hyper_parameter_is_settable_by_name)
         const rlt_tuner_opt_info *info = rlt_tuner_opt_at(i);
         cr_assert_eq(rlt_tuner_opt_find(info->name), info);
         rlt_tuner_opts o = {.seed = 1};
-        const char *value = info->type == RLT_TUNER_OPT_CHOICE ? "median"
+        const char *last_choice = NULL;
+        for (const char *const *c = info->choices; c && *c; c++) last_choice = *c;
+        cr_assert_eq(info->type == RLT_TUNER_OPT_CHOICE, last_choice != NULL, "%s: choices", info->name);
+        const char *value = info->type == RLT_TUNER_OPT_CHOICE ? last_choice
                             : info->type == RLT_TUNER_OPT_INT  ? "7"
                                                                : "0.5";
         rlt_diag d = {0};
@@ -264,7 +291,7 @@ Test(tuner, every_hyper_parameter_is_settable_by_name)
         if (info->type == RLT_TUNER_OPT_INT) cr_assert_eq(*(const int *)field, 7, "%s", info->name);
         if (info->type == RLT_TUNER_OPT_REAL || info->type == RLT_TUNER_OPT_REAL_OR_NONE)
             cr_assert_eq(*(const double *)field, 0.5, "%s", info->name);
-        if (info->type == RLT_TUNER_OPT_CHOICE) cr_assert_str_eq(*(const char *const *)field, "median");
+        if (info->type == RLT_TUNER_OPT_CHOICE) cr_assert_str_eq(*(const char *const *)field, value);
         int n_tuners = 0;
         for (const char *const *name = rlt_tuner_names(); *name; name++) {
             if (!rlt_tuner_opt_applies(info, *name)) continue;
