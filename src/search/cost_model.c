@@ -46,20 +46,22 @@ static rlt_status xgb_fail(rlt_diag *diag, rlt_status status, const char *what)
     return rlt_fail(diag, status, "xgboost: %s: %s", what, msg && *msg ? msg : "(no message)");
 }
 
-static const char *const loss_names[] = {[RLT_COST_RANK] = "rank",
-                                         [RLT_COST_REG] = "reg",
-                                         [RLT_COST_REG_WEIGHTED] = "reg-weighted"};
+const char *const rlt_cost_loss_names[] = {[RLT_COST_RANK] = "rank",
+                                           [RLT_COST_REG] = "reg",
+                                           [RLT_COST_REG_WEIGHTED] = "reg-weighted",
+                                           [RLT_COST_REG_WEIGHTED + 1] = NULL};
+#define N_LOSSES (RLT_ARRAY_LEN(rlt_cost_loss_names) - 1)
 
 const char *rlt_cost_loss_name(rlt_cost_loss loss)
 {
-    RLT_ASSERT((unsigned)loss < RLT_ARRAY_LEN(loss_names));
-    return loss_names[loss];
+    RLT_ASSERT((unsigned)loss < N_LOSSES);
+    return rlt_cost_loss_names[loss];
 }
 
 bool rlt_cost_loss_parse(const char *name, rlt_cost_loss *out)
 {
-    for (size_t i = 0; i < RLT_ARRAY_LEN(loss_names); i++)
-        if (strcmp(name, loss_names[i]) == 0) {
+    for (size_t i = 0; i < N_LOSSES; i++)
+        if (strcmp(name, rlt_cost_loss_names[i]) == 0) {
             *out = (rlt_cost_loss)i;
             return true;
         }
@@ -76,7 +78,7 @@ static rlt_status opts_resolve(const rlt_cost_model_opts *in, rlt_cost_model_opt
 {
     rlt_cost_model_opts o = {0};
     if (in) o = *in;
-    if ((unsigned)o.loss >= RLT_ARRAY_LEN(loss_names))
+    if ((unsigned)o.loss >= N_LOSSES)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "cost model: unknown loss %d (accepted: RLT_COST_RANK, RLT_COST_REG, RLT_COST_REG_WEIGHTED)",
                         (int)o.loss);

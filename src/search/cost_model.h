@@ -22,8 +22,11 @@ typedef enum rlt_cost_loss {
     RLT_COST_REG_WEIGHTED /* reg:squarederror, row weights = score / mean score */
 } rlt_cost_loss;
 
-/* The loss's name in saved models and tuner options ("rank", "reg",
- * "reg-weighted"), and back; false for an unknown name. */
+/* The losses' names in saved models and tuner options, indexed by
+ * rlt_cost_loss and NULL-terminated: "rank", "reg", "reg-weighted". */
+extern const char *const rlt_cost_loss_names[];
+
+/* The loss's name, and back; false for an unknown name. */
 const char *rlt_cost_loss_name(rlt_cost_loss loss);
 bool rlt_cost_loss_parse(const char *name, rlt_cost_loss *out);
 

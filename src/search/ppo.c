@@ -442,6 +442,14 @@ static void score_walkers(rlt_tuner *t)
     for (int i = 0; i < w; i++) cand_offer(t, &a->walkers[i], a->next_index[i], a->walker_score[i]);
 }
 
+/* A space of at most score_whole configurations is scored whole by the
+ * model instead of walked (and gets the score-weighted model by default). */
+static bool is_scored_whole(const rlt_tuner *t)
+{
+    const ppo_agent *a = t->state;
+    return rlt_space_size(t->space) <= (uint64_t)a->score_whole;
+}
+
 /* Walks the walkers over the model in force, training the actor-critic on
  * the way, and keeps the candidates. Stops after explore_steps steps, or
  * after stall_steps in a row that brought nothing new into the first n_top
@@ -458,7 +466,7 @@ static rlt_status explore(rlt_tuner *t, int n_top, rlt_diag *diag)
     int seg = 0, stall = 0, step = 0;
     rlt_status st = RLT_STATUS_OK;
     uint64_t size = rlt_space_size(t->space);
-    if (size <= (uint64_t)a->score_whole) {
+    if (is_scored_whole(t)) {
         /* a small space is scored whole: cheaper than walking it */
         for (uint64_t start = 0; start < size; start += (uint64_t)w) {
             int n = (int)RLT_MIN((uint64_t)w, size - start);
@@ -677,8 +685,7 @@ static rlt_status ppo_init(rlt_tuner *t, rlt_diag *diag)
      * in the replays) */
     a->rows.n_features = n_features;
     rlt_cost_model_opts mo = {.seed = o->seed};
-    bool is_scored_whole = rlt_space_size(t->space) <= (uint64_t)a->score_whole;
-    rlt_cost_loss def = is_scored_whole ? RLT_COST_REG_WEIGHTED : RLT_COST_RANK;
+    rlt_cost_loss def = is_scored_whole(t) ? RLT_COST_REG_WEIGHTED : RLT_COST_RANK;
     if ((st = rlt_cost_loss_choose("ppo", o->cost_loss, def, &mo.loss, diag)) != RLT_STATUS_OK ||
         (st = rlt_cost_model_create(&mo, n_features, &a->model, diag)) != RLT_STATUS_OK)
         return st;

@@ -10,6 +10,7 @@
  * checks what depends on the rest (rlt_tuner_create), as it does for
  * values set in code.
  */
+#include "search/cost_model.h"
 #include "search/tuner.h"
 
 #include <cjson/cJSON.h>
@@ -29,7 +30,6 @@
     {#field, RLT_TUNER_OPT_CHOICE, offsetof(rlt_tuner_opts, field), tuners, def, help, choices}
 
 static const char *const dqn_resets[] = {"zeros", "random", "median", NULL};
-static const char *const cost_losses[] = {"rank", "reg", "reg-weighted", NULL};
 
 static const rlt_tuner_opt_info opt_table[] = {
     OPT_INT(population, "ga ga-dqn", "min(64, |space|)", "configurations per generation"),
@@ -44,7 +44,7 @@ static const rlt_tuner_opt_info opt_table[] = {
     OPT_CHOICE(cost_loss, "xgb xgb-rank ppo", "the tuner's",
                "the cost model's loss: rank, reg, or reg-weighted (rows weighted by score, as Ansor's); xgb: reg, "
                "xgb-rank: rank, ppo: reg-weighted on spaces it scores whole, else rank",
-               cost_losses),
+               rlt_cost_loss_names),
     OPT_REAL(bandit_lr, "bandit", "0.001", "Adam's learning rate"),
     OPT_REAL(bandit_clip, "bandit", "0.2", "PPO's ratio clip"),
     OPT_INT(bandit_epochs, "bandit", "3", "passes over each rollout"),
