@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
     build-essential cmake pkg-config      # toolchain and build system
     gcc clang libomp-14-dev               # kernel compilers (gcc default, clang selectable) + OpenMP
+    libclang-rt-14-dev                    # clang's libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
     libcriterion-dev                      # unit tests
     libcjson-dev                          # JSON output and configs
     libopenblas-dev                       # baseline sgemm in benchmarks

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what it needs, builds
-# the release and the sanitizer builds, and runs every test in both (unit,
-# golden, property, fuzz-corpus replay, CLI end to end).
+# the release and the sanitizer builds, runs every test in both (unit,
+# golden, property, fuzz-corpus replay, CLI end to end), checks the installed
+# library (scripts/check-install.sh), then runs each fuzz
+# target for FUZZ_SECONDS (default 20; scripts/fuzz.sh, build-fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -10,6 +12,8 @@ scripts/build.sh --asan
 # (set by CTest), so a test run never depends on a user's cache.
 echo "== tests: release build"
 (cd build && ctest --output-on-failure)
+echo "== install: the library as a program outside rltune uses it"
+scripts/check-install.sh build
 echo "== tests: ASan + UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure)
@@ -21,3 +25,6 @@ if grep -qE "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$log"; the
     echo "sanitizer reports in the ASan + UBSan test run (see $log): failing"
     exit 1
 fi
+# Last, the libFuzzer targets: each for a bounded time over a scratch copy of
+# its corpus (about a minute and a half on 2 cores, the build included).
+scripts/fuzz.sh

@@ -14,6 +14,7 @@
 #include "cli/args.h"
 #include "db/db.h"
 #include "measure/measure.h"
+#include "rltune/env.h"
 #include "sched/sched.h"
 #include "search/tune.h"
 

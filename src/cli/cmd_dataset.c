@@ -7,7 +7,7 @@
  * only what the file lacks.
  */
 #include "cli/cli.h"
-#include "search/dataset.h"
+#include "search/replay.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>

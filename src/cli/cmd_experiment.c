@@ -1,9 +1,10 @@
 /*
  * cmd_experiment.c - `rltune experiment --config FILE.json`: runs every
  * tuner of the config on every workload with every seed (rlt_exp_run_all,
- * report/report.h), live or replayed from datasets, and writes the report
- * into the output directory: report.html, results.json, table.md and a
- * plot per workload (SVG, and PNG through gnuplot when it is installed).
+ * experiment/experiment.h), live or replayed from datasets, and writes
+ * the report (report/report.h) into the output directory: report.html,
+ * results.json, table.md and a plot per workload (SVG, and PNG through
+ * gnuplot when it is installed).
  * stdout gets the table (or one JSON object with --json).
  *
  * The config is checked whole (every key, every tuner's options on every
@@ -14,7 +15,7 @@
  * the report of what finished; a second one ends the process at once.
  */
 #include "cli/cli.h"
-#include "report/report.h"
+#include "experiment/experiment.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -63,9 +64,9 @@ static int exit_for_config(rlt_status st)
     return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
 }
 
-static int print_json(const rlt_exp_config *c, const rlt_exp_result *r, const char *dir)
+static int print_json(const rlt_report *rep, const char *dir)
 {
-    char *text = rlt_report_json(c, r);
+    char *text = rlt_report_json(rep);
     cJSON *o = text ? cJSON_Parse(text) : NULL;
     rlt_free(text);
     char *printed = NULL;
@@ -87,6 +88,7 @@ static int run_experiment(const rlt_cli_args *args)
     rlt_exp_config *c = NULL;
     rlt_exp *e = NULL;
     rlt_exp_result r = {0};
+    rlt_exp_report rep = {0};
     rlt_str table;
     rlt_str_init(&table);
     char dir_buf[512];
@@ -130,9 +132,11 @@ static int run_experiment(const rlt_cli_args *args)
     rlt_diag wd = {0};
     rlt_report_files files;
     rlt_status write_st = RLT_STATUS_OK;
-    if (r.workloads && r.stats) write_st = rlt_report_write(c, &r, dir, &files, &wd);
+    bool has_result = r.runs && r.workloads; /* else run_all ran out of memory before any run */
+    if (has_result && (write_st = rlt_exp_report_make(c, &r, &rep, &wd)) == RLT_STATUS_OK)
+        write_st = rlt_report_write(&rep.report, dir, &files, &wd);
     if (run_st != RLT_STATUS_OK) {
-        if (write_st == RLT_STATUS_OK && r.workloads && r.stats)
+        if (write_st == RLT_STATUS_OK && has_result)
             rlt_cli_error("experiment stopped (%s): %s; the report of the %d runs that finished is in %s",
                           rlt_status_str(run_st), d.message, r.n_runs, dir);
         else
@@ -151,10 +155,10 @@ static int run_experiment(const rlt_cli_args *args)
     else if (files.png_problem[0])
         fprintf(stderr, "rltune: note: PNG plots skipped: %s\n", files.png_problem);
     if (rlt_cli_args_has(args, "json")) {
-        rc = print_json(c, &r, dir);
+        rc = print_json(&rep.report, dir);
         goto cleanup;
     }
-    rlt_report_table_md(c, &r, &table);
+    rlt_report_table_md(&rep.report, &table);
     if (table.has_failed) {
         rlt_cli_error("out of memory formatting the table");
         rc = RLT_CLI_EXIT_INTERNAL;
@@ -164,6 +168,7 @@ static int run_experiment(const rlt_cli_args *args)
     rc = RLT_CLI_EXIT_OK;
 cleanup:
     rlt_str_free(&table);
+    rlt_exp_report_free(&rep);
     rlt_exp_result_free(&r);
     rlt_exp_close(e);
     rlt_exp_config_destroy(c);

@@ -83,10 +83,11 @@ static int run_export(const rlt_cli_args *args)
         rc = RLT_CLI_EXIT_USAGE;
         sched = in.sched;
         if (cc) o.build.cc = cc;
-        if (r->n_threads > 0) o.n_threads = r->n_threads;
-        rlt_str_printf(&origin, "record %" PRId64 " of %s: %.2f GFLOP/s, %.4f ms, tuner %s\ntarget %s\nconfig %s",
-                       r->id, db_path, r->gflops, r->time_median_ms, r->tuner, r->target,
-                       r->config[0] ? r->config : "(a bare schedule)");
+        o.n_threads = r->target.n_threads;
+        rlt_str_printf(&origin, "record %" PRId64 " of %s: %.2f GFLOP/s, %.4f ms, tuner %s\ntarget ", r->id, db_path,
+                       r->gflops, r->time_median_ms, r->tuner);
+        rlt_record_target_key(&r->target, &origin);
+        rlt_str_printf(&origin, "\nconfig %s", r->config[0] ? r->config : "(a bare schedule)");
     }
     if (origin.has_failed) {
         rlt_cli_error("out of memory");

@@ -212,7 +212,7 @@ static int run_measure(const rlt_cli_args *args)
         }
         if ((rc = rlt_cli_best_input(args, &in, record, &db_path, &record_cc)) != RLT_CLI_EXIT_OK) goto cleanup;
         /* the record's threads, unless --threads says otherwise */
-        if (!rlt_cli_args_has(args, "threads") && record->n_threads > 0) ropts.n_threads = record->n_threads;
+        if (!rlt_cli_args_has(args, "threads")) ropts.n_threads = record->target.n_threads;
     }
     rlt_build_opts bopts = {.cc = record_cc ? record_cc : cc, .cflags = rlt_cli_args_get(args, "cflags")};
 

@@ -2,8 +2,8 @@
  * cmd_records.c - the commands that read the tuning records `tune` stores:
  * `rltune best` (the fastest OK record of an op on this target), `rltune
  * history` (every record of an op, oldest first, with the best so far) and
- * `rltune records export|import` (the records as JSON lines, db.h's format
- * v1). Also the helpers `export` shares with them: opening --db for
+ * `rltune records export|import` (the records as JSON lines: each a
+ * record's one JSON form, rlt_record_to_json). Also the helpers `export` shares with them: opening --db for
  * reading, the target key of --threads / --cc / --cflags, and finding the
  * best record with a message that says how to make one.
  *
@@ -101,7 +101,12 @@ int rlt_cli_best_find(const rlt_cli_args *args, const rlt_op *op, rlt_record *ou
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    if (!is_found || (target && strcmp(out->target, target) != 0)) {
+    rlt_str found_target;
+    rlt_str_init(&found_target);
+    if (is_found) rlt_record_target_key(&out->target, &found_target);
+    bool is_other_target = is_found && target && (!found_target.data || strcmp(found_target.data, target) != 0);
+    rlt_str_free(&found_target);
+    if (!is_found || is_other_target) {
         print_none_found("OK record", op, *out_db_path, target, is_found);
         rc = RLT_CLI_EXIT_KERNEL_FAILED;
         goto cleanup;
@@ -117,12 +122,8 @@ cleanup:
  * NULL when it keeps the base compiler. */
 static const char *config_cc(const char *config)
 {
-    for (const char *p = config; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
-        if (strncmp(p, "cc=", 3) != 0) continue;
-        if (strncmp(p + 3, "clang", 5) == 0 && (p[8] == ';' || p[8] == '\0')) return "clang";
-        return NULL;
-    }
-    return NULL;
+    char cc[16];
+    return rlt_config_key_get(config, "cc", cc, sizeof cc) && strcmp(cc, "clang") == 0 ? "clang" : NULL;
 }
 
 int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *out, const char **out_db_path,
@@ -152,30 +153,6 @@ static void format_when(double created_s, char *buf, size_t cap)
     if (!localtime_r(&t, &tm) || strftime(buf, cap, "%Y-%m-%d %H:%M:%S %z", &tm) == 0) snprintf(buf, cap, "?");
 }
 
-/* Adds {min, median} as "time_ms", and the fields every record's JSON has. */
-static bool add_record_fields(cJSON *o, const rlt_record *r)
-{
-    bool is_ok = true;
-    is_ok &= cJSON_AddStringToObject(o, "op", r->spec) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "target", r->target) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "status", r->status) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "gflops", r->gflops) != NULL;
-    cJSON *t = cJSON_AddObjectToObject(o, "time_ms");
-    is_ok &= t && cJSON_AddNumberToObject(t, "min", r->time_min_ms) &&
-             cJSON_AddNumberToObject(t, "median", r->time_median_ms);
-    is_ok &= cJSON_AddStringToObject(o, "config", r->config) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "schedule", r->schedule) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "tuner", r->tuner) != NULL;
-    char seed[24];
-    snprintf(seed, sizeof seed, "%" PRIu64, r->seed);
-    is_ok &= cJSON_AddStringToObject(o, "seed", seed) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "n_threads", r->n_threads) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "created_s", r->created_s) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "message", r->message) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "id", (double)r->id) != NULL;
-    return is_ok;
-}
-
 /* ---- best --------------------------------------------------------------- */
 
 static const rlt_cli_opt best_opts[] = {
@@ -191,8 +168,8 @@ static int run_best(const rlt_cli_args *args)
     int rc = RLT_CLI_EXIT_USAGE;
     rlt_diag d = {0};
     rlt_op *op = NULL;
-    char *json = NULL;
-    cJSON *o = NULL;
+    rlt_str text;
+    rlt_str_init(&text);
     rlt_record *r = rlt_calloc(1, sizeof *r);
     const char *db_path = NULL;
     rlt_status st;
@@ -208,22 +185,24 @@ static int run_best(const rlt_cli_args *args)
     }
     if ((rc = rlt_cli_best_find(args, op, r, &db_path)) != RLT_CLI_EXIT_OK) goto cleanup;
     if (rlt_cli_args_has(args, "json")) {
-        o = cJSON_CreateObject();
-        if (!o || !add_record_fields(o, r) || !(json = cJSON_PrintUnformatted(o))) {
+        rlt_record_to_json(r, &text);
+        if (text.has_failed) {
             rlt_cli_error("out of memory formatting the result");
             rc = RLT_CLI_EXIT_INTERNAL;
             goto cleanup;
         }
-        printf("%s\n", json);
+        printf("%s\n", text.data);
     } else {
         char when[64];
         format_when(r->created_s, when, sizeof when);
+        rlt_record_target_key(&r->target, &text);
         printf("op:        %s\n", r->spec);
-        printf("target:    %s\n", r->target);
-        printf("best:      %.2f GFLOP/s, %.4f ms (min %.4f ms)\n", r->gflops, r->time_median_ms, r->time_min_ms);
+        printf("target:    %s\n", text.data ? text.data : "");
+        printf("best:      %.2f GFLOP/s, %.4f ms (min %.4f ms)%s\n", r->gflops, r->time_median_ms, r->time_min_ms,
+               r->is_final ? ", a final pick's measurement" : "");
         printf("config:    %s\n", r->config[0] ? r->config : "(a bare schedule)");
-        printf("tuner:     %s, seed %" PRIu64 ", %d thread%s\n", r->tuner, r->seed, r->n_threads,
-               r->n_threads == 1 ? "" : "s");
+        printf("tuner:     %s, seed %" PRIu64 ", %d thread%s\n", r->tuner, r->seed, r->target.n_threads,
+               r->target.n_threads == 1 ? "" : "s");
         printf("measured:  %s (record %" PRId64 " of %s)\n", when, r->id, db_path);
         printf("schedule:\n%s", r->schedule);
         size_t len = strlen(r->schedule);
@@ -231,8 +210,7 @@ static int run_best(const rlt_cli_args *args)
     }
     rc = RLT_CLI_EXIT_OK;
 cleanup:
-    cJSON_Delete(o);
-    cJSON_free(json);
+    rlt_str_free(&text);
     rlt_op_destroy(op);
     rlt_free(r);
     return rc;
@@ -247,8 +225,10 @@ const rlt_cli_cmd rlt_cli_cmd_best = {
                "of this machine's target: the CPU, and the --threads, --cc and --cflags of the tune run\n"
                "(give the same ones), or among every target with --all-targets.",
     .details = "Exit status 1 when there is no such record (the message says what to run).\n"
-               "With --json, stdout holds one JSON object: op, target, status, gflops, time_ms {min,\n"
-               "median}, config, schedule, tuner, seed, n_threads, created_s (Unix time), message, id.",
+               "With --json, stdout holds the record as one JSON object, as 'rltune records export' writes\n"
+               "it (docs/formats.md): v, id, op, target {cpu, vector_floats, threads, weights, codegen,\n"
+               "cc}, config, schedule, tuner, status, final, time_ms {min, median}, gflops, seed,\n"
+               "build_s, created_s (Unix time), message.",
     .n_opts = (int)RLT_ARRAY_LEN(best_opts),
     .opts = best_opts,
     .run = run_best,
@@ -281,21 +261,20 @@ static bool history_visit(const rlt_record *r, void *ctx)
     history_walk *w = ctx;
     int64_t n = ++w->n_seen;
     if (w->is_counting) return true;
-    if (strcmp(r->status, "OK") == 0 && r->gflops > w->best_gflops) w->best_gflops = r->gflops;
+    if (r->status == RLT_STATUS_OK && r->gflops > w->best_gflops) w->best_gflops = r->gflops;
     if (n - 1 < w->first) return true;
     if (w->is_json) {
-        char *text = NULL;
-        cJSON *o = cJSON_CreateObject();
-        bool is_ok = o && cJSON_AddNumberToObject(o, "n", (double)n) && add_record_fields(o, r) &&
-                     cJSON_AddNumberToObject(o, "best_gflops", w->best_gflops);
-        if (is_ok) text = cJSON_PrintUnformatted(o);
-        cJSON_Delete(o);
-        if (!text) {
+        rlt_str text;
+        rlt_str_init(&text);
+        rlt_record_to_json(r, &text);
+        if (text.has_failed) {
             w->has_failed = true;
+            rlt_str_free(&text);
             return false;
         }
-        printf("%s%s", n - 1 > w->first ? "," : "", text);
-        cJSON_free(text);
+        printf("%s{\"n\":%" PRId64 ",\"best_gflops\":%.17g,\"record\":%s}", n - 1 > w->first ? "," : "", n,
+               w->best_gflops, text.data);
+        rlt_str_free(&text);
         return true;
     }
     char config[CONFIG_COLUMN_MAX + 1];
@@ -307,8 +286,8 @@ static bool history_visit(const rlt_record *r, void *ctx)
     } else {
         memcpy(config, c, len + 1);
     }
-    printf("%5" PRId64 "  %-13s %9.2f %9.2f  %-8s %s\n", n, r->status, r->gflops, w->best_gflops, r->tuner,
-           config);
+    printf("%5" PRId64 "  %-13s %9.2f %9.2f  %-8s %s%s\n", n, rlt_status_str(r->status), r->gflops, w->best_gflops,
+           r->tuner, r->is_final ? "(final) " : "", config);
     return true;
 }
 
@@ -412,8 +391,8 @@ const rlt_cli_cmd rlt_cli_cmd_history = {
     .details = "Exit status 1 when the op has no records there.\n"
                "With --json, stdout holds one JSON object: op, target (null with --all-targets),\n"
                "n_records (all of them, whatever --limit says), records: an array, oldest first, of\n"
-               "{n, op, target, status, gflops, time_ms {min, median}, config, schedule, tuner, seed,\n"
-               "n_threads, created_s, message, id, best_gflops}; n counts from 1 over all records.",
+               "{n, best_gflops, record}: n counts from 1 over all records, best_gflops is the best so\n"
+               "far, record is the record's JSON object (as 'rltune best --json' prints it).",
     .n_opts = (int)RLT_ARRAY_LEN(history_opts),
     .opts = history_opts,
     .run = run_history,
@@ -598,7 +577,7 @@ const rlt_cli_cmd rlt_cli_cmd_records = {
     .brief = "export the records as JSON lines, or import them",
     .synopsis = "export [--db FILE] [--op SPEC] [--out FILE]\n"
                 "       rltune records import FILE [--db FILE]",
-    .summary = "export writes the records (all, or one op's) as JSON lines, format v1 (docs/formats.md),\n"
+    .summary = "export writes the records (all, or one op's) as JSON lines, format v2 (docs/formats.md),\n"
                "to stdout or --out; import adds those of a file ('-': stdin) that are not already in\n"
                "the database (same spec, target, config, created_s and status), in one transaction.",
     .details = "import prints \"added N, skipped M\". A malformed line fails the whole import (exit 2,\n"

@@ -1,10 +1,11 @@
 /*
- * cmd_tune.c - `rltune tune`: searches the op's space with a tuner
- * (rlt_tune), storing every measurement in the records database, and prints
- * the best configuration found (or one JSON object with --json).
+ * cmd_tune.c - `rltune tune`: searches the op's space with a tuner (a
+ * session of rltune/session.h, stepped to its end), storing every
+ * measurement in the records database, and prints the best configuration
+ * found (or the session's JSON with --json).
  *
  * With --measure replay:FILE the measurements are answered from a dataset
- * (search/dataset.h) instead: nothing is compiled or run, no records are
+ * (search/replay.h) instead: nothing is compiled or run, no records are
  * written, and the tuners search only the dataset's configurations.
  *
  * On a terminal a progress line is redrawn after every batch; when stdout
@@ -16,11 +17,8 @@
  * (rlt_cli_measure_opts_get), the progress line and the Ctrl-C handling.
  */
 #include "cli/cli.h"
-#include "policy/policy.h"
-#include "search/dataset.h"
 #include "search/tune.h"
 
-#include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,141 +110,6 @@ int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_tune_opts *o)
 
 /* ---- tune ------------------------------------------------------------------ */
 
-/* The tuner's hyper-parameters: --tuner-config's JSON object, then
- * --tuner-opt's NAME=VALUE list; every option must be one `tuner` reads. */
-static int tuner_opts_get(const rlt_cli_args *args, const char *tuner, rlt_tuner_opts *o)
-{
-    int rc = RLT_CLI_EXIT_USAGE;
-    rlt_diag d = {0};
-    char *text = NULL, *list = NULL;
-    cJSON *json = NULL;
-    const char *path = rlt_cli_args_get(args, "tuner-config");
-    if (path) {
-        if (rlt_text_file_read(path, &text, &d) != RLT_STATUS_OK) {
-            rlt_cli_error("--tuner-config: %s", d.message);
-            goto done;
-        }
-        json = cJSON_Parse(text);
-        if (!json || !cJSON_IsObject(json)) {
-            rlt_cli_error("--tuner-config: %s: not a JSON object of tuner options (NAME: value)", path);
-            goto done;
-        }
-        if (rlt_tuner_opts_set_json(o, tuner, json, path, &d) != RLT_STATUS_OK) {
-            rlt_cli_error("--tuner-config: %s", d.message);
-            goto done;
-        }
-    }
-    const char *given = rlt_cli_args_get(args, "tuner-opt");
-    if (given) {
-        if (!(list = rlt_strdup(given))) {
-            rlt_cli_error("out of memory");
-            rc = RLT_CLI_EXIT_INTERNAL;
-            goto done;
-        }
-        char *save = NULL;
-        for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-            char *eq = strchr(item, '=');
-            if (!eq) {
-                rlt_cli_error("--tuner-opt: '%s' is not NAME=VALUE", item);
-                goto done;
-            }
-            *eq = '\0';
-            const rlt_tuner_opt_info *info = rlt_tuner_opt_find(item);
-            if (info && !rlt_tuner_opt_applies(info, tuner)) {
-                rlt_cli_error("--tuner-opt: %s is an option of %s, not of %s", item, info->tuners, tuner);
-                goto done;
-            }
-            if (rlt_tuner_opts_set(o, item, eq + 1, &d) != RLT_STATUS_OK) {
-                rlt_cli_error("--tuner-opt: %s", d.message);
-                goto done;
-            }
-        }
-    }
-    rc = RLT_CLI_EXIT_OK;
-done:
-    cJSON_Delete(json);
-    rlt_free(text);
-    rlt_free(list);
-    return rc;
-}
-
-/* A string member, or null when value is NULL. */
-static bool add_string_or_null(cJSON *o, const char *name, const char *value)
-{
-    return (value ? cJSON_AddStringToObject(o, name, value) : cJSON_AddNullToObject(o, name)) != NULL;
-}
-
-static char *format_json(const rlt_op *op, const char *tuner, const char *db_path, const char *replay_path,
-                         const rlt_tune_opts *opts, const rlt_tune_result *r, const rlt_optimize_result *start,
-                         const char *policy_path)
-{
-    char *text = NULL;
-    bool is_ok = true;
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    is_ok &= cJSON_AddStringToObject(o, "op", op->spec) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "tuner", tuner) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "trials", r->n_trials) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "measured", r->n_measured) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "from_records", r->n_from_db) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "failed", r->n_failed) != NULL;
-    is_ok &= cJSON_AddStringToObject(o, "measure", replay_path ? "replay" : "live") != NULL;
-    is_ok &= add_string_or_null(o, "dataset", replay_path);
-    is_ok &= cJSON_AddNumberToObject(o, "replayed", r->n_replayed) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "n_absent", r->n_absent) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "transfer_rows", r->n_transfer_rows) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "other_threads", r->n_other_threads) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "seeds", r->n_seeds) != NULL;
-    is_ok &= add_string_or_null(o, "agent_in", opts->agent_in);
-    is_ok &= add_string_or_null(o, "agent_out", opts->agent_out);
-    if (start) {
-        cJSON *p = cJSON_AddObjectToObject(o, "policy");
-        if (!p) goto cleanup;
-        is_ok &= cJSON_AddStringToObject(p, "file", policy_path) != NULL;
-        is_ok &= cJSON_AddNumberToObject(p, "gflops", start->gflops) != NULL;
-        is_ok &= cJSON_AddNumberToObject(p, "wall_s", start->wall_s) != NULL;
-        is_ok &= cJSON_AddStringToObject(p, "schedule", start->schedule) != NULL;
-        is_ok &= add_string_or_null(p, "start_config", r->start_config[0] ? r->start_config : NULL);
-    }
-    cJSON *best = cJSON_AddObjectToObject(o, "best");
-    if (!best) goto cleanup;
-    is_ok &= cJSON_AddNumberToObject(best, "gflops", r->best_gflops) != NULL;
-    if (r->best_gflops > 0) {
-        is_ok &= cJSON_AddNumberToObject(best, "time_ms", r->best_time_ms) != NULL;
-        is_ok &= cJSON_AddStringToObject(best, "config", r->best_config) != NULL;
-        is_ok &= cJSON_AddStringToObject(best, "schedule", r->best_schedule) != NULL;
-        is_ok &= cJSON_AddStringToObject(best, "cc", r->best_cc) != NULL;
-    } else {
-        is_ok &= cJSON_AddNullToObject(best, "time_ms") != NULL;
-        is_ok &= cJSON_AddNullToObject(best, "config") != NULL;
-    }
-    cJSON *final = cJSON_AddObjectToObject(o, "final");
-    if (!final) goto cleanup;
-    is_ok &= cJSON_AddNumberToObject(final, "candidates", r->n_final) != NULL;
-    is_ok &= cJSON_AddNumberToObject(final, "rounds", r->final_rounds) != NULL;
-    is_ok &= cJSON_AddNumberToObject(final, "wall_s", r->final_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(final, "tuning_best_gflops", r->tuning_best_gflops) != NULL;
-    is_ok &= add_string_or_null(final, "tuning_best_config", r->tuning_best_config[0] ? r->tuning_best_config : NULL);
-    cJSON *curve = cJSON_AddArrayToObject(o, "curve");
-    if (!curve) goto cleanup;
-    for (int i = 0; i < r->n_trials; i++) {
-        cJSON *x = cJSON_CreateNumber(r->curve[i]);
-        is_ok &= x && cJSON_AddItemToArray(curve, x);
-    }
-    is_ok &= cJSON_AddNumberToObject(o, "wall_s", r->wall_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "tuner_s", r->tuner_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "measurements_per_s", r->measurements_per_s) != NULL;
-    is_ok &= add_string_or_null(o, "db", db_path);
-    is_ok &= cJSON_AddBoolToObject(o, "interrupted", r->was_stopped) != NULL;
-    is_ok &= cJSON_AddBoolToObject(o, "stopped_early", r->was_stopped_early) != NULL;
-    is_ok &= cJSON_AddBoolToObject(o, "space_exhausted", r->was_exhausted) != NULL;
-    if (is_ok) text = cJSON_PrintUnformatted(o);
-cleanup:
-    cJSON_Delete(o);
-    return text;
-}
-
 /* The --measure argument: NULL for live, else the dataset of replay:FILE.
  * Prints the error and returns the exit code on bad input. */
 static int measure_mode_get(const rlt_cli_args *args, const char **out_replay_path)
@@ -272,93 +135,91 @@ static int measure_mode_get(const rlt_cli_args *args, const char **out_replay_pa
     return RLT_CLI_EXIT_OK;
 }
 
-/* Opens --db for a live run; a dataset is refused (it holds only its own
- * measurements: replay it instead). */
-static int db_open_for_tune(const char *db_path, rlt_db **out)
+/* The flag of the option rlt_session_open refused, for the message; NULL
+ * when it was none of them. */
+static const char *flag_of(rlt_session_option which, const rlt_session_options *o)
 {
-    rlt_diag d = {0};
-    rlt_str value;
-    rlt_str_init(&value);
-    bool is_dataset = false;
-    int rc = RLT_CLI_EXIT_OK;
-    rlt_status st = rlt_db_open(db_path, &(rlt_db_opts){0}, out, &d);
-    if (st == RLT_STATUS_OK) st = rlt_db_meta_get(*out, RLT_DATASET_META_KEY, &value, &is_dataset, &d);
-    if (st != RLT_STATUS_OK) {
-        rlt_cli_error("--db: %s", d.message);
-        rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
-    } else if (is_dataset) {
-        rlt_cli_error("--db: '%s' is a dataset (made by 'rltune dataset'), which holds only its own measurements: "
-                      "replay it with --measure replay:%s, or tune into another database",
-                      db_path, db_path);
-        rc = RLT_CLI_EXIT_USAGE;
+    switch (which) {
+    case RLT_OPTION_TUNER: return "--tuner";
+    case RLT_OPTION_DB: return "--db";
+    case RLT_OPTION_REPLAY: return "--measure";
+    case RLT_OPTION_TRANSFER: return "--transfer";
+    case RLT_OPTION_AGENT: return o->agent_in ? "--agent-in" : "--agent-out";
+    case RLT_OPTION_START: return "--start";
+    case RLT_OPTION_POLICY: return "--policy";
+    case RLT_OPTION_TUNER_CONFIG: return "--tuner-config";
+    case RLT_OPTION_TUNER_OPTIONS: return "--tuner-opt";
+    case RLT_OPTION_NUMBERS:
+    case RLT_OPTION_NONE: break;
     }
-    if (rc != RLT_CLI_EXIT_OK) {
-        rlt_db_close(*out);
-        *out = NULL;
-    }
-    rlt_str_free(&value);
-    return rc;
+    return NULL;
 }
 
-/* --tuner policy: rolls the policy out on the op (every state measured, with
- * the tuning run's compiler, flags, threads and timing) and gives the nest
- * it found, for the search to start from. Prints the error and returns the
- * exit code when it cannot. */
-static int policy_start(const char *path, const rlt_op *op, const rlt_tune_opts *o, rlt_nest *out_nest,
-                        rlt_optimize_result *out)
+static void print_report(const rlt_session_summary *r, const rlt_session_options *o, const char *spec,
+                         const char *db_path)
 {
-    rlt_diag d = {0};
-    rlt_policy *p = NULL;
-    rlt_env *env = NULL;
-    rlt_sched *s = NULL;
-    int rc = RLT_CLI_EXIT_OK;
-    rlt_status st = rlt_policy_load(path, &p, &d);
-    if (st != RLT_STATUS_OK) {
-        rlt_cli_error("--policy: %s", d.message);
-        return st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
+    const char *ending = r->was_stopped ? ", interrupted" : r->was_stopped_early ? ", stopped early" :
+                         r->was_exhausted ? ", space exhausted" : "";
+    printf("op:        %s\n", spec);
+    printf("tuner:     %s%s, seed %llu\n", o->policy_path ? "policy, then " : "", o->tuner,
+           (unsigned long long)o->seed);
+    if (o->replay_path) {
+        printf("measure:   replay of %s\n", o->replay_path);
+        printf("trials:    %d (%d answered by the dataset, %d absent from it, %d failed)%s\n", r->n_trials,
+               r->n_replayed, r->n_absent, r->n_failed, ending);
+    } else {
+        printf("trials:    %d (%d measured, %d read back from %s, %d failed)%s\n", r->n_trials, r->n_measured,
+               r->n_from_records, db_path, r->n_failed, ending);
     }
-    rlt_env_opts eo = {
-        .cc = o->build.cc,
-        .cflags = o->build.cflags,
-        .cache_dir = o->build.cache_dir,
-        .n_threads = o->n_threads,
-        .repeat = o->run.repeat,
-        .min_repeat_ms = o->run.min_repeat_ms,
-        .timeout_s = o->run.timeout_s,
-    };
-    rlt_rollout_opts ro = {.max_steps = RLT_POLICY_DEFAULT_STEPS};
-    fflush(stdout); /* the runner forks */
-    if ((st = rlt_env_create(op->spec, &eo, &env, &d)) == RLT_STATUS_OK &&
-        (st = rlt_env_reset(env, &d)) == RLT_STATUS_OK &&
-        (st = rlt_policy_rollout(p, env, &ro, out, &d)) == RLT_STATUS_OK &&
-        (st = rlt_sched_parse(out->schedule, "the policy's schedule", &s, &d)) == RLT_STATUS_OK)
-        st = rlt_sched_apply(s, op, out_nest, &d);
-    if (st != RLT_STATUS_OK) {
-        rlt_cli_error("--tuner policy: the policy's rollout failed: %s", d.message);
-        rc = rlt_cli_exit_for(st) == RLT_CLI_EXIT_USAGE ? RLT_CLI_EXIT_INTERNAL : rlt_cli_exit_for(st);
+    if (r->has_policy) {
+        printf("policy:    %s: %.2f GFLOP/s in %.1f s (%lld states measured); the search started from\n",
+               o->policy_path, r->policy_gflops, r->policy_wall_s, (long long)r->policy_n_evaluations);
+        printf("           %s\n", r->start_config[0] ? r->start_config : "(no valid configuration near it)");
     }
-    rlt_sched_destroy(s);
-    rlt_env_destroy(env);
-    rlt_policy_destroy(p);
-    return rc;
+    if (o->transfer_path)
+        printf("transfer:  %d rows from %d other workload%s in %s\n", r->n_transfer_rows, r->n_transfer_workloads,
+               r->n_transfer_workloads == 1 ? "" : "s", o->transfer_path);
+    if (r->n_other_threads > 0)
+        printf("started:   with %d configuration%s from the op's best at other thread counts\n", r->n_other_threads,
+               r->n_other_threads == 1 ? "" : "s");
+    if (r->n_seeds > 0)
+        printf("seeds:     %d configuration%s built by rules, measured first\n", r->n_seeds,
+               r->n_seeds == 1 ? "" : "s");
+    if (r->n_final > 0)
+        printf("wall time: %.1f s (%.2f trials/s, then %.1f s for the final pick)\n", r->wall_s,
+               r->measurements_per_s, r->final_s);
+    else
+        printf("wall time: %.1f s (%.2f trials/s)\n", r->wall_s, r->measurements_per_s);
+    if (r->n_final > 0) {
+        bool is_same = strcmp(r->best_config, r->tuning_best_config) == 0;
+        printf("final:     the %d best measured again, %d round%s of %d samples of >= %g ms each: %s\n", r->n_final,
+               r->final_rounds, r->final_rounds == 1 ? "" : "s", RLT_TUNE_FINAL_REPEAT, RLT_TUNE_FINAL_MIN_MS,
+               is_same ? "tuning's best stays" : "another one is faster");
+        if (!is_same)
+            printf("           (tuning's best had measured %.2f GFLOP/s: %s)\n", r->tuning_best_gflops,
+                   r->tuning_best_config);
+    }
+    if (r->best_gflops > 0) {
+        printf("best:      %.2f GFLOP/s, %.4f ms (compiler %s)\n", r->best_gflops, r->best_time_ms, r->best_cc);
+        printf("config:    %s\n", r->best_config);
+        printf("schedule:\n%s", r->best_schedule);
+    } else {
+        printf("best:      none of the trials measured OK\n");
+    }
 }
 
 static int run_tune(const rlt_cli_args *args)
 {
     int rc = RLT_CLI_EXIT_USAGE;
-    rlt_optimize_result start = {0};
-    rlt_nest start_nest;
     rlt_diag d = {0};
     rlt_op *op = NULL;
-    rlt_db *db = NULL, *transfer_db = NULL;
-    rlt_replay *replay = NULL;
-    rlt_tune_result r = {0};
-    rlt_str target;
-    rlt_str_init(&target);
+    rlt_session *session = NULL;
     char *json = NULL;
     int64_t trials, seed, early, n_final, n_seeds;
     const char *replay_path = NULL, *db_path = NULL;
-    rlt_tune_opts o = {0};
+    rlt_tune_opts m = {0};
+    rlt_session_options o;
+    rlt_session_options_init(&o);
     rlt_status st;
     if ((st = rlt_cli_args_int(args, "trials", 200, 1, 1000000, &trials, &d)) ||
         (st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d)) ||
@@ -368,7 +229,7 @@ static int run_tune(const rlt_cli_args *args)
         rlt_cli_error("%s", d.message);
         goto cleanup;
     }
-    if ((rc = rlt_cli_measure_opts_get(args, &o)) != RLT_CLI_EXIT_OK) goto cleanup;
+    if ((rc = rlt_cli_measure_opts_get(args, &m)) != RLT_CLI_EXIT_OK) goto cleanup;
     rc = RLT_CLI_EXIT_USAGE;
     if (!rlt_cli_args_has(args, "early-stopping")) early = 0;
     const char *tuner = rlt_cli_args_get(args, "tuner");
@@ -388,176 +249,99 @@ static int run_tune(const rlt_cli_args *args)
             goto cleanup;
         }
     }
-    bool is_known = false;
-    for (const char *const *n = rlt_tuner_names(); *n; n++) is_known |= strcmp(*n, tuner) == 0;
-    if (!is_known) {
-        rlt_str known;
-        rlt_str_init(&known);
-        for (const char *const *n = rlt_tuner_names(); *n; n++) rlt_str_printf(&known, "%s%s", *n, n[1] ? ", " : "");
-        rlt_cli_error("--tuner: unknown tuner '%s' (tuners: %s)", tuner, known.data ? known.data : "");
-        rlt_str_free(&known);
+    if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;
+    rc = RLT_CLI_EXIT_USAGE;
+    if (is_policy && replay_path) {
+        rlt_cli_error("--tuner policy measures its rollout live: it does not go with --measure replay");
         goto cleanup;
     }
-    if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;
-    if ((rc = tuner_opts_get(args, tuner, &o.tuner_opts)) != RLT_CLI_EXIT_OK) goto cleanup;
-    rc = RLT_CLI_EXIT_USAGE;
+    if (is_policy && rlt_cli_args_has(args, "start")) {
+        rlt_cli_error("--start and --tuner policy both choose where the search starts: give one");
+        goto cleanup;
+    }
     if ((st = rlt_cli_op_load(args, &op, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    if (replay_path) {
-        rlt_tune_target_key(&o.build, o.n_threads, &target);
-        if (target.has_failed) {
-            rlt_cli_error("out of memory computing the target key");
-            rc = RLT_CLI_EXIT_INTERNAL;
-            goto cleanup;
-        }
-        if ((st = rlt_replay_open(replay_path, op, target.data, &replay, &d)) != RLT_STATUS_OK) {
-            /* the dataset is the user's argument, as a --db file is */
-            rlt_cli_error("--measure: %s", d.message);
-            rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
-            goto cleanup;
-        }
-    } else {
+    if (!replay_path) {
         db_path = rlt_cli_args_get(args, "db");
         if (!db_path) db_path = "rltune.db";
-        if ((rc = db_open_for_tune(db_path, &db)) != RLT_CLI_EXIT_OK) goto cleanup;
-        rc = RLT_CLI_EXIT_USAGE;
-    }
-    const char *transfer_path = rlt_cli_args_get(args, "transfer");
-    if (transfer_path) {
-        if (strncmp(tuner, "xgb", 3) != 0 && strcmp(tuner, "ppo") != 0) {
-            rlt_cli_error("--transfer warm-starts a cost model: it needs --tuner xgb, xgb-rank or ppo, not %s",
-                          tuner);
-            goto cleanup;
-        }
-        rlt_status ts = rlt_db_open(transfer_path, &(rlt_db_opts){.is_read_only = true}, &transfer_db, &d);
-        if (ts != RLT_STATUS_OK) {
-            rlt_cli_error("--transfer: %s", d.message);
-            rc = ts == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
-            goto cleanup;
-        }
-    }
-    if (is_policy) {
-        if (replay) {
-            rlt_cli_error("--tuner policy measures its rollout live: it does not go with --measure replay");
-            goto cleanup;
-        }
-        if ((rc = policy_start(policy_path, op, &o, &start_nest, &start)) != RLT_CLI_EXIT_OK) goto cleanup;
-        rc = RLT_CLI_EXIT_USAGE;
-        o.start_nest = &start_nest;
     }
     rlt_cli_progress pc = {.is_tty = isatty(STDOUT_FILENO) && !rlt_cli_args_has(args, "json"),
                            .what = "tune",
                            .unit = "trials"};
     o.tuner = tuner;
     o.n_trials = (int)trials;
+    o.batch_size = m.batch_size;
     o.early_stopping = (int)early;
-    o.n_final = (int)n_final;
-    o.n_seeds = (int)n_seeds;
-    if (rlt_cli_args_has(args, "start")) {
-        if (is_policy) {
-            rlt_cli_error("--start and --tuner policy both choose where the search starts: give one");
-            goto cleanup;
-        }
-        o.start_key = rlt_cli_args_get(args, "start");
-    }
-    o.from_other_threads = !rlt_cli_args_has(args, "no-other-threads");
     o.seed = (uint64_t)seed;
-    o.db = db;
-    o.replay = replay;
-    o.transfer_db = transfer_db;
+    o.n_threads = m.n_threads;
+    o.build = m.build;
+    o.run = m.run;
+    o.db_path = db_path;
+    o.replay_path = replay_path;
+    o.transfer_path = rlt_cli_args_get(args, "transfer");
     o.agent_in = rlt_cli_args_get(args, "agent-in");
     o.agent_out = rlt_cli_args_get(args, "agent-out");
+    o.start_key = rlt_cli_args_get(args, "start");
+    o.policy_path = policy_path;
+    o.from_other_threads = !rlt_cli_args_has(args, "no-other-threads");
+    o.n_seeds = (int)n_seeds;
+    o.n_final = (int)n_final;
+    o.tuner_config_path = rlt_cli_args_get(args, "tuner-config");
+    o.tuner_options = rlt_cli_args_get(args, "tuner-opt");
     o.stop = &rlt_cli_stop_requested;
     o.progress = rlt_cli_progress_show;
     o.progress_ctx = &pc;
+    rlt_session_option bad = RLT_OPTION_NONE;
     rlt_cli_interrupt_catch();
-    st = rlt_tune(op, &o, &r, &d);
+    st = rlt_session_open(op, &o, &session, &bad, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_interrupt_release();
+        const char *flag = flag_of(bad, &o);
+        if (flag)
+            rlt_cli_error("%s: %s", flag, d.message);
+        else
+            rlt_cli_error("%s", d.message);
+        /* a file the user named that is wrong is bad input; running out of
+         * memory, a policy whose rollout fails, a compiler that cannot be
+         * started are not */
+        rc = rlt_cli_exit_for(st);
+        if (flag && st != RLT_STATUS_OUT_OF_MEMORY) rc = RLT_CLI_EXIT_USAGE;
+        if (bad == RLT_OPTION_NONE && o.policy_path && rc == RLT_CLI_EXIT_USAGE) rc = RLT_CLI_EXIT_INTERNAL;
+        goto cleanup;
+    }
+    while (st == RLT_STATUS_OK && !rlt_session_is_done(session)) st = rlt_session_step(session, &d);
+    if (st == RLT_STATUS_OK) st = rlt_session_finish(session, &d);
     rlt_cli_interrupt_release();
     if (pc.is_tty) printf("\n");
+    rlt_session_summary sum;
+    rlt_session_summary_get(session, &sum);
     if (st != RLT_STATUS_OK) {
-        if (o.start_key && strncmp(d.message, "the start configuration", 23) == 0)
-            rlt_cli_error("--start: %s", d.message); /* nothing was measured */
-        else if (replay)
+        if (replay_path)
             rlt_cli_error("tuning stopped (%s): %s", rlt_status_str(st), d.message);
         else
             rlt_cli_error("tuning stopped (%s): %s (%d trials stored in %s)", rlt_status_str(st), d.message,
-                          r.n_measured, db_path);
+                          sum.n_measured, db_path);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "json")) {
-        json = format_json(op, tuner, db_path, replay_path, &o, &r, is_policy ? &start : NULL, policy_path);
-        if (!json) {
+        if (!(json = rlt_session_json(session))) {
             rlt_cli_error("out of memory formatting the result");
             rc = RLT_CLI_EXIT_INTERNAL;
             goto cleanup;
         }
         printf("%s\n", json);
     } else {
-        const char *ending = r.was_stopped ? ", interrupted" : r.was_stopped_early ? ", stopped early" :
-                             r.was_exhausted ? ", space exhausted" : "";
-        printf("op:        %s\n", op->spec);
-        printf("tuner:     %s%s, seed %llu\n", is_policy ? "policy, then " : "", tuner, (unsigned long long)seed);
-        if (replay) {
-            const rlt_dataset_info *info = rlt_replay_info(replay);
-            printf("measure:   replay of %s (%s: %d configurations%s%s)\n", replay_path,
-                   info->is_complete ? "complete" : "sampled", info->n_configs, info->fixed[0] ? ", fixed " : "",
-                   info->fixed);
-            printf("trials:    %d (%d answered by the dataset, %d absent from it, %d failed)%s\n", r.n_trials,
-                   r.n_replayed, r.n_absent, r.n_failed, ending);
-        } else {
-            printf("trials:    %d (%d measured, %d read back from %s, %d failed)%s\n", r.n_trials, r.n_measured,
-                   r.n_from_db, db_path, r.n_failed, ending);
-        }
-        if (is_policy) {
-            printf("policy:    %s: %.2f GFLOP/s in %.1f s (%lld states measured); the search started from\n",
-                   policy_path, start.gflops, start.wall_s, (long long)start.n_evaluations);
-            printf("           %s\n", r.start_config[0] ? r.start_config : "(no valid configuration near it)");
-        }
-        if (transfer_path)
-            printf("transfer:  %d rows from %d other workload%s in %s\n", r.n_transfer_rows, r.n_transfer_workloads,
-                   r.n_transfer_workloads == 1 ? "" : "s", transfer_path);
-        if (r.n_other_threads > 0)
-            printf("started:   with %d configuration%s from the op's best at other thread counts\n",
-                   r.n_other_threads, r.n_other_threads == 1 ? "" : "s");
-        if (r.n_seeds > 0)
-            printf("seeds:     %d configuration%s built by rules, measured first\n", r.n_seeds,
-                   r.n_seeds == 1 ? "" : "s");
-        if (r.n_final > 0)
-            printf("wall time: %.1f s (%.2f trials/s, then %.1f s for the final pick)\n", r.wall_s,
-                   r.measurements_per_s, r.final_s);
-        else
-            printf("wall time: %.1f s (%.2f trials/s)\n", r.wall_s, r.measurements_per_s);
-        if (r.n_final > 0) {
-            bool is_same = strcmp(r.best_config, r.tuning_best_config) == 0;
-            printf("final:     the %d best measured again, %d round%s of %d samples of >= %g ms each: %s\n",
-                   r.n_final, r.final_rounds, r.final_rounds == 1 ? "" : "s", RLT_TUNE_FINAL_REPEAT,
-                   RLT_TUNE_FINAL_MIN_MS, is_same ? "tuning's best stays" : "another one is faster");
-            if (!is_same)
-                printf("           (tuning's best had measured %.2f GFLOP/s: %s)\n", r.tuning_best_gflops,
-                       r.tuning_best_config);
-        }
-        if (r.best_gflops > 0) {
-            printf("best:      %.2f GFLOP/s, %.4f ms (compiler %s)\n", r.best_gflops, r.best_time_ms, r.best_cc);
-            printf("config:    %s\n", r.best_config);
-            printf("schedule:\n%s", r.best_schedule);
-        } else {
-            printf("best:      none of the trials measured OK\n");
-        }
+        print_report(&sum, &o, rlt_op_spec(op), db_path);
     }
     rc = RLT_CLI_EXIT_OK;
 cleanup:
-    cJSON_free(json);
-    rlt_optimize_result_free(&start);
-    rlt_tune_result_free(&r);
-    rlt_replay_close(replay);
-    rlt_db_close(transfer_db);
-    rlt_db_close(db);
+    rlt_free(json);
+    rlt_session_destroy(session);
     rlt_op_destroy(op);
-    rlt_str_free(&target);
     return rc;
 }
 

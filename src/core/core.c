@@ -32,6 +32,8 @@ static const char *const status_names[RLT_STATUS_COUNT] = {
     [RLT_STATUS_INTERNAL] = "INTERNAL",
 };
 
+const char *rlt_version(void) { return RLTUNE_VERSION; }
+
 const char *rlt_status_str(rlt_status status)
 {
     if ((int)status < 0 || status >= RLT_STATUS_COUNT || !status_names[status])

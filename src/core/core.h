@@ -6,7 +6,7 @@
 #ifndef RLT_CORE_H
 #define RLT_CORE_H
 
-#include "rltune.h"
+#include "rltune/base.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -52,7 +52,7 @@ void *rlt_calloc(size_t n_items, size_t item_size_bytes);
 void *rlt_realloc(void *ptr, size_t size_bytes);
 char *rlt_strdup(const char *s);
 char *rlt_strndup(const char *s, size_t n);
-/* rlt_free is declared in rltune.h. */
+/* rlt_free is declared in rltune/base.h. */
 
 /* Test hook: make the Nth allocation from now on fail (1 = the next one), and
  * every one after it until reset; n = 0 turns failures off. Process-global,

@@ -1,24 +1,25 @@
 /*
  * db.c - the tuning records database (db.h): opening a file safely (one
- * that is not ours is never written), schema v1, appends of one transaction
- * each, the queries a tuner and the CLI ask (lookup, best, history, count),
- * and JSON-lines export / import (format v1). Both formats are described in
- * docs/formats.md, "Tuning records".
+ * that is not ours is never written), schema v2 and the migration of a v1
+ * file to it, appends of one transaction each, the queries a tuner and the
+ * CLI ask (lookup, best, history, count), and JSON-lines export / import
+ * (each line one record in the JSON form of record.c). Both formats are
+ * described in docs/formats.md, "Tuning records".
  *
  * Every SQL text here is a constant: user text reaches SQLite only as a
  * bound parameter. An SQLite failure becomes an rlt_status and a message
- * that names the file (db_fail). One table, k_fields, lists the fields of
- * a record in the order the queries select them, and drives reading rows,
- * writing JSON and reading JSON, so the three cannot drift apart.
+ * that names the file (db_fail). One table, k_columns, lists the columns a
+ * record query selects and drives reading rows, so the two cannot drift
+ * apart.
  */
 #include "db/db.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -27,12 +28,9 @@
 #include <unistd.h>
 
 #define DB_DEFAULT_BUSY_TIMEOUT_S 10.0
-#define JSONL_FORMAT_VERSION 1
 /* A record's text fields total under 8 KiB; even with every byte escaped
  * as \uXXXX a line stays far below this. Longer lines are not records. */
 #define JSONL_LINE_MAX_BYTES (1 << 20)
-/* Whole numbers up to 2^53 are exact in a double (and so in cJSON). */
-#define JSON_EXACT_INT_MAX 9007199254740992.0
 
 #define DB_STR2(x) #x
 #define DB_STR(x) DB_STR2(x)
@@ -44,6 +42,8 @@ struct rlt_db {
                         SQLite would read it as a "file:" URI (owned) */
     double busy_timeout_s;
     bool is_read_only;
+    bool is_in_memory;   /* a read-only v1 file, migrated into a memory database */
+    int kill_at_migration_step; /* rlt_db_test_opts.kill_at_migration_step */
     /* Statements used per record or per query, prepared once at open. */
     sqlite3_stmt *st_workload_find;
     sqlite3_stmt *st_workload_insert;
@@ -55,46 +55,58 @@ struct rlt_db {
     sqlite3_stmt *st_count_spec;
 };
 
-/* ---- schema v1 ------------------------------------------------------------ */
+/* ---- schema v2 ------------------------------------------------------------ */
 
-static const char k_schema_sql[] =
-    "CREATE TABLE rltune_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "INSERT INTO rltune_meta(key, value) VALUES ('app', 'rltune'), "
-    "('schema_version', '" DB_STR(RLT_DB_SCHEMA_VERSION) "');"
+/* A workload is an op spec on a target; the target's fields are columns,
+ * and `target` is their key text (rlt_record_target_key), which lookups go
+ * by. A measurement's status is a status name (rlt_status_str). */
+static const char k_schema_tables_sql[] =
     "CREATE TABLE workloads(id INTEGER PRIMARY KEY, spec TEXT NOT NULL, target TEXT NOT NULL,"
-    " UNIQUE(spec, target));"
+    " cpu TEXT NOT NULL, vector_floats INTEGER NOT NULL, threads INTEGER NOT NULL,"
+    " weights TEXT NOT NULL CHECK (weights IN ('prepacked', 'timed')), codegen INTEGER NOT NULL,"
+    " cc TEXT NOT NULL, UNIQUE(spec, target));"
     "CREATE TABLE measurements(id INTEGER PRIMARY KEY,"
     " workload_id INTEGER NOT NULL REFERENCES workloads(id),"
     " config TEXT NOT NULL, schedule TEXT NOT NULL, tuner TEXT NOT NULL, status TEXT NOT NULL,"
-    " time_min_ms REAL, time_median_ms REAL, gflops REAL, n_threads INTEGER, seed INTEGER,"
-    " build_s REAL, created_s REAL NOT NULL, message TEXT NOT NULL);"
+    " is_final INTEGER NOT NULL CHECK (is_final IN (0, 1)),"
+    " time_min_ms REAL NOT NULL, time_median_ms REAL NOT NULL, gflops REAL NOT NULL, seed INTEGER NOT NULL,"
+    " build_s REAL NOT NULL, created_s REAL NOT NULL, message TEXT NOT NULL);";
+static const char k_schema_indexes_sql[] =
     "CREATE INDEX measurements_by_config ON measurements(workload_id, config);"
     "CREATE INDEX measurements_by_gflops ON measurements(workload_id, gflops);";
+static const char k_schema_meta_sql[] =
+    "CREATE TABLE rltune_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "INSERT INTO rltune_meta(key, value) VALUES ('app', 'rltune'), "
+    "('schema_version', '" DB_STR(RLT_DB_SCHEMA_VERSION) "');";
 
-/* The columns every record query selects, in the order of k_fields. */
-#define RECORD_COLUMNS                                                                             \
-    "m.id, w.spec, w.target, m.config, m.schedule, m.tuner, m.status, m.time_min_ms,"             \
-    " m.time_median_ms, m.gflops, m.n_threads, m.seed, m.build_s, m.created_s, m.message"
+/* The columns every record query selects, in the order of k_columns. */
+#define RECORD_COLUMNS                                                                                     \
+    "m.id, w.spec, w.cpu, w.vector_floats, w.threads, w.weights, w.codegen, w.cc, m.config, m.schedule," \
+    " m.tuner, m.status, m.is_final, m.time_min_ms, m.time_median_ms, m.gflops, m.seed, m.build_s,"      \
+    " m.created_s, m.message"
 #define RECORD_FROM " FROM measurements m JOIN workloads w ON w.id = m.workload_id"
 
 static const char k_sql_workload_find[] = "SELECT id FROM workloads WHERE spec = ?1 AND target = ?2";
-static const char k_sql_workload_insert[] = "INSERT INTO workloads(spec, target) VALUES (?1, ?2)";
+static const char k_sql_workload_insert[] =
+    "INSERT INTO workloads(spec, target, cpu, vector_floats, threads, weights, codegen, cc)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 static const char k_sql_insert[] =
-    "INSERT INTO measurements(workload_id, config, schedule, tuner, status, time_min_ms,"
-    " time_median_ms, gflops, n_threads, seed, build_s, created_s, message)"
+    "INSERT INTO measurements(workload_id, config, schedule, tuner, status, is_final, time_min_ms,"
+    " time_median_ms, gflops, seed, build_s, created_s, message)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+/* A tuning run's reading back: the newest search-time record, else the
+ * newest final pick (db.h). */
 static const char k_sql_lookup[] = "SELECT " RECORD_COLUMNS RECORD_FROM
                                    " WHERE w.spec = ?1 AND w.target = ?2 AND m.config = ?3"
-                                   " ORDER BY m.created_s DESC, m.id DESC LIMIT 1";
+                                   " ORDER BY m.is_final ASC, m.created_s DESC, m.id DESC LIMIT 1";
 static const char k_sql_exists[] = "SELECT 1" RECORD_FROM
                                    " WHERE w.spec = ?1 AND w.target = ?2 AND m.config = ?3"
                                    " AND m.created_s = ?4 AND m.status = ?5 LIMIT 1";
-/* The fastest configuration by its latest record (the one lookup gives): a
- * configuration measured again (a tuning run's final pick, a resumed run)
- * counts by its newest measurement, and one whose newest failed does not
- * count. Bare schedules (config "") are told apart by their schedule.
- * Careful measurements outrank quick ones: a final pick's records (message
- * RLT_DB_FINAL_PREFIX...) come before tuning-time ones, which a few short
+/* The fastest configuration by its latest record: a configuration measured
+ * again (a tuning run's final pick) counts by its newest measurement, and
+ * one whose newest failed does not count. Bare schedules (config "") are
+ * told apart by their schedule. Careful measurements outrank quick ones: a
+ * final pick's records come before tuning-time ones, which a few short
  * samples can flatter. */
 static const char k_sql_best[] = "SELECT " RECORD_COLUMNS RECORD_FROM
                                  " WHERE w.spec = ?1 AND (?2 IS NULL OR w.target = ?2) AND m.status = 'OK'"
@@ -102,8 +114,7 @@ static const char k_sql_best[] = "SELECT " RECORD_COLUMNS RECORD_FROM
                                  " WHERE n.workload_id = m.workload_id AND n.config = m.config"
                                  " AND (m.config <> '' OR n.schedule = m.schedule)"
                                  " AND (n.created_s > m.created_s OR (n.created_s = m.created_s AND n.id > m.id)))"
-                                 " ORDER BY substr(m.message, 1, length(" RLT_DB_FINAL_PREFIX_SQL ")) = "
-                                 RLT_DB_FINAL_PREFIX_SQL " DESC, m.gflops DESC, m.time_min_ms ASC, m.id ASC LIMIT 1";
+                                 " ORDER BY m.is_final DESC, m.gflops DESC, m.time_min_ms ASC, m.id ASC LIMIT 1";
 /* A query for "one spec" and one for "every spec" rather than one with
  * "?1 IS NULL OR": the OR would keep SQLite from using the spec's index. */
 static const char k_sql_count_all[] = "SELECT count(*) FROM measurements";
@@ -117,87 +128,51 @@ static const char k_sql_history_spec[] = "SELECT " RECORD_COLUMNS RECORD_FROM
 static const char k_sql_export_all[] = "SELECT " RECORD_COLUMNS RECORD_FROM " ORDER BY m.id";
 static const char k_sql_export_spec[] = "SELECT " RECORD_COLUMNS RECORD_FROM " WHERE w.spec = ?1 ORDER BY m.id";
 
-/* ---- the fields of a record ----------------------------------------------- */
+/* ---- the columns of a record ---------------------------------------------- */
 
-typedef enum field_kind {
-    FIELD_ID,   /* int64_t row id */
-    FIELD_TEXT, /* char[size], NUL-terminated */
-    FIELD_REAL, /* double, finite */
-    FIELD_INT,  /* int, >= 0 */
-    FIELD_SEED  /* uint64_t */
-} field_kind;
+typedef enum column_kind {
+    COLUMN_ID,      /* int64_t row id */
+    COLUMN_TEXT,    /* char[size], NUL-terminated */
+    COLUMN_REAL,    /* double */
+    COLUMN_INT,     /* int */
+    COLUMN_SEED,    /* uint64_t, stored as the int64_t of the same bits */
+    COLUMN_BOOL,    /* bool, stored as 0 or 1 */
+    COLUMN_STATUS,  /* rlt_status, stored as its name */
+    COLUMN_WEIGHTS  /* bool is_weights_prepacked, stored as 'prepacked' or 'timed' */
+} column_kind;
 
-typedef struct field_desc {
+typedef struct column_desc {
     const char *name;
-    field_kind kind;
-    size_t offset;
+    column_kind kind;
+    size_t offset; /* in rlt_record */
     size_t size;
-} field_desc;
+} column_desc;
 
-#define FIELD(kind, member) {#member, kind, offsetof(rlt_record, member), sizeof(((rlt_record *)0)->member)}
+#define COLUMN(kind, name, member) {name, kind, offsetof(rlt_record, member), sizeof(((rlt_record *)0)->member)}
 
-/* In RECORD_COLUMNS order; also the key order of an exported line. */
-static const field_desc k_fields[] = {
-    FIELD(FIELD_ID, id),
-    FIELD(FIELD_TEXT, spec),
-    FIELD(FIELD_TEXT, target),
-    FIELD(FIELD_TEXT, config),
-    FIELD(FIELD_TEXT, schedule),
-    FIELD(FIELD_TEXT, tuner),
-    FIELD(FIELD_TEXT, status),
-    FIELD(FIELD_REAL, time_min_ms),
-    FIELD(FIELD_REAL, time_median_ms),
-    FIELD(FIELD_REAL, gflops),
-    FIELD(FIELD_INT, n_threads),
-    FIELD(FIELD_SEED, seed),
-    FIELD(FIELD_REAL, build_s),
-    FIELD(FIELD_REAL, created_s),
-    FIELD(FIELD_TEXT, message),
+/* In RECORD_COLUMNS order. */
+static const column_desc k_columns[] = {
+    COLUMN(COLUMN_ID, "id", id),
+    COLUMN(COLUMN_TEXT, "spec", spec),
+    COLUMN(COLUMN_TEXT, "cpu", target.cpu),
+    COLUMN(COLUMN_INT, "vector_floats", target.vector_floats),
+    COLUMN(COLUMN_INT, "threads", target.n_threads),
+    COLUMN(COLUMN_WEIGHTS, "weights", target.is_weights_prepacked),
+    COLUMN(COLUMN_INT, "codegen", target.codegen),
+    COLUMN(COLUMN_TEXT, "cc", target.cc),
+    COLUMN(COLUMN_TEXT, "config", config),
+    COLUMN(COLUMN_TEXT, "schedule", schedule),
+    COLUMN(COLUMN_TEXT, "tuner", tuner),
+    COLUMN(COLUMN_STATUS, "status", status),
+    COLUMN(COLUMN_BOOL, "is_final", is_final),
+    COLUMN(COLUMN_REAL, "time_min_ms", time_min_ms),
+    COLUMN(COLUMN_REAL, "time_median_ms", time_median_ms),
+    COLUMN(COLUMN_REAL, "gflops", gflops),
+    COLUMN(COLUMN_SEED, "seed", seed),
+    COLUMN(COLUMN_REAL, "build_s", build_s),
+    COLUMN(COLUMN_REAL, "created_s", created_s),
+    COLUMN(COLUMN_TEXT, "message", message),
 };
-
-static void *field_ptr(rlt_record *r, const field_desc *f) { return (char *)r + f->offset; }
-static const void *field_cptr(const rlt_record *r, const field_desc *f) { return (const char *)r + f->offset; }
-
-static const field_desc *field_find(const char *name)
-{
-    for (size_t i = 0; i < RLT_ARRAY_LEN(k_fields); i++)
-        if (strcmp(k_fields[i].name, name) == 0) return &k_fields[i];
-    return NULL;
-}
-
-/* Writes what is wrong with a record into buf and returns true, or returns
- * false when it may be stored: every text NUL-terminated inside its buffer,
- * a spec, a known status, finite numbers (a JSON export could not hold
- * others, and SQLite would store a NaN as NULL). */
-static bool record_problem(const rlt_record *r, char *buf, size_t cap)
-{
-    for (size_t i = 0; i < RLT_ARRAY_LEN(k_fields); i++) {
-        const field_desc *f = &k_fields[i];
-        if (f->kind == FIELD_TEXT && !memchr(field_cptr(r, f), '\0', f->size)) {
-            snprintf(buf, cap, "field '%s' has no terminating NUL within its %zu bytes", f->name, f->size);
-            return true;
-        }
-        if (f->kind == FIELD_REAL) {
-            double v = *(const double *)field_cptr(r, f);
-            if (!isfinite(v)) {
-                snprintf(buf, cap, "field '%s' is %g, not a finite number", f->name, v);
-                return true;
-            }
-        }
-    }
-    if (!r->spec[0]) {
-        snprintf(buf, cap, "field 'spec' is empty");
-        return true;
-    }
-    if (rlt_status_from_str(r->status) == RLT_STATUS_COUNT) {
-        size_t used = (size_t)snprintf(buf, cap, "field 'status' is '%s', not a status name (", r->status);
-        for (int s = 0; s < RLT_STATUS_COUNT && used < cap; s++)
-            used += (size_t)snprintf(buf + used, cap - used, "%s%s", s ? ", " : "", rlt_status_str((rlt_status)s));
-        if (used < cap) snprintf(buf + used, cap - used, ")");
-        return true;
-    }
-    return false;
-}
 
 /* ---- errors --------------------------------------------------------------- */
 
@@ -303,34 +278,51 @@ static void tx_rollback(rlt_db *db)
 }
 
 /* Copies the current row of a record query (RECORD_COLUMNS) into out. Text
- * longer than the record holds is refused, never cut. */
+ * longer than the record holds is refused, never cut, as is a status name
+ * this rltune does not know. */
 static rlt_status row_to_record(rlt_db *db, sqlite3_stmt *st, rlt_record *out, const char *doing, rlt_diag *diag)
 {
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < (int)RLT_ARRAY_LEN(k_fields); i++) {
-        const field_desc *f = &k_fields[i];
-        void *dst = field_ptr(out, f);
-        switch (f->kind) {
-        case FIELD_ID: *(int64_t *)dst = sqlite3_column_int64(st, i); break;
-        case FIELD_REAL: *(double *)dst = sqlite3_column_double(st, i); break;
-        case FIELD_INT: *(int *)dst = sqlite3_column_int(st, i); break;
+    for (int i = 0; i < (int)RLT_ARRAY_LEN(k_columns); i++) {
+        const column_desc *c = &k_columns[i];
+        void *dst = (char *)out + c->offset;
+        bool is_null = sqlite3_column_type(st, i) == SQLITE_NULL;
+        switch (c->kind) {
+        case COLUMN_ID: *(int64_t *)dst = sqlite3_column_int64(st, i); continue;
+        case COLUMN_REAL: *(double *)dst = sqlite3_column_double(st, i); continue;
+        case COLUMN_INT: *(int *)dst = sqlite3_column_int(st, i); continue;
+        case COLUMN_BOOL: *(bool *)dst = sqlite3_column_int(st, i) != 0; continue;
         /* Stored as the signed 64-bit integer with the same bits. */
-        case FIELD_SEED: *(uint64_t *)dst = (uint64_t)sqlite3_column_int64(st, i); break;
-        case FIELD_TEXT: {
-            bool is_null = sqlite3_column_type(st, i) == SQLITE_NULL;
-            const unsigned char *text = sqlite3_column_text(st, i);
-            if (!text && !is_null) return db_fail(db, SQLITE_NOMEM, doing, diag);
-            size_t len = text ? (size_t)sqlite3_column_bytes(st, i) : 0;
-            if (len >= f->size)
+        case COLUMN_SEED: *(uint64_t *)dst = (uint64_t)sqlite3_column_int64(st, i); continue;
+        case COLUMN_TEXT:
+        case COLUMN_STATUS:
+        case COLUMN_WEIGHTS: break;
+        }
+        const unsigned char *text = sqlite3_column_text(st, i);
+        if (!text && !is_null) return db_fail(db, SQLITE_NOMEM, doing, diag);
+        const char *t = text ? (const char *)text : "";
+        if (c->kind == COLUMN_STATUS) {
+            rlt_status status = rlt_status_from_str(t);
+            if (status == RLT_STATUS_COUNT)
                 return rlt_fail(diag, RLT_STATUS_IO_ERROR,
-                                "database '%s': record %" PRId64 " has a '%s' of %zu bytes, more than rltune "
-                                "holds (%zu) while %s; it was not cut",
-                                db->path, out->id, f->name, len, f->size - 1, doing);
-            if (len) memcpy(dst, text, len);
-            ((char *)dst)[len] = '\0';
-            break;
+                                "database '%s': record %" PRId64 " has status '%.40s', which this rltune does not "
+                                "know, while %s",
+                                db->path, out->id, t, doing);
+            *(rlt_status *)dst = status;
+            continue;
         }
+        if (c->kind == COLUMN_WEIGHTS) {
+            *(bool *)dst = strcmp(t, "prepacked") == 0;
+            continue;
         }
+        size_t len = text ? (size_t)sqlite3_column_bytes(st, i) : 0;
+        if (len >= c->size)
+            return rlt_fail(diag, RLT_STATUS_IO_ERROR,
+                            "database '%s': record %" PRId64 " has a '%s' of %zu bytes, more than rltune holds (%zu) "
+                            "while %s; it was not cut",
+                            db->path, out->id, c->name, len, c->size - 1, doing);
+        if (len) memcpy(dst, text, len);
+        ((char *)dst)[len] = '\0';
     }
     return RLT_STATUS_OK;
 }
@@ -444,10 +436,10 @@ cleanup:
 }
 
 /* Decides what the database holds (the caller holds a transaction, so one
- * snapshot is read): no object at all (*out_has_schema false: a new or empty
- * database), rltune's schema of a version this code reads (true), or
- * something else, which is refused. Reads only. */
-static rlt_status inspect(rlt_db *db, bool *out_has_schema, rlt_diag *diag)
+ * snapshot is read): no object at all (*out_version 0: a new or empty
+ * database), rltune's schema of a version this code reads (1 or
+ * RLT_DB_SCHEMA_VERSION), or something else, which is refused. Reads only. */
+static rlt_status inspect(rlt_db *db, int *out_version, rlt_diag *diag)
 {
     sqlite3_stmt *st = NULL;
     rlt_status status = RLT_STATUS_OK;
@@ -455,7 +447,7 @@ static rlt_status inspect(rlt_db *db, bool *out_has_schema, rlt_diag *diag)
     size_t used = 0;
     int n_objects = 0;
     bool has_meta = false;
-    *out_has_schema = false;
+    *out_version = 0;
     int rc = sqlite3_prepare_v2(db->conn, "SELECT type, name FROM sqlite_master ORDER BY rowid", -1, &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *type = (const char *)sqlite3_column_text(st, 0);
@@ -512,17 +504,17 @@ static rlt_status inspect(rlt_db *db, bool *out_has_schema, rlt_diag *diag)
                           db->path, v, RLT_DB_SCHEMA_VERSION);
         goto cleanup;
     }
-    *out_has_schema = true;
+    *out_version = (int)v;
 cleanup:
     sqlite3_finalize(st);
     return status;
 }
 
-static rlt_status inspect_in_read_tx(rlt_db *db, bool *out_has_schema, rlt_diag *diag)
+static rlt_status inspect_in_read_tx(rlt_db *db, int *out_version, rlt_diag *diag)
 {
     int rc = exec_sql(db, "BEGIN");
     if (rc != SQLITE_OK) return db_fail(db, rc, "reading its schema", diag);
-    rlt_status status = inspect(db, out_has_schema, diag);
+    rlt_status status = inspect(db, out_version, diag);
     exec_sql(db, "ROLLBACK"); /* read only: ending it any way is the same */
     return status;
 }
@@ -588,10 +580,12 @@ static rlt_status create_schema(rlt_db *db, rlt_diag *diag)
     if (status != RLT_STATUS_OK) return status;
     /* Another process may have created it since we looked: look again now
      * that we hold the write lock. */
-    bool has_schema = false;
-    status = inspect(db, &has_schema, diag);
-    if (status == RLT_STATUS_OK && !has_schema) {
-        int rc = exec_sql(db, k_schema_sql);
+    int version = 0;
+    status = inspect(db, &version, diag);
+    if (status == RLT_STATUS_OK && version == 0) {
+        int rc = exec_sql(db, k_schema_meta_sql);
+        if (rc == SQLITE_OK) rc = exec_sql(db, k_schema_tables_sql);
+        if (rc == SQLITE_OK) rc = exec_sql(db, k_schema_indexes_sql);
         if (rc != SQLITE_OK) status = db_fail(db, rc, doing, diag);
     }
     if (status == RLT_STATUS_OK) status = tx_commit(db, doing, diag);
@@ -629,6 +623,247 @@ static rlt_status prepare_statements(rlt_db *db, rlt_diag *diag)
     return RLT_STATUS_OK;
 }
 
+/* ---- migration from schema v1 ------------------------------------------- */
+
+/* Schema v1 (docs/formats.md keeps it whole) had workloads(id, spec, target)
+ * with the target as its key text only, and measurements with the status
+ * name, a final pick told by its message ("final pick: ..."), and a
+ * n_threads column repeating the target's. */
+
+static void reach_migration_step(const rlt_db *db, int step)
+{
+    if (db->kill_at_migration_step == step) raise(SIGKILL);
+}
+
+/* Writes a copy of the database (a v1 file about to be migrated) beside
+ * it: "PATH.v1.bak", or the first free "PATH.v1.bak.N". SQLite's backup
+ * API reads one consistent snapshot even while other processes write; the
+ * copy is written under a temporary name and linked into place, which
+ * fails rather than replaces when another process took the name first. */
+static rlt_status backup_v1(rlt_db *db, rlt_diag *diag)
+{
+    size_t cap = strlen(db->path) + 32;
+    char *tmp = rlt_malloc(cap), *name = rlt_malloc(cap);
+    sqlite3 *copy = NULL;
+    sqlite3_backup *b = NULL;
+    rlt_status status = RLT_STATUS_OK;
+    bool is_tmp_made = false;
+    if (!tmp || !name) {
+        status = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory backing up '%s'", db->path);
+        goto cleanup;
+    }
+    snprintf(tmp, cap, "%s.v1.tmp.%ld", db->path, (long)getpid());
+    remove(tmp);
+    int rc = sqlite3_open_v2(tmp, &copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    is_tmp_made = rc == SQLITE_OK;
+    if (rc == SQLITE_OK) {
+        b = sqlite3_backup_init(copy, "main", db->conn, "main");
+        rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(copy);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        int finish_rc = b ? sqlite3_backup_finish(b) : SQLITE_OK;
+        if (rc == SQLITE_OK) rc = finish_rc;
+    }
+    if (rc != SQLITE_OK) {
+        status = rlt_fail(diag, RLT_STATUS_IO_ERROR,
+                          "cannot write a backup of '%s' (schema v1) before migrating it to v2: %s; the file was "
+                          "left as it is",
+                          db->path, copy ? sqlite3_errmsg(copy) : sqlite3_errstr(rc));
+        goto cleanup;
+    }
+    sqlite3_close(copy);
+    copy = NULL;
+    reach_migration_step(db, 1);
+    for (int n = 1;; n++) {
+        if (n == 1) snprintf(name, cap, "%s.v1.bak", db->path);
+        else snprintf(name, cap, "%s.v1.bak.%d", db->path, n);
+        if (link(tmp, name) == 0) break;
+        if (errno != EEXIST || n == 999) {
+            status = rlt_fail(diag, RLT_STATUS_IO_ERROR,
+                              "cannot keep a backup of '%s' as '%s' before migrating it to schema v2: %s; the file "
+                              "was left as it is",
+                              db->path, name, strerror(errno));
+            goto cleanup;
+        }
+    }
+    reach_migration_step(db, 2);
+    rlt_log(RLT_LOG_INFO, "database '%s' is of schema v1: migrating it to v2; the v1 file is kept as '%s'",
+            db->path, name);
+cleanup:
+    sqlite3_close(copy);
+    if (is_tmp_made) remove(tmp);
+    rlt_free(tmp);
+    rlt_free(name);
+    return status;
+}
+
+/* Files every v1 workload under its parsed target (workloads that parse
+ * to the same key become one) and maps old ids to new ones in the table
+ * temp.rltune_workload_map. */
+static rlt_status migrate_workloads(rlt_db *db, const char *doing, rlt_diag *diag)
+{
+    sqlite3_stmt *rows = NULL, *insert = NULL, *find = NULL, *map = NULL;
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_status status = RLT_STATUS_OK;
+    int rc = sqlite3_prepare_v2(db->conn, "SELECT id, spec, target FROM workloads_v1 ORDER BY id", -1, &rows, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db->conn,
+                                "INSERT OR IGNORE INTO workloads(spec, target, cpu, vector_floats, threads, weights,"
+                                " codegen, cc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                -1, &insert, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db->conn, k_sql_workload_find, -1, &find, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db->conn, "INSERT INTO temp.rltune_workload_map(old_id, new_id) VALUES (?1, ?2)",
+                                -1, &map, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(rows)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        int64_t old_id = sqlite3_column_int64(rows, 0);
+        const char *spec = (const char *)sqlite3_column_text(rows, 1);
+        const char *text = (const char *)sqlite3_column_text(rows, 2);
+        if (!spec || !text) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        rlt_record_target t;
+        if ((status = rlt_record_target_parse(text, &t, diag)) != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "cannot migrate '%s' to schema v2: workload %" PRId64, db->path, old_id);
+            status = RLT_STATUS_INVALID_ARGUMENT;
+            goto cleanup;
+        }
+        rlt_str_clear(&key);
+        rlt_record_target_key(&t, &key);
+        if (key.has_failed) {
+            status = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory migrating '%s'", db->path);
+            goto cleanup;
+        }
+        bind_text(insert, 1, spec);
+        bind_text(insert, 2, key.data);
+        bind_text(insert, 3, t.cpu);
+        bind_int64(insert, 4, t.vector_floats);
+        bind_int64(insert, 5, t.n_threads);
+        bind_text(insert, 6, t.is_weights_prepacked ? "prepacked" : "timed");
+        bind_int64(insert, 7, t.codegen);
+        bind_text(insert, 8, t.cc);
+        rc = sqlite3_step(insert);
+        stmt_done(insert);
+        if (rc != SQLITE_DONE) break;
+        bind_text(find, 1, spec);
+        bind_text(find, 2, key.data);
+        rc = sqlite3_step(find);
+        int64_t new_id = rc == SQLITE_ROW ? sqlite3_column_int64(find, 0) : 0;
+        stmt_done(find);
+        if (rc != SQLITE_ROW) break;
+        bind_int64(map, 1, old_id);
+        bind_int64(map, 2, new_id);
+        rc = sqlite3_step(map);
+        stmt_done(map);
+        if (rc != SQLITE_DONE) break;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) status = db_fail(db, rc, doing, diag);
+cleanup:
+    sqlite3_finalize(rows);
+    sqlite3_finalize(insert);
+    sqlite3_finalize(find);
+    sqlite3_finalize(map);
+    rlt_str_free(&key);
+    return status;
+}
+
+static rlt_status count_rows(rlt_db *db, const char *sql, int64_t *out, const char *doing, rlt_diag *diag)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->conn, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) *out = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? RLT_STATUS_OK : db_fail(db, rc, doing, diag);
+}
+
+/* Rewrites the tables of schema v1 as v2 in one transaction: a process
+ * killed before the commit leaves the v1 file as it was. Measurement ids
+ * are kept. Another process may have migrated the file since it was
+ * looked at: then there is nothing to do. */
+static rlt_status migrate_tables(rlt_db *db, rlt_diag *diag)
+{
+    const char *doing = "migrating it from schema v1 to v2";
+    rlt_status status = tx_begin(db, doing, diag);
+    if (status != RLT_STATUS_OK) return status;
+    int version = 0;
+    int64_t n_before = 0, n_after = 0;
+    if ((status = inspect(db, &version, diag)) != RLT_STATUS_OK || version != 1) goto done;
+    int rc = exec_sql(db, "DROP INDEX IF EXISTS measurements_by_config; DROP INDEX IF EXISTS measurements_by_gflops;"
+                          "ALTER TABLE measurements RENAME TO measurements_v1;"
+                          "ALTER TABLE workloads RENAME TO workloads_v1;"
+                          "CREATE TEMP TABLE rltune_workload_map(old_id INTEGER PRIMARY KEY, new_id INTEGER NOT NULL);");
+    if (rc == SQLITE_OK) rc = exec_sql(db, k_schema_tables_sql);
+    if (rc != SQLITE_OK) {
+        status = db_fail(db, rc, doing, diag);
+        goto done;
+    }
+    reach_migration_step(db, 3);
+    if ((status = migrate_workloads(db, doing, diag)) != RLT_STATUS_OK) goto done;
+    rc = exec_sql(db, "INSERT INTO measurements(id, workload_id, config, schedule, tuner, status, is_final,"
+                      " time_min_ms, time_median_ms, gflops, seed, build_s, created_s, message)"
+                      " SELECT m.id, map.new_id, m.config, m.schedule, m.tuner, m.status,"
+                      " substr(m.message, 1, length('" RLT_RECORD_V1_FINAL_PREFIX "')) = '"
+                      RLT_RECORD_V1_FINAL_PREFIX "',"
+                      " coalesce(m.time_min_ms, 0), coalesce(m.time_median_ms, 0), coalesce(m.gflops, 0),"
+                      " coalesce(m.seed, 0), coalesce(m.build_s, 0), m.created_s, m.message"
+                      " FROM measurements_v1 m JOIN temp.rltune_workload_map map ON map.old_id = m.workload_id"
+                      " ORDER BY m.id");
+    if (rc != SQLITE_OK) {
+        status = db_fail(db, rc, doing, diag);
+        goto done;
+    }
+    if ((status = count_rows(db, "SELECT count(*) FROM measurements_v1", &n_before, doing, diag)) != RLT_STATUS_OK ||
+        (status = count_rows(db, "SELECT count(*) FROM measurements", &n_after, doing, diag)) != RLT_STATUS_OK)
+        goto done;
+    if (n_before != n_after) {
+        status = rlt_fail(diag, RLT_STATUS_IO_ERROR,
+                          "cannot migrate '%s' to schema v2: %" PRId64 " of its %" PRId64 " records belong to no "
+                          "workload; the file was left as it is",
+                          db->path, n_before - n_after, n_before);
+        goto done;
+    }
+    reach_migration_step(db, 4);
+    rc = exec_sql(db, "DROP TABLE measurements_v1; DROP TABLE workloads_v1; DROP TABLE temp.rltune_workload_map;"
+                      "UPDATE rltune_meta SET value = '" DB_STR(RLT_DB_SCHEMA_VERSION) "' WHERE key = 'schema_version';");
+    if (rc == SQLITE_OK) rc = exec_sql(db, k_schema_indexes_sql);
+    if (rc != SQLITE_OK) status = db_fail(db, rc, doing, diag);
+    reach_migration_step(db, 5);
+done:
+    if (status == RLT_STATUS_OK) status = tx_commit(db, doing, diag);
+    if (status != RLT_STATUS_OK) tx_rollback(db);
+    if (status == RLT_STATUS_OK) reach_migration_step(db, 6);
+    return status;
+}
+
+/* A v1 file opened read-only: copied into a memory database, which is
+ * migrated; the file is not written. The handle answers from the copy. */
+static rlt_status load_v1_into_memory(rlt_db *db, rlt_diag *diag)
+{
+    sqlite3 *mem = NULL;
+    int rc = sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_backup *b = sqlite3_backup_init(mem, "main", db->conn, "main");
+        rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(mem);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        int finish_rc = b ? sqlite3_backup_finish(b) : SQLITE_OK;
+        if (rc == SQLITE_OK) rc = finish_rc;
+    }
+    if (rc != SQLITE_OK) {
+        rlt_status status = db_fail(db, rc, "reading its v1 schema into memory", diag);
+        sqlite3_close(mem);
+        return status;
+    }
+    db_disconnect(db);
+    db->conn = mem;
+    db->is_in_memory = true;
+    sqlite3_extended_result_codes(db->conn, 1);
+    return migrate_tables(db, diag);
+}
+
 /* SQLite reads a name starting with "file:" as a URI (this build enables
  * URIs), where "?mode=..." would change how it opens; "./" in front keeps
  * it a plain file name. */
@@ -645,9 +880,16 @@ static char *open_path_for(const char *path)
 
 rlt_status rlt_db_open(const char *path, const rlt_db_opts *opts, rlt_db **out, rlt_diag *diag)
 {
+    return rlt_db_open_for_tests(path, opts, NULL, out, diag);
+}
+
+rlt_status rlt_db_open_for_tests(const char *path, const rlt_db_opts *opts, const rlt_db_test_opts *test_opts,
+                                 rlt_db **out, rlt_diag *diag)
+{
     RLT_ASSERT(path && out);
     *out = NULL;
     rlt_db_opts o = opts ? *opts : (rlt_db_opts){0};
+    rlt_db_test_opts t = test_opts ? *test_opts : (rlt_db_test_opts){0};
     rlt_status status = RLT_STATUS_OK;
     rlt_db *db = NULL;
     if (!path[0]) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "empty database file name");
@@ -655,9 +897,8 @@ rlt_status rlt_db_open(const char *path, const rlt_db_opts *opts, rlt_db **out, 
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "busy timeout of %g s for '%s': expected seconds from 0 (the default, 10 s) to 1e6",
                         o.busy_timeout_s, path);
-    if (o.max_pages_for_tests < 0)
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "max_pages_for_tests %d: expected 0 (no cap) or more",
-                        o.max_pages_for_tests);
+    if (t.max_pages < 0)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "max_pages %d: expected 0 (no cap) or more", t.max_pages);
 
     db = rlt_calloc(1, sizeof *db);
     if (db) db->path = rlt_strdup(path);
@@ -668,8 +909,10 @@ rlt_status rlt_db_open(const char *path, const rlt_db_opts *opts, rlt_db **out, 
     }
     db->busy_timeout_s = o.busy_timeout_s > 0 ? o.busy_timeout_s : DB_DEFAULT_BUSY_TIMEOUT_S;
     db->is_read_only = o.is_read_only;
+    db->kill_at_migration_step = t.kill_at_migration_step;
 
-    bool is_new = false, has_schema = false;
+    bool is_new = false;
+    int version = 0;
     status = check_file(path, o.is_read_only, &is_new, diag);
     if (status != RLT_STATUS_OK) goto cleanup;
     if (!is_new && !o.is_read_only) {
@@ -680,28 +923,31 @@ rlt_status rlt_db_open(const char *path, const rlt_db_opts *opts, rlt_db **out, 
          * leave empty -wal and -shm files beside it; the file itself is
          * untouched.) */
         status = db_connect(db, SQLITE_OPEN_READONLY, diag);
-        if (status == RLT_STATUS_OK) status = inspect_in_read_tx(db, &has_schema, diag);
+        if (status == RLT_STATUS_OK) status = inspect_in_read_tx(db, &version, diag);
         db_disconnect(db);
         if (status != RLT_STATUS_OK) goto cleanup;
     }
     status = db_connect(db, o.is_read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                         diag);
-    if (status == RLT_STATUS_OK) status = inspect_in_read_tx(db, &has_schema, diag);
+    if (status == RLT_STATUS_OK) status = inspect_in_read_tx(db, &version, diag);
     if (status != RLT_STATUS_OK) goto cleanup;
     if (o.is_read_only) {
-        if (!has_schema) {
+        if (version == 0) {
             status = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                               "'%s' is an SQLite database without tables: no rltune records to read (it was "
                               "opened read-only)",
                               path);
             goto cleanup;
         }
+        if (version == 1 && (status = load_v1_into_memory(db, diag)) != RLT_STATUS_OK) goto cleanup;
     } else {
         status = set_pragmas(db, diag);
-        if (status == RLT_STATUS_OK && !has_schema) status = create_schema(db, diag);
-        if (status == RLT_STATUS_OK && o.max_pages_for_tests > 0) {
+        if (status == RLT_STATUS_OK && version == 0) status = create_schema(db, diag);
+        if (status == RLT_STATUS_OK && version == 1) status = backup_v1(db, diag);
+        if (status == RLT_STATUS_OK && version == 1) status = migrate_tables(db, diag);
+        if (status == RLT_STATUS_OK && t.max_pages > 0) {
             char sql[64];
-            snprintf(sql, sizeof sql, "PRAGMA max_page_count=%d", o.max_pages_for_tests);
+            snprintf(sql, sizeof sql, "PRAGMA max_page_count=%d", t.max_pages);
             int rc = exec_sql(db, sql);
             if (rc != SQLITE_OK) status = db_fail(db, rc, "capping its size for a test", diag);
         }
@@ -732,14 +978,14 @@ void rlt_db_close(rlt_db *db)
 
 /* ---- workloads and appends ------------------------------------------------ */
 
-static rlt_status workload_find(rlt_db *db, const char *spec, const char *target, int64_t *out_id, bool *out_found,
-                                const char *doing, rlt_diag *diag)
+static rlt_status workload_find(rlt_db *db, const char *spec, const char *target_key, int64_t *out_id,
+                                bool *out_found, const char *doing, rlt_diag *diag)
 {
     sqlite3_stmt *st = db->st_workload_find;
     rlt_status status = RLT_STATUS_OK;
     *out_found = false;
     bind_text(st, 1, spec);
-    bind_text(st, 2, target);
+    bind_text(st, 2, target_key);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         *out_id = sqlite3_column_int64(st, 0);
@@ -753,21 +999,37 @@ static rlt_status workload_find(rlt_db *db, const char *spec, const char *target
 
 /* The id of (spec, target), inserted when new. The caller holds a write
  * transaction. */
-static rlt_status workload_ensure(rlt_db *db, const char *spec, const char *target, int64_t *out_id,
+static rlt_status workload_ensure(rlt_db *db, const char *spec, const rlt_record_target *t, int64_t *out_id,
                                   const char *doing, rlt_diag *diag)
 {
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_record_target_key(t, &key);
     bool found = false;
-    rlt_status status = workload_find(db, spec, target, out_id, &found, doing, diag);
-    if (status != RLT_STATUS_OK || found) return status;
+    rlt_status status = RLT_STATUS_OK;
+    if (key.has_failed) {
+        status = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory while %s on '%s'", doing, db->path);
+        goto cleanup;
+    }
+    status = workload_find(db, spec, key.data, out_id, &found, doing, diag);
+    if (status != RLT_STATUS_OK || found) goto cleanup;
     sqlite3_stmt *st = db->st_workload_insert;
     bind_text(st, 1, spec);
-    bind_text(st, 2, target);
+    bind_text(st, 2, key.data);
+    bind_text(st, 3, t->cpu);
+    bind_int64(st, 4, t->vector_floats);
+    bind_int64(st, 5, t->n_threads);
+    bind_text(st, 6, t->is_weights_prepacked ? "prepacked" : "timed");
+    bind_int64(st, 7, t->codegen);
+    bind_text(st, 8, t->cc);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_DONE)
         *out_id = sqlite3_last_insert_rowid(db->conn);
     else
         status = db_fail(db, rc, doing, diag);
     stmt_done(st);
+cleanup:
+    rlt_str_free(&key);
     return status;
 }
 
@@ -775,18 +1037,18 @@ static rlt_status workload_ensure(rlt_db *db, const char *spec, const char *targ
 static rlt_status insert_record(rlt_db *db, const rlt_record *r, const char *doing, rlt_diag *diag)
 {
     int64_t workload_id = 0;
-    rlt_status status = workload_ensure(db, r->spec, r->target, &workload_id, doing, diag);
+    rlt_status status = workload_ensure(db, r->spec, &r->target, &workload_id, doing, diag);
     if (status != RLT_STATUS_OK) return status;
     sqlite3_stmt *st = db->st_insert;
     bind_int64(st, 1, workload_id);
     bind_text(st, 2, r->config);
     bind_text(st, 3, r->schedule);
     bind_text(st, 4, r->tuner);
-    bind_text(st, 5, r->status);
-    bind_double(st, 6, r->time_min_ms);
-    bind_double(st, 7, r->time_median_ms);
-    bind_double(st, 8, r->gflops);
-    bind_int64(st, 9, r->n_threads);
+    bind_text(st, 5, rlt_status_str(r->status));
+    bind_int64(st, 6, r->is_final ? 1 : 0);
+    bind_double(st, 7, r->time_min_ms);
+    bind_double(st, 8, r->time_median_ms);
+    bind_double(st, 9, r->gflops);
     bind_int64(st, 10, (int64_t)r->seed); /* same bits; see row_to_record */
     bind_double(st, 11, r->build_s);
     bind_double(st, 12, r->created_s);
@@ -803,16 +1065,29 @@ static rlt_status refuse_read_only(const rlt_db *db, const char *doing, rlt_diag
                     doing);
 }
 
-rlt_status rlt_db_workload(rlt_db *db, const char *spec, const char *target, int64_t *out_id, rlt_diag *diag)
+rlt_status rlt_db_workload(rlt_db *db, const char *spec, const rlt_record_target *target, int64_t *out_id,
+                           rlt_diag *diag)
 {
     RLT_ASSERT(db && spec && target && out_id);
     const char *doing = "storing a workload";
-    bool found = false;
     if (!spec[0]) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "empty op spec for a workload in '%s'", db->path);
-    rlt_status status = workload_find(db, spec, target, out_id, &found, doing, diag);
-    if (status != RLT_STATUS_OK || found) return status;
-    if (db->is_read_only) return refuse_read_only(db, "store a new workload", diag);
-    status = tx_begin(db, doing, diag);
+    rlt_record probe = {.target = *target};
+    char problem[512];
+    snprintf(probe.spec, sizeof probe.spec, "%s", spec);
+    if (rlt_record_problem(&probe, problem, sizeof problem))
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "workload for '%s': %s", db->path, problem);
+    if (db->is_read_only) {
+        rlt_str key;
+        rlt_str_init(&key);
+        rlt_record_target_key(target, &key);
+        bool found = false;
+        rlt_status status = key.has_failed ? rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory")
+                                           : workload_find(db, spec, key.data, out_id, &found, doing, diag);
+        rlt_str_free(&key);
+        if (status != RLT_STATUS_OK || found) return status;
+        return refuse_read_only(db, "store a new workload", diag);
+    }
+    rlt_status status = tx_begin(db, doing, diag);
     if (status != RLT_STATUS_OK) return status;
     status = workload_ensure(db, spec, target, out_id, doing, diag);
     if (status == RLT_STATUS_OK) status = tx_commit(db, doing, diag);
@@ -828,7 +1103,7 @@ rlt_status rlt_db_append(rlt_db *db, int n, const rlt_record *records, rlt_diag 
     if (db->is_read_only) return refuse_read_only(db, "append records", diag);
     char problem[512];
     for (int i = 0; i < n; i++)
-        if (record_problem(&records[i], problem, sizeof problem))
+        if (rlt_record_problem(&records[i], problem, sizeof problem))
             return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                             "record %d of a batch of %d for '%s': %s; nothing of the batch was stored", i, n,
                             db->path, problem);
@@ -974,63 +1249,15 @@ rlt_status rlt_db_meta_set(rlt_db *db, const char *key, const char *value, rlt_d
     return status;
 }
 
-/* ---- JSON lines, format v1 ------------------------------------------------ */
-
-/* The shortest of %.15g, %.16g, %.17g that reads back as exactly `v`
- * (%.17g always does). cJSON's own printer is not used for numbers: it
- * accepts 15 digits that read back within one ulp, which would change
- * a time or a created_s on its way through a file. */
-static void format_double(double v, char *buf, size_t cap)
-{
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(buf, cap, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v) return;
-    }
-}
-
-/* One record as one line of JSON without its newline (free with cJSON_free);
- * NULL when out of memory. Keys in k_fields order after "v"; the seed is a
- * string of decimal digits, because JSON readers (cJSON among them) keep
- * numbers as doubles, exact only up to 2^53. */
-static char *record_to_json(const rlt_record *r)
-{
-    cJSON *obj = cJSON_CreateObject();
-    bool is_ok = obj && cJSON_AddRawToObject(obj, "v", DB_STR(JSONL_FORMAT_VERSION));
-    for (size_t i = 0; i < RLT_ARRAY_LEN(k_fields) && is_ok; i++) {
-        const field_desc *f = &k_fields[i];
-        const void *src = field_cptr(r, f);
-        char num[40];
-        switch (f->kind) {
-        case FIELD_ID:
-            snprintf(num, sizeof num, "%" PRId64, *(const int64_t *)src);
-            is_ok = cJSON_AddRawToObject(obj, f->name, num);
-            break;
-        case FIELD_TEXT: is_ok = cJSON_AddStringToObject(obj, f->name, src); break;
-        case FIELD_REAL:
-            format_double(*(const double *)src, num, sizeof num);
-            is_ok = cJSON_AddRawToObject(obj, f->name, num);
-            break;
-        case FIELD_INT:
-            snprintf(num, sizeof num, "%d", *(const int *)src);
-            is_ok = cJSON_AddRawToObject(obj, f->name, num);
-            break;
-        case FIELD_SEED:
-            snprintf(num, sizeof num, "%" PRIu64, *(const uint64_t *)src);
-            is_ok = cJSON_AddStringToObject(obj, f->name, num);
-            break;
-        }
-    }
-    char *text = is_ok ? cJSON_PrintUnformatted(obj) : NULL;
-    cJSON_Delete(obj);
-    return text;
-}
+/* ---- JSON lines ------------------------------------------------------------ */
 
 rlt_status rlt_db_export_jsonl(rlt_db *db, const char *spec, FILE *out, rlt_diag *diag)
 {
     RLT_ASSERT(db && out);
     const char *doing = "exporting records";
     sqlite3_stmt *st = NULL;
-    char *line = NULL;
+    rlt_str line;
+    rlt_str_init(&line);
     rlt_status status = RLT_STATUS_OK;
     /* One read transaction: the export is one snapshot even while other
      * processes append. */
@@ -1046,14 +1273,13 @@ rlt_status rlt_db_export_jsonl(rlt_db *db, const char *spec, FILE *out, rlt_diag
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         status = row_to_record(db, st, &r, doing, diag);
         if (status != RLT_STATUS_OK) goto cleanup;
-        line = record_to_json(&r);
-        if (!line) {
+        rlt_str_clear(&line);
+        rlt_record_to_json(&r, &line);
+        if (line.has_failed) {
             status = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory exporting records of '%s'", db->path);
             goto cleanup;
         }
-        if (fputs(line, out) == EOF || fputc('\n', out) == EOF) break;
-        cJSON_free(line);
-        line = NULL;
+        if (fputs(line.data, out) == EOF || fputc('\n', out) == EOF) break;
     }
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         status = db_fail(db, rc, doing, diag);
@@ -1063,7 +1289,7 @@ rlt_status rlt_db_export_jsonl(rlt_db *db, const char *spec, FILE *out, rlt_diag
         status = rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot write the export of '%s': %s", db->path,
                           strerror(errno));
 cleanup:
-    cJSON_free(line);
+    rlt_str_free(&line);
     sqlite3_finalize(st);
     if (!sqlite3_get_autocommit(db->conn)) exec_sql(db, "ROLLBACK"); /* read only */
     return status;
@@ -1096,8 +1322,8 @@ static rlt_status read_line(FILE *in, rlt_str *line, const char *source, long li
     rlt_str_appendn(line, chunk, n);
     /* checked after the last piece too: a line just over the limit ends in a partial chunk */
     if (line->len > JSONL_LINE_MAX_BYTES)
-        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: line longer than %d bytes: not a record of format v1",
-                        source, line_no, JSONL_LINE_MAX_BYTES);
+        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: line longer than %d bytes: not a record", source,
+                        line_no, JSONL_LINE_MAX_BYTES);
     if (line->has_failed)
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "%s:%ld: out of memory reading the line", source, line_no);
     if (has_nul) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: the line holds a NUL byte", source, line_no);
@@ -1112,177 +1338,29 @@ static bool is_blank(const char *s)
     return true;
 }
 
-/* A JSON number that is a whole number in [lo, hi]. */
-static bool json_whole(const cJSON *item, double lo, double hi, double *out)
-{
-    if (!cJSON_IsNumber(item)) return false;
-    double d = item->valuedouble;
-    if (!(d >= lo && d <= hi) || d != floor(d)) return false;
-    *out = d;
-    return true;
-}
-
-/* The seed: a string of 1 to 20 decimal digits that fits 64 bits, or (as
- * a hand-written file may have it) a whole JSON number up to 2^53. */
-static bool json_seed(const cJSON *item, uint64_t *out)
-{
-    double d;
-    if (json_whole(item, 0, JSON_EXACT_INT_MAX, &d)) {
-        *out = (uint64_t)d;
-        return true;
-    }
-    if (!cJSON_IsString(item)) return false;
-    return rlt_parse_u64(item->valuestring, out);
-}
-
-/* True when the text has the escape \u0000 (outside another escape). cJSON
- * decodes it to a NUL byte inside the string, which would cut the field
- * short without a word; such a line is refused instead. */
-static bool has_escaped_nul(const char *text)
-{
-    for (const char *p = text; *p; p++) {
-        if (*p != '\\') continue;
-        if (p[1] == 'u' && strncmp(p + 2, "0000", 4) == 0) return true;
-        if (p[1]) p++; /* skip the escaped character, so "\\u0000" is text */
-    }
-    return false;
-}
-
-/* Parses one line into a record, checking every field by name and type. */
-static rlt_status parse_record_line(const char *text, const char *source, long line_no, rlt_record *out,
-                                    rlt_diag *diag)
-{
-    const char *end = NULL;
-    rlt_status status = RLT_STATUS_OK;
-    memset(out, 0, sizeof *out);
-    cJSON *json = cJSON_ParseWithOpts(text, &end, true);
-    if (!json) {
-        /* cJSON answers an allocation failure as it answers bad syntax: the
-         * two cannot be told apart here. */
-        long col = end && end >= text ? (long)(end - text) + 1 : 1;
-        status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
-                          "%s:%ld:%ld: not valid JSON (expected one record object a line)", source, line_no, col);
-        goto cleanup;
-    }
-    if (has_escaped_nul(text)) {
-        status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
-                          "%s:%ld: a string holds \\u0000 (a NUL character), which record fields cannot hold",
-                          source, line_no);
-        goto cleanup;
-    }
-    if (!cJSON_IsObject(json)) {
-        status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: expected a JSON object (one record a line)", source,
-                          line_no);
-        goto cleanup;
-    }
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, "v");
-    double version;
-    if (!v) {
-        status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: missing field \"v\" (the format version, 1)", source,
-                          line_no);
-        goto cleanup;
-    }
-    if (!json_whole(v, 0, JSON_EXACT_INT_MAX, &version) || version != JSONL_FORMAT_VERSION) {
-        char shown[64] = "not a whole number";
-        if (cJSON_IsNumber(v)) snprintf(shown, sizeof shown, "%g", v->valuedouble);
-        status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
-                          "%s:%ld: unknown records format version \"v\": %s (this rltune reads version %d)", source,
-                          line_no, shown, JSONL_FORMAT_VERSION);
-        goto cleanup;
-    }
-    for (const cJSON *item = json->child; item; item = item->next) {
-        if (strcmp(item->string, "v") != 0 && !field_find(item->string)) {
-            status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
-                              "%s:%ld: unknown field \"%s\" (format v1 has v, id, spec, target, config, schedule, "
-                              "tuner, status, time_min_ms, time_median_ms, gflops, n_threads, seed, build_s, "
-                              "created_s, message)",
-                              source, line_no, item->string);
-            goto cleanup;
-        }
-        for (const cJSON *prev = json->child; prev != item; prev = prev->next)
-            if (strcmp(prev->string, item->string) == 0) {
-                status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: field \"%s\" appears twice", source,
-                                  line_no, item->string);
-                goto cleanup;
-            }
-    }
-    for (size_t i = 0; i < RLT_ARRAY_LEN(k_fields); i++) {
-        const field_desc *f = &k_fields[i];
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(json, f->name);
-        void *dst = field_ptr(out, f);
-        double d = 0;
-        const char *expected = NULL;
-        if (!item) {
-            status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: missing field \"%s\"", source, line_no, f->name);
-            goto cleanup;
-        }
-        switch (f->kind) {
-        case FIELD_ID:
-            if (json_whole(item, 0, JSON_EXACT_INT_MAX, &d))
-                *(int64_t *)dst = (int64_t)d;
-            else
-                expected = "a whole number >= 0";
-            break;
-        case FIELD_INT:
-            if (json_whole(item, 0, INT_MAX, &d))
-                *(int *)dst = (int)d;
-            else
-                expected = "a whole number from 0 to 2147483647";
-            break;
-        case FIELD_REAL:
-            if (cJSON_IsNumber(item) && isfinite(item->valuedouble))
-                *(double *)dst = item->valuedouble;
-            else
-                expected = "a finite number";
-            break;
-        case FIELD_SEED:
-            if (!json_seed(item, (uint64_t *)dst)) expected = "a string of decimal digits below 2^64";
-            break;
-        case FIELD_TEXT: {
-            if (!cJSON_IsString(item)) {
-                expected = "a string";
-                break;
-            }
-            size_t len = strlen(item->valuestring);
-            if (len >= f->size) {
-                status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
-                                  "%s:%ld: field \"%s\" is %zu bytes long; rltune records hold at most %zu (it "
-                                  "was not cut)",
-                                  source, line_no, f->name, len, f->size - 1);
-                goto cleanup;
-            }
-            memcpy(dst, item->valuestring, len + 1);
-            break;
-        }
-        }
-        if (expected) {
-            status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: field \"%s\" must be %s", source, line_no,
-                              f->name, expected);
-            goto cleanup;
-        }
-    }
-    char problem[512];
-    if (record_problem(out, problem, sizeof problem))
-        status = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s:%ld: %s", source, line_no, problem);
-cleanup:
-    cJSON_Delete(json);
-    return status;
-}
-
 static rlt_status record_exists(rlt_db *db, const rlt_record *r, bool *out_exists, const char *doing,
                                 rlt_diag *diag)
 {
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_record_target_key(&r->target, &key);
+    *out_exists = false;
+    if (key.has_failed) {
+        rlt_str_free(&key);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory while %s", doing);
+    }
     sqlite3_stmt *st = db->st_exists;
     rlt_status status = RLT_STATUS_OK;
     bind_text(st, 1, r->spec);
-    bind_text(st, 2, r->target);
+    bind_text(st, 2, key.data);
     bind_text(st, 3, r->config);
     bind_double(st, 4, r->created_s);
-    bind_text(st, 5, r->status);
+    bind_text(st, 5, rlt_status_str(r->status));
     int rc = sqlite3_step(st);
     *out_exists = rc == SQLITE_ROW;
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) status = db_fail(db, rc, doing, diag);
     stmt_done(st);
+    rlt_str_free(&key);
     return status;
 }
 
@@ -1312,7 +1390,9 @@ rlt_status rlt_db_import_jsonl(rlt_db *db, FILE *in, const char *source, int *ou
         if (!has_line) break;
         line_no++;
         if (is_blank(line.data)) continue;
-        status = parse_record_line(line.data, source, line_no, &r, diag);
+        char where[300];
+        snprintf(where, sizeof where, "%s:%ld", source, line_no);
+        status = rlt_record_from_json(line.data, where, &r, diag);
         bool exists = false;
         if (status == RLT_STATUS_OK) status = record_exists(db, &r, &exists, doing, diag);
         if (status == RLT_STATUS_OK && !exists) status = insert_record(db, &r, doing, diag);

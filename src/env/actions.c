@@ -84,17 +84,6 @@ static rlt_status emit(emit_target *t, const rlt_step *step, rlt_diag *diag)
     return rlt_step_apply(t->nest, step, t->nest, diag);
 }
 
-static void step_init(rlt_step *step, rlt_step_kind kind)
-{
-    memset(step, 0, sizeof *step);
-    step->kind = kind;
-}
-
-static void step_arg(rlt_step *step, const char *text)
-{
-    snprintf(step->args[step->n_args++], RLT_LOOP_NAME_MAX, "%s", text);
-}
-
 /* The loop that merging the two halves of a split makes: the annotation of
  * whichever half has one (split puts parallel on the outer half, unroll and
  * vectorize on the inner, so merge is split's inverse). False when both are
@@ -136,10 +125,8 @@ static rlt_status schedule_emit(const rlt_nest *n, int merge_var, emit_target *t
         RLT_ASSERT(x->origin != RLT_VAR_FUSED);
         if (x->origin != RLT_VAR_SPLIT_OUTER || x->parent == merge_var) continue;
         RLT_ASSERT(v + 1 < n->n_vars && n->vars[v + 1].origin == RLT_VAR_SPLIT_INNER && n_order < RLT_MAX_LOOPS);
-        step_init(&step, RLT_STEP_SPLIT);
-        step_arg(&step, n->vars[x->parent].name);
-        snprintf(step.args[step.n_args++], RLT_LOOP_NAME_MAX, "%" PRId64, x->factor);
-        st = emit(t, &step, diag);
+        st = rlt_step_split(&step, n->vars[x->parent].name, x->factor, diag);
+        if (st == RLT_STATUS_OK) st = emit(t, &step, diag);
         int pos = 0;
         while (pos < n_order && order[pos] != x->parent) pos++;
         RLT_ASSERT(pos < n_order);
@@ -152,20 +139,19 @@ static rlt_status schedule_emit(const rlt_nest *n, int merge_var, emit_target *t
     bool is_reordered = false;
     for (int l = 0; l < n_want && st == RLT_STATUS_OK; l++) is_reordered |= order[l] != want[l].var;
     if (is_reordered) {
-        step_init(&step, RLT_STEP_REORDER);
-        for (int l = 0; l < n_want; l++) step_arg(&step, n->vars[want[l].var].name);
-        st = emit(t, &step, diag);
+        const char *names[RLT_MAX_LOOPS];
+        for (int l = 0; l < n_want; l++) names[l] = n->vars[want[l].var].name;
+        st = rlt_step_reorder(&step, n_want, names, diag);
+        if (st == RLT_STATUS_OK) st = emit(t, &step, diag);
     }
     for (int l = 0; l < n_want && st == RLT_STATUS_OK; l++) {
         const rlt_loop *loop = &want[l];
         if (loop->kind == RLT_LOOP_SERIAL) continue;
         static const rlt_step_kind kinds[] = {RLT_STEP_KIND_COUNT, RLT_STEP_UNROLL, RLT_STEP_VECTORIZE,
                                               RLT_STEP_PARALLEL};
-        step_init(&step, kinds[loop->kind]);
-        step_arg(&step, n->vars[loop->var].name);
-        if (loop->kind == RLT_LOOP_PARALLEL && loop->n_threads > 0)
-            snprintf(step.args[step.n_args++], RLT_LOOP_NAME_MAX, "%d", loop->n_threads);
-        st = emit(t, &step, diag);
+        st = rlt_step_annotate(&step, kinds[loop->kind], n->vars[loop->var].name,
+                               loop->kind == RLT_LOOP_PARALLEL ? loop->n_threads : 0, diag);
+        if (st == RLT_STATUS_OK) st = emit(t, &step, diag);
     }
     return st;
 }
@@ -228,9 +214,7 @@ rlt_status env_kernel_schedule_build(const rlt_nest *nest, rlt_sched **out, rlt_
     rlt_status st = env_schedule_build(nest, -1, out, diag);
     int p = env_accumulator_loop(nest);
     if (st != RLT_STATUS_OK || p == ENV_NO_ACCUMULATOR) return st;
-    char line[RLT_LOOP_NAME_MAX + 16];
-    snprintf(line, sizeof line, "cache_write %s", p < 0 ? "root" : loop_name(nest, p));
-    if ((st = rlt_sched_add(*out, line, diag)) != RLT_STATUS_OK) {
+    if ((st = rlt_sched_add_cache_write(*out, p < 0 ? NULL : loop_name(nest, p), diag)) != RLT_STATUS_OK) {
         rlt_sched_destroy(*out);
         *out = NULL;
     }

@@ -21,6 +21,7 @@
 #define RLT_ENV_H
 
 #include "measure/measure.h"
+#include "rltune/env.h"
 #include "sched/sched.h"
 
 /* One state of an episode. Plain data: copied by assignment. */

@@ -22,6 +22,7 @@
 #define RLT_IR_H
 
 #include "core/core.h"
+#include "rltune/schedule.h"
 
 #define RLT_MAX_AXES 12    /* axes of one op */
 #define RLT_MAX_DIMS 6     /* dimensions of one tensor */
@@ -94,41 +95,12 @@ typedef struct rlt_op {
     double flops;             /* floating-point operations of one call */
 } rlt_op;
 
-/* One parameter of a built-in op, for `rltune ops` and the parser. */
-typedef struct rlt_op_param {
-    const char *key;
-    const char *help;
-    int64_t default_value; /* used when is_required is false */
-    bool is_required;
-    int64_t min_value;     /* smallest accepted value (1 for sizes, 0 for flags / pad) */
-    int64_t max_value;     /* largest accepted value */
-} rlt_op_param;
-
-typedef struct rlt_op_info {
-    const char *name;
-    const char *summary;
-    const char *example; /* a full spec */
-    int n_params;
-    const rlt_op_param *params;
-} rlt_op_info;
-
 /* A new expression node in `arena` (zeroed but for kind and operands);
  * NULL when out of memory. */
 rlt_expr *rlt_expr_new(rlt_arena *arena, rlt_expr_kind kind, const rlt_expr *a, const rlt_expr *b);
 
-/* The built-in op library, in a fixed order. */
-const rlt_op_info *rlt_op_library(int *n_ops);
-
-/* Parses a built-in op spec such as "matmul:M=512,N=512,K=512". Errors name
- * the offending key or value and what would be accepted. */
-rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag);
-
-/* Builds an op from a user's expression and index extents, e.g.
- * expr "C[i,j] += A[i,k] * B[k,j]", shape "i=64,j=64,k=64". Grammar and
- * rules in docs/ir.md. */
-rlt_status rlt_op_from_expr(const char *expr, const char *shape, rlt_op **out, rlt_diag *diag);
-
-void rlt_op_destroy(rlt_op *op); /* NULL ok */
+/* rlt_op_library, rlt_op_parse, rlt_op_from_expr, rlt_op_destroy and the
+ * accessors are declared in rltune/op.h. */
 
 /* Index of the tensor / axis with this name, or -1. */
 int rlt_op_find_tensor(const rlt_op *op, const char *name);

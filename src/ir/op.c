@@ -350,6 +350,24 @@ void rlt_op_print_statement(const rlt_op *op, rlt_str *out)
     }
 }
 
+const char *rlt_op_spec(const rlt_op *op) { return op->spec; }
+
+const char *rlt_op_kind(const rlt_op *op) { return op->kind; }
+
+double rlt_op_flops(const rlt_op *op) { return op->flops; }
+
+char *rlt_op_text(const rlt_op *op)
+{
+    rlt_str s;
+    rlt_str_init(&s);
+    rlt_op_print(op, &s);
+    if (s.has_failed) {
+        rlt_str_free(&s);
+        return NULL;
+    }
+    return rlt_str_take(&s);
+}
+
 void rlt_op_print(const rlt_op *op, rlt_str *out)
 {
     rlt_op_print_statement(op, out);

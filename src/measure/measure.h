@@ -17,21 +17,12 @@
 #define RLT_MEASURE_H
 
 #include "codegen/codegen.h"
+#include "rltune/measure.h"
 
 #include <limits.h>
 
 /* ---- builder ------------------------------------------------------------ */
 
-typedef struct rlt_build_opts {
-    const char *cc;        /* compiler command: NULL = $RLTUNE_CC or "gcc" ("clang" works) */
-    const char *cflags;    /* NULL = RLT_DEFAULT_CFLAGS; split on spaces */
-    const char *cache_dir; /* NULL = $RLTUNE_CACHE_DIR, else $XDG_CACHE_HOME/rltune or ~/.cache/rltune */
-    double timeout_s;      /* per compiler process; 0 = 60 */
-    int n_parallel;        /* compiler processes at once; 0 = 2 */
-    int max_per_unit;      /* kernels per translation unit; 0 = 8 */
-} rlt_build_opts;
-
-#define RLT_DEFAULT_CFLAGS "-O3 -march=native -mprefer-vector-width=512 -ffp-contract=fast"
 /* The op's reference is compiled with these whatever cflags say: it must be
  * right (no contraction, no fast-math), not fast. */
 #define RLT_REFERENCE_CFLAGS "-O2 -ffp-contract=off"
@@ -68,49 +59,13 @@ void rlt_build_describe(const rlt_build_opts *opts, bool needs_openmp, rlt_str *
 
 /* ---- workload: inputs and reference output shared with child runs ------- */
 
-typedef struct rlt_workload rlt_workload;
-
-/* Fills the inputs from `seed`, builds the op's reference kernel and runs it
- * (in a child process) to get the reference output. `op` is borrowed and
- * must outlive the workload. */
-rlt_status rlt_workload_create(const rlt_op *op, const rlt_build_opts *opts, uint64_t seed,
-                               rlt_workload **out, rlt_diag *diag);
-void rlt_workload_destroy(rlt_workload *w); /* NULL ok */
+/* rlt_workload_create and rlt_workload_destroy are declared in
+ * rltune/measure.h. */
 
 /* The op the workload was made for (borrowed). */
 const rlt_op *rlt_workload_op(const rlt_workload *w);
 
 /* ---- runner ------------------------------------------------------------- */
-
-typedef struct rlt_run_opts {
-    int number;           /* calls per timed sample; 0 = 1 (grown to meet min_repeat_ms) */
-    int repeat;           /* timed samples; 0 = 5 */
-    double min_repeat_ms; /* a sample lasts at least this long; 0 = 20 */
-    int warmup;           /* untimed calls after the checked one; 0 = 1 */
-    double timeout_s;     /* whole child run, load to last sample; 0 = 10 */
-    int n_threads;        /* run-time threads for parallel loops; 0 = 1 */
-    bool no_pin;          /* do not pin the child to CPUs */
-    double slow_cutoff_ms; /* > 0: a kernel whose checked call and up to 4 calls
-                              after it (warm: caches, pages, OpenMP threads) all take
-                              longer is timed by the fastest of them, one sample:
-                              tuning does not spend careful timing on clearly slow
-                              candidates */
-} rlt_run_opts;
-
-typedef struct rlt_run_result {
-    rlt_status status;    /* OK, RUN_ERROR, RUN_TIMEOUT or WRONG_ANSWER (or a BUILD_* passed on;
-                             IO_ERROR when no child process could be started) */
-    bool is_correct;      /* output within tolerance of the reference */
-    double time_min_ms;
-    double time_median_ms;
-    double gflops;        /* op->flops / median time; 0 unless OK */
-    int n_samples;
-    int number;           /* calls per sample actually used */
-    double max_error;     /* largest |out - ref| / tolerance seen (<= 1 passes) */
-    char message[512];    /* why it failed: the signal, the first wrong element, ... */
-    double build_s;       /* compile wall time of the kernel (0 if cached); set by
-                             rlt_measure_nests, 0 from rlt_run_kernel */
-} rlt_run_result;
 
 /* Runs one built kernel in a child process: load, one call checked against
  * the reference, warm-up, then repeat samples of `number` calls, and a final

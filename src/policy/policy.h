@@ -20,7 +20,7 @@
  * measurement on the way: it walks the nest unmeasured and measures only
  * where the walk ends (rollout.c), which is what makes it take seconds.
  *
- * A policy file is an agent file (src/search/agent_file.h, docs/formats.md)
+ * A policy file is an agent file (src/nn/agent_file.h, docs/formats.md)
  * whose tuner is "policy", with sections "algo" ("dqn" or "ppo"),
  * "obs_version" (RLT_ENV_OBS_VERSION it was trained on), "net", "critic"
  * (ppo) and "about" (how it was trained: free text). A training checkpoint
@@ -30,9 +30,10 @@
 #ifndef RLT_POLICY_H
 #define RLT_POLICY_H
 
-#include "nn/nn.h"
 #include "ir/ir.h"
-#include "search/agent_file.h"
+#include "nn/agent_file.h"
+#include "nn/nn.h"
+#include "rltune/policy.h"
 
 typedef enum rlt_policy_algo {
     RLT_POLICY_ALGO_DQN = 0,
@@ -64,7 +65,6 @@ typedef struct rlt_policy {
  * RLT_POLICY_MAX_HIDDEN, a size out of 1..4096), OUT_OF_MEMORY. */
 rlt_status rlt_policy_create(rlt_policy_algo algo, int n_hidden, const int *hidden, uint64_t seed,
                              rlt_policy **out, rlt_diag *diag);
-void rlt_policy_destroy(rlt_policy *p); /* NULL ok */
 
 /* Replaces p->about with a copy of `text` (NULL clears it). OUT_OF_MEMORY. */
 rlt_status rlt_policy_set_about(rlt_policy *p, const char *text, rlt_diag *diag);
@@ -78,9 +78,6 @@ rlt_status rlt_policy_scores(const rlt_policy *p, int n_rows, const float *obs, 
 /* The legal action with the largest score (ties: the lowest number), from
  * one row of rlt_policy_scores; RLT_ENV_ACTION_STOP when none is legal. */
 int rlt_policy_best_action(const float scores[RLT_ENV_N_ACTIONS]);
-
-/* Whether the policy reads no GFLOP/s (bc). */
-bool rlt_policy_is_blind(const rlt_policy *p);
 
 /* What the policy expects is still to gain from a state, in the env's
  * reward units (GFLOP/s over the peak): the largest legal Q-value (dqn),
@@ -102,7 +99,6 @@ rlt_status rlt_policy_get(const rlt_agent_file *f, bool with_optimiser, rlt_poli
 /* A policy file: rlt_policy_put into a new agent file, written atomically;
  * and back. Errors as rlt_agent_file_save / _load and rlt_policy_get. */
 rlt_status rlt_policy_save(const rlt_policy *p, const char *path, rlt_diag *diag);
-rlt_status rlt_policy_load(const char *path, rlt_policy **out, rlt_diag *diag);
 
 /* A blind env for `op_spec`: an env (rltune.h) whose evaluator scores
  * every state 0 at once, building nothing, with a peak of 1: for walking a
@@ -112,57 +108,13 @@ rlt_status rlt_policy_blind_env(const char *op_spec, rlt_env **out, rlt_diag *di
 
 /* ---- optimising an op: rollout.c, and search.c's baselines -------------- */
 
-#define RLT_OPTIMIZE_MAX_TRACE 256
-
-/* What an optimisation found: the best state it evaluated. */
-typedef struct rlt_optimize_result {
-    double gflops;        /* the best state's measured GFLOP/s */
-    double time_ms;       /* one call of the op at that speed: flops / gflops */
-    double start_gflops;  /* the start state's */
-    int n_trace;
-    int trace[RLT_OPTIMIZE_MAX_TRACE]; /* actions from the start to the best state */
-    char *schedule;       /* the best state's schedule (rlt_env_schedule); owned */
-    char *tree;           /* its loop tree (rlt_env_tree); owned */
-    double wall_s;        /* the whole optimisation, measurement included */
-    int64_t n_evaluations; /* states measured (cache misses) */
-    int64_t n_steps;      /* env steps taken, lookaheads and rollbacks included */
-} rlt_optimize_result;
-
-void rlt_optimize_result_free(rlt_optimize_result *r); /* frees the strings; NULL ok */
+/* rlt_optimize_result, rlt_optimize_result_free, rlt_rollout_opts and
+ * rlt_policy_rollout (rollout.c) are declared in rltune/policy.h, as are
+ * rlt_policy_load, rlt_policy_destroy and rlt_policy_is_blind. */
 
 /* Fills the best-state fields of r from env (gflops, time_ms, schedule,
  * tree) with trace[0 .. n_trace-1]. OUT_OF_MEMORY. */
 rlt_status rlt_optimize_result_take(rlt_optimize_result *r, const rlt_env *env, const int *trace, int n_trace,
                                     rlt_diag *diag);
-
-/* The rollout length `rltune optimize` and `rltune tune --tuner policy` use
- * by default: the shipped policy's training episodes are this long. */
-#define RLT_POLICY_DEFAULT_STEPS 16
-
-typedef struct rlt_rollout_opts {
-    int max_steps;   /* actions per rollout; 0 = 10 (LoopTune's) */
-    int beam_width;  /* 0 or 1: greedy; W > 1: policy-guided beam search of width W */
-} rlt_rollout_opts;
-
-/* Optimises the op of `env` (reset by the caller: the rollout starts at its
- * state) with the policy. Greedy: at each step the best legal action by the
- * policy's scores, until stop or max_steps; the result is the best state
- * on the way. Beam: each of the W states expands into its W best actions
- * by the policy, all measured in one batch (rlt_env_prefetch); the W
- * candidates with the largest measured GFLOP/s over the peak plus the
- * policy's value of what is still to gain (rlt_policy_values) go on, for
- * max_steps levels. env is left at the result's state.
- *
- * A blind policy measures nothing on the way: its walks go through an env
- * of their own whose states all score 0, starting at env's nest with the
- * cursor on the outermost loop. Greedy measures the walk's end; beam keeps
- * the W paths of largest log-probability under the policy (any legal
- * action or stop at each level, until all W stopped or max_steps) and
- * measures their W ends in one batch. The result is the fastest end or the
- * start, and env is left reset at it (its step count 0). Errors: the env's
- * (a failed evaluator), OUT_OF_MEMORY; INVALID_ARGUMENT when the env was
- * not reset. */
-rlt_status rlt_policy_rollout(const rlt_policy *p, rlt_env *env, const rlt_rollout_opts *opts,
-                              rlt_optimize_result *out, rlt_diag *diag);
 
 #endif /* RLT_POLICY_H */

@@ -31,49 +31,50 @@ static void cell(rlt_str *out, bool is_left, const char *text)
     rlt_str_append(out, "</td>");
 }
 
-static void header(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *out)
+static void header(const rlt_report *rep, rlt_str *out)
 {
     rlt_str_append(out, "<h1>Experiment ");
-    esc(out, c->name);
+    esc(out, rep->name);
     rlt_str_append(out, "</h1>\n");
-    if (c->description[0]) {
+    if (rep->description[0]) {
         rlt_str_append(out, "<p>");
-        esc(out, c->description);
+        esc(out, rep->description);
         rlt_str_append(out, "</p>\n");
     }
     rlt_str_printf(out,
                    "<p>%s: %d workload%s &#215; %d tuner%s &#215; %d seed%s, %d trials a run (batches of %d",
-                   c->is_replay ? "Replayed from datasets (nothing compiled or run)" : "Measured live",
-                   c->n_workloads, c->n_workloads == 1 ? "" : "s", c->n_tuners, c->n_tuners == 1 ? "" : "s",
-                   c->n_seeds, c->n_seeds == 1 ? "" : "s", c->n_trials, c->batch_size);
-    if (c->early_stopping > 0) rlt_str_printf(out, ", early stopping after %d without a better one", c->early_stopping);
-    rlt_str_printf(out, "). %d of %d runs done%s.</p>\n", r->n_runs, r->n_runs_planned,
-                   r->was_stopped ? ": <strong>interrupted</strong>, the figures below are of the runs that finished"
+                   rep->is_replay ? "Replayed from datasets (nothing compiled or run)" : "Measured live",
+                   rep->n_workloads, rep->n_workloads == 1 ? "" : "s", rep->n_tuners, rep->n_tuners == 1 ? "" : "s",
+                   rep->n_seeds, rep->n_seeds == 1 ? "" : "s", rep->n_trials, rep->batch_size);
+    if (rep->early_stopping > 0)
+        rlt_str_printf(out, ", early stopping after %d without a better one", rep->early_stopping);
+    rlt_str_printf(out, "). %d of %d runs done%s.</p>\n", rep->n_runs, rep->n_runs_planned,
+                   rep->was_stopped ? ": <strong>interrupted</strong>, the figures below are of the runs that finished"
                                   : "");
 
     rlt_str_append(out, "<h2>Machine and target</h2>\n<table>\n");
     rlt_str_append(out, "<tr><th class=\"l\">rltune ran on</th>");
     rlt_str str;
     rlt_str_init(&str);
-    rlt_str_printf(&str, "%s, %d cores, %d-float vectors%s", r->machine.cpu_model, r->machine.n_cores,
-                   r->machine.vector_floats, r->machine.has_fma ? ", FMA" : "");
+    rlt_str_printf(&str, "%s, %d cores, %d-float vectors%s", rep->machine.cpu_model, rep->machine.n_cores,
+                   rep->machine.vector_floats, rep->machine.has_fma ? ", FMA" : "");
     cell(out, true, str.data);
     rlt_str_append(out, "</tr>\n<tr><th class=\"l\">measurements</th>");
     rlt_str_clear(&str);
-    if (c->is_replay)
+    if (rep->is_replay)
         rlt_str_append(&str, "answered by each workload's dataset, as measured on the machine of its target "
                              "(below)");
     else
         rlt_str_printf(&str, "built, run and timed here; records in %s (a configuration measured before is read "
                              "back, not measured again)",
-                       c->db);
+                       rep->db);
     cell(out, true, str.data);
     rlt_str_append(out, "</tr>\n");
-    for (int w = 0; w < c->n_workloads; w++) {
+    for (int w = 0; w < rep->n_workloads; w++) {
         rlt_str_append(out, "<tr><th class=\"l\">target of ");
-        esc(out, c->workloads[w].spec);
+        esc(out, rep->workloads[w].spec);
         rlt_str_append(out, "</th>");
-        cell(out, true, r->workloads[w].target);
+        cell(out, true, rep->workloads[w].target);
         rlt_str_append(out, "</tr>\n");
     }
     rlt_str_append(out, "</table>\n");
@@ -81,11 +82,11 @@ static void header(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *ou
     rlt_str_free(&str);
 }
 
-static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rlt_str *out)
+static void workload(const rlt_report *rep, int w, rlt_str *out)
 {
-    const rlt_exp_workload_result *k = &r->workloads[w];
+    const rlt_report_workload *k = &rep->workloads[w];
     rlt_str_append(out, "<h3>");
-    esc(out, c->workloads[w].spec);
+    esc(out, k->spec);
     rlt_str_append(out, "</h3>\n<p>");
     if (k->best_known_gflops > 0) {
         rlt_str_printf(out, "Best known: <strong>%.2f GFLOP/s</strong>, ", k->best_known_gflops);
@@ -94,14 +95,14 @@ static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rl
     } else {
         rlt_str_append(out, "Best known: none (nothing measured OK), so no level can be reached.");
     }
-    if (c->is_replay) {
+    if (rep->is_replay) {
         rlt_str_append(out, " Dataset: <code>");
-        esc(out, c->workloads[w].dataset);
-        rlt_str_printf(out, "</code> (%s, %d configurations", k->dataset.is_complete ? "complete" : "sampled",
-                       k->dataset.n_configs);
-        if (k->dataset.fixed[0]) {
+        esc(out, k->dataset);
+        rlt_str_printf(out, "</code> (%s, %d configurations", k->dataset_info.is_complete ? "complete" : "sampled",
+                       k->dataset_info.n_configs);
+        if (k->dataset_info.fixed[0]) {
             rlt_str_append(out, "; fixed knobs <code>");
-            esc(out, k->dataset.fixed);
+            esc(out, k->dataset_info.fixed);
             rlt_str_append(out, "</code>");
         }
         rlt_str_append(out, ").");
@@ -109,14 +110,14 @@ static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rl
     rlt_str_append(out, "</p>\n<table>\n<tr><th class=\"l\">tuner</th><th>runs</th><th>best GFLOP/s: median "
                         "(min&#8211;max)</th><th>to 90%</th><th>to 95%</th><th>to 99%</th>");
     rlt_str_printf(out, "<th>%s</th><th>failed</th>%s</tr>\n",
-                   c->is_replay ? "tuner ms (median)" : "wall s (median)</th><th>tuner s (median)",
-                   c->is_replay ? "<th>absent</th>" : "");
+                   rep->is_replay ? "tuner ms (median)" : "wall s (median)</th><th>tuner s (median)",
+                   rep->is_replay ? "<th>absent</th>" : "");
     rlt_str text;
     rlt_str_init(&text);
-    for (int t = 0; t < c->n_tuners; t++) {
-        const rlt_exp_stats *s = &r->stats[w * c->n_tuners + t];
+    for (int t = 0; t < rep->n_tuners; t++) {
+        const rlt_report_stats *s = &rep->stats[w * rep->n_tuners + t];
         rlt_str_append(out, "<tr>");
-        cell(out, true, c->tuners[t].label);
+        cell(out, true, rep->tuners[t].label);
         rlt_str_printf(out, "<td>%d</td>", s->n_runs);
         rlt_str_clear(&text);
         if (s->n_runs > 0)
@@ -124,31 +125,31 @@ static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rl
         else
             rlt_str_append(&text, "-");
         cell(out, false, text.data);
-        for (int f = 0; f < RLT_EXP_N_REACH; f++) {
+        for (int f = 0; f < RLT_REPORT_N_REACH; f++) {
             rlt_str_clear(&text);
-            rlt_exp_reach_text(s, f, &text);
+            rlt_report_reach_text(s, f, &text);
             cell(out, false, text.data);
         }
-        if (s->n_runs > 0 && c->is_replay)
+        if (s->n_runs > 0 && rep->is_replay)
             rlt_str_printf(out, "<td>%.3g</td>", s->tuner_median_s * 1e3);
         else if (s->n_runs > 0)
             rlt_str_printf(out, "<td>%.3g</td><td>%.3g</td>", s->wall_median_s, s->tuner_median_s);
         else
-            rlt_str_append(out, c->is_replay ? "<td>-</td>" : "<td>-</td><td>-</td>");
+            rlt_str_append(out, rep->is_replay ? "<td>-</td>" : "<td>-</td><td>-</td>");
         rlt_str_printf(out, "<td>%d</td>", s->n_failed);
-        if (c->is_replay) rlt_str_printf(out, "<td>%d</td>", s->n_absent);
+        if (rep->is_replay) rlt_str_printf(out, "<td>%d</td>", s->n_absent);
         rlt_str_append(out, "</tr>\n");
     }
     if (text.has_failed) out->has_failed = true;
     rlt_str_free(&text);
     rlt_str_append(out, "</table>\n");
-    rlt_exp_plot plot;
-    if (rlt_exp_plot_make(c, r, w, &plot, NULL) != RLT_STATUS_OK) {
+    rlt_report_plot plot;
+    if (rlt_report_plot_make(rep, w, &plot, NULL) != RLT_STATUS_OK) {
         out->has_failed = true;
         return;
     }
     char stem[128];
-    rlt_exp_plot_stem(c, w, stem, sizeof stem);
+    rlt_report_plot_stem(rep, w, stem, sizeof stem);
     rlt_str_append(out, "<figure>\n");
     rlt_svg_plot(&plot.plot, false, out);
     rlt_str_append(out, "<figcaption>Best GFLOP/s found after each measurement: per tuner the mean over its seeds "
@@ -156,72 +157,73 @@ static void workload(const rlt_exp_config *c, const rlt_exp_result *r, int w, rl
                         "early holds its last best. The dashed line is the best known. Also in <code>");
     esc(out, stem);
     rlt_str_append(out, ".svg</code>.</figcaption>\n</figure>\n");
-    rlt_exp_plot_free(&plot);
+    rlt_report_plot_free(&plot);
 }
 
-static void runs(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *out)
+static void runs(const rlt_report *rep, rlt_str *out)
 {
     rlt_str_append(out, "<h2>Runs</h2>\n<p>In the order they ran (workloads, then seeds, then tuners). Every curve "
                         "is in <code>results.json</code>.</p>\n<table>\n<tr><th class=\"l\">workload</th>"
                         "<th class=\"l\">tuner</th><th>seed</th><th>trials</th><th>best GFLOP/s</th><th>to 90%</th>"
                         "<th>to 95%</th><th>to 99%</th>");
-    rlt_str_append(out, c->is_replay ? "<th>tuner ms</th><th>failed</th>"
-                                     : "<th>wall s</th><th>tuner s</th><th>failed</th>");
-    rlt_str_append(out, c->is_replay ? "<th>absent</th>" : "<th>measured</th>");
+    rlt_str_append(out, rep->is_replay ? "<th>tuner ms</th><th>failed</th>"
+                                       : "<th>wall s</th><th>tuner s</th><th>failed</th>");
+    rlt_str_append(out, rep->is_replay ? "<th>absent</th>" : "<th>measured</th>");
     rlt_str_append(out, "<th class=\"l\">ended</th></tr>\n");
-    for (int i = 0; i < r->n_runs; i++) {
-        const rlt_exp_run *run = &r->runs[i];
-        const rlt_tune_result *t = &run->tune;
-        double known = r->workloads[run->workload].best_known_gflops;
+    for (int i = 0; i < rep->n_runs; i++) {
+        const rlt_report_run *run = &rep->runs[i];
+        double known = rep->workloads[run->workload].best_known_gflops;
         rlt_str_printf(out, "<tr><td class=\"l\">w%d</td>", run->workload + 1);
-        cell(out, true, c->tuners[run->tuner].label);
-        rlt_str_printf(out, "<td>%llu</td><td>%d</td><td>%.2f</td>", (unsigned long long)run->seed, t->n_trials,
-                       t->best_gflops);
-        for (int f = 0; f < RLT_EXP_N_REACH; f++) {
-            int at = rlt_exp_reach(t->curve, t->n_trials, known, rlt_exp_reach_fractions[f]);
+        cell(out, true, rep->tuners[run->tuner].label);
+        rlt_str_printf(out, "<td>%llu</td><td>%d</td><td>%.2f</td>", (unsigned long long)run->seed, run->n_trials,
+                       run->best_gflops);
+        for (int f = 0; f < RLT_REPORT_N_REACH; f++) {
+            int at = rlt_report_reach(run->curve, run->n_trials, known, rlt_report_reach_fractions[f]);
             if (at > 0)
                 rlt_str_printf(out, "<td>%d</td>", at);
             else
                 rlt_str_append(out, "<td>not reached</td>");
         }
-        if (c->is_replay)
-            rlt_str_printf(out, "<td>%.3g</td>", t->tuner_s * 1e3);
+        if (rep->is_replay)
+            rlt_str_printf(out, "<td>%.3g</td>", run->tuner_s * 1e3);
         else
-            rlt_str_printf(out, "<td>%.3g</td><td>%.3g</td>", t->wall_s, t->tuner_s);
-        rlt_str_printf(out, "<td>%d</td><td>%d</td><td class=\"l\">%s</td></tr>\n", t->n_failed,
-                       c->is_replay ? t->n_absent : t->n_measured,
-                       t->was_stopped_early ? "early stopping" : t->was_exhausted ? "space exhausted" : "trials done");
+            rlt_str_printf(out, "<td>%.3g</td><td>%.3g</td>", run->wall_s, run->tuner_s);
+        rlt_str_printf(out, "<td>%d</td><td>%d</td><td class=\"l\">%s</td></tr>\n", run->n_failed,
+                       rep->is_replay ? run->n_absent : run->n_measured,
+                       run->was_stopped_early ? "early stopping"
+                       : run->was_exhausted   ? "space exhausted"
+                                              : "trials done");
     }
     rlt_str_append(out, "</table>\n");
 }
 
-void rlt_report_html(const rlt_exp_config *c, const rlt_exp_result *r, const char *png_note, rlt_str *out)
+void rlt_report_html(const rlt_report *rep, const char *png_note, rlt_str *out)
 {
     rlt_str_append(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rltune "
                         "experiment ");
-    esc(out, c->name);
+    esc(out, rep->name);
     rlt_str_printf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", style);
-    header(c, r, out);
+    header(rep, out);
     rlt_str_append(out, "<h2>Results</h2>\n<p class=\"note\">To N%: measurements until the best found first reached "
                         "N% of the best known, the median over the seeds, with a seed that never reached it counted "
                         "as never (so the median is <em>not reached</em> when fewer than half the seeds reached it, "
                         "or a middle one of an even count did not), then (seeds that reached it / seeds).");
-    rlt_str_append(out, c->is_replay ? " Tuner ms: the time spent in the tuner (proposing and learning), in "
-                                       "milliseconds; nothing is measured in a replay."
-                                     : " Wall s: the run's wall time, building and measuring included; tuner s: the "
-                                       "part of it spent in the tuner (proposing and learning).");
+    rlt_str_append(out, rep->is_replay ? " Tuner ms: the time spent in the tuner (proposing and learning), in "
+                                         "milliseconds; nothing is measured in a replay."
+                                       : " Wall s: the run's wall time, building and measuring included; tuner s: "
+                                         "the part of it spent in the tuner (proposing and learning).");
     rlt_str_append(out, "</p>\n");
-    for (int w = 0; w < c->n_workloads; w++) workload(c, r, w, out);
+    for (int w = 0; w < rep->n_workloads; w++) workload(rep, w, out);
     if (png_note) {
         rlt_str_append(out, "<p class=\"note\">");
         esc(out, png_note);
         rlt_str_append(out, "</p>\n");
     }
-    runs(c, r, out);
+    runs(rep, out);
     rlt_str_append(out, "<h2>Config</h2>\n<p><code>");
-    esc(out, c->path);
+    esc(out, rep->config_path);
     rlt_str_append(out, "</code>, as given:</p>\n<pre>");
-    esc(out, c->text);
+    esc(out, rep->config_text);
     rlt_str_append(out, "</pre>\n<p class=\"note\">Written by rltune " RLTUNE_VERSION
                         " (<code>rltune experiment</code>; formats in docs/experiment.md and docs/formats.md).</p>\n"
                         "</body>\n</html>\n");

@@ -1,7 +1,7 @@
 /*
  * metrics.c - what an experiment's report says of each (workload, tuner):
  * the best GFLOP/s over its seeds (median, min, max), the measurements it
- * took to reach 90, 95 and 99 % of the best known (rlt_exp_reach; median
+ * took to reach 90, 95 and 99 % of the best known (rlt_report_reach; median
  * over the seeds, a seed that never got there counted as never), and its
  * wall time.
  *
@@ -14,7 +14,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-int rlt_exp_reach(const double *curve, int n, double best_known, double fraction)
+const double rlt_report_reach_fractions[RLT_REPORT_N_REACH] = {0.90, 0.95, 0.99};
+
+int rlt_report_reach(const double *curve, int n, double best_known, double fraction)
 {
     if (!(best_known > 0)) return 0;
     double level = fraction * best_known;
@@ -39,29 +41,29 @@ static double median(double *v, int n)
     return 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-void rlt_exp_stats_compute(const rlt_exp_run *runs, int n, int workload, int tuner, double best_known,
-                           rlt_exp_stats *out)
+void rlt_report_stats_compute(const rlt_report_run *runs, int n, int workload, int tuner, double best_known,
+                              rlt_report_stats *out)
 {
-    *out = (rlt_exp_stats){0};
-    /* small: one experiment has at most RLT_EXP_MAX_SEEDS runs of a pair */
-    double bests[RLT_EXP_MAX_SEEDS], reach[RLT_EXP_N_REACH][RLT_EXP_MAX_SEEDS], walls[RLT_EXP_MAX_SEEDS],
-        tuner_times[RLT_EXP_MAX_SEEDS];
+    *out = (rlt_report_stats){0};
+    /* small: one experiment has at most RLT_REPORT_MAX_SEEDS runs of a pair */
+    double bests[RLT_REPORT_MAX_SEEDS], reach[RLT_REPORT_N_REACH][RLT_REPORT_MAX_SEEDS],
+        walls[RLT_REPORT_MAX_SEEDS], tuner_times[RLT_REPORT_MAX_SEEDS];
     int k = 0;
-    for (int i = 0; i < n && k < RLT_EXP_MAX_SEEDS; i++) {
-        const rlt_exp_run *r = &runs[i];
+    for (int i = 0; i < n && k < RLT_REPORT_MAX_SEEDS; i++) {
+        const rlt_report_run *r = &runs[i];
         if (r->workload != workload || r->tuner != tuner) continue;
-        bests[k] = r->tune.best_gflops;
-        walls[k] = r->tune.wall_s;
-        tuner_times[k] = r->tune.tuner_s;
-        for (int f = 0; f < RLT_EXP_N_REACH; f++) {
-            int at = rlt_exp_reach(r->tune.curve, r->tune.n_trials, best_known, rlt_exp_reach_fractions[f]);
+        bests[k] = r->best_gflops;
+        walls[k] = r->wall_s;
+        tuner_times[k] = r->tuner_s;
+        for (int f = 0; f < RLT_REPORT_N_REACH; f++) {
+            int at = rlt_report_reach(r->curve, r->n_trials, best_known, rlt_report_reach_fractions[f]);
             reach[f][k] = at > 0 ? (double)at : INFINITY;
             if (at > 0) out->n_reached[f]++;
         }
-        out->wall_total_s += r->tune.wall_s;
-        out->tuner_total_s += r->tune.tuner_s;
-        out->n_failed += r->tune.n_failed;
-        out->n_absent += r->tune.n_absent;
+        out->wall_total_s += r->wall_s;
+        out->tuner_total_s += r->tuner_s;
+        out->n_failed += r->n_failed;
+        out->n_absent += r->n_absent;
         k++;
     }
     out->n_runs = k;
@@ -71,24 +73,22 @@ void rlt_exp_stats_compute(const rlt_exp_run *runs, int n, int workload, int tun
     out->best_max = bests[k - 1];
     out->wall_median_s = median(walls, k);
     out->tuner_median_s = median(tuner_times, k);
-    for (int f = 0; f < RLT_EXP_N_REACH; f++) {
+    for (int f = 0; f < RLT_REPORT_N_REACH; f++) {
         double m = median(reach[f], k);
         out->is_reached[f] = isfinite(m);
         out->reach_median[f] = isfinite(m) ? m : 0;
     }
 }
 
-rlt_status rlt_exp_result_stats(const rlt_exp_config *c, rlt_exp_result *r, rlt_diag *diag)
+void rlt_report_stats_fill(const rlt_report *rep, rlt_report_stats *out)
 {
-    (void)diag;
-    for (int w = 0; w < c->n_workloads; w++)
-        for (int t = 0; t < c->n_tuners; t++)
-            rlt_exp_stats_compute(r->runs, r->n_runs, w, t, r->workloads[w].best_known_gflops,
-                                  &r->stats[w * c->n_tuners + t]);
-    return RLT_STATUS_OK;
+    for (int w = 0; w < rep->n_workloads; w++)
+        for (int t = 0; t < rep->n_tuners; t++)
+            rlt_report_stats_compute(rep->runs, rep->n_runs, w, t, rep->workloads[w].best_known_gflops,
+                                     &out[w * rep->n_tuners + t]);
 }
 
-void rlt_exp_reach_text(const rlt_exp_stats *s, int f, rlt_str *out)
+void rlt_report_reach_text(const rlt_report_stats *s, int f, rlt_str *out)
 {
     if (s->n_runs == 0)
         rlt_str_append(out, "-");

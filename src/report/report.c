@@ -1,6 +1,6 @@
 /*
  * report.c - an experiment's outputs: the plot of each workload
- * (rlt_exp_plot_make: the mean over seeds of the best-so-far curve and the
+ * (rlt_report_plot_make: the mean over seeds of the best-so-far curve and the
  * min-max band, per tuner), results.json (rlt_report_json, format in
  * docs/formats.md), table.md (rlt_report_table_md), and the writing of the
  * whole output directory (rlt_report_write; report.html is html.c's).
@@ -21,11 +21,11 @@
 
 /* ---- plots ------------------------------------------------------------------- */
 
-void rlt_exp_plot_stem(const rlt_exp_config *c, int w, char *buf, size_t cap)
+void rlt_report_plot_stem(const rlt_report *rep, int w, char *buf, size_t cap)
 {
     char stem[96];
     int n = snprintf(stem, sizeof stem, "w%d-", w + 1);
-    for (const char *p = c->workloads[w].spec; *p && n < 80; p++) {
+    for (const char *p = rep->workloads[w].spec; *p && n < 80; p++) {
         unsigned char ch = (unsigned char)*p;
         bool is_ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
                      ch == '-' || ch == '_';
@@ -35,30 +35,29 @@ void rlt_exp_plot_stem(const rlt_exp_config *c, int w, char *buf, size_t cap)
     snprintf(buf, cap, "%s", stem);
 }
 
-rlt_status rlt_exp_plot_make(const rlt_exp_config *c, const rlt_exp_result *r, int w, rlt_exp_plot *out,
-                             rlt_diag *diag)
+rlt_status rlt_report_plot_make(const rlt_report *rep, int w, rlt_report_plot *out, rlt_diag *diag)
 {
     memset(out, 0, sizeof *out);
-    out->series = rlt_calloc((size_t)c->n_tuners, sizeof *out->series);
+    out->series = rlt_calloc((size_t)rep->n_tuners, sizeof *out->series);
     size_t n_values = 0;
-    for (int t = 0; t < c->n_tuners; t++) {
+    for (int t = 0; t < rep->n_tuners; t++) {
         int n = 0;
-        for (int i = 0; i < r->n_runs; i++)
-            if (r->runs[i].workload == w && r->runs[i].tuner == t) n = RLT_MAX(n, r->runs[i].tune.n_trials);
+        for (int i = 0; i < rep->n_runs; i++)
+            if (rep->runs[i].workload == w && rep->runs[i].tuner == t) n = RLT_MAX(n, rep->runs[i].n_trials);
         n_values += 3 * (size_t)n;
     }
     out->values = rlt_calloc(n_values ? n_values : 1, sizeof *out->values);
     if (!out->series || !out->values) {
-        rlt_exp_plot_free(out);
+        rlt_report_plot_free(out);
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory drawing a plot");
     }
     double *v = out->values;
     int n_series = 0;
-    for (int t = 0; t < c->n_tuners; t++) {
+    for (int t = 0; t < rep->n_tuners; t++) {
         int n = 0, n_runs = 0;
-        for (int i = 0; i < r->n_runs; i++)
-            if (r->runs[i].workload == w && r->runs[i].tuner == t) {
-                n = RLT_MAX(n, r->runs[i].tune.n_trials);
+        for (int i = 0; i < rep->n_runs; i++)
+            if (rep->runs[i].workload == w && rep->runs[i].tuner == t) {
+                n = RLT_MAX(n, rep->runs[i].n_trials);
                 n_runs++;
             }
         if (n_runs == 0) continue;
@@ -66,13 +65,13 @@ rlt_status rlt_exp_plot_make(const rlt_exp_config *c, const rlt_exp_result *r, i
         v += 3 * n;
         for (int k = 0; k < n; k++) {
             double sum = 0, min = INFINITY, max = -INFINITY;
-            for (int i = 0; i < r->n_runs; i++) {
-                const rlt_exp_run *run = &r->runs[i];
+            for (int i = 0; i < rep->n_runs; i++) {
+                const rlt_report_run *run = &rep->runs[i];
                 if (run->workload != w || run->tuner != t) continue;
                 /* a run that ended early (early stopping, space exhausted)
                  * holds its last best */
-                int m = run->tune.n_trials;
-                double b = m == 0 ? 0 : run->tune.curve[RLT_MIN(k, m - 1)];
+                int m = run->n_trials;
+                double b = m == 0 ? 0 : run->curve[RLT_MIN(k, m - 1)];
                 sum += b;
                 min = RLT_MIN(min, b);
                 max = RLT_MAX(max, b);
@@ -81,10 +80,11 @@ rlt_status rlt_exp_plot_make(const rlt_exp_config *c, const rlt_exp_result *r, i
             lo[k] = min;
             hi[k] = max;
         }
-        out->series[n_series++] = (rlt_plot_series){.label = c->tuners[t].label, .n = n, .y = y, .lo = lo, .hi = hi};
+        out->series[n_series++] =
+            (rlt_plot_series){.label = rep->tuners[t].label, .n = n, .y = y, .lo = lo, .hi = hi};
     }
-    const rlt_exp_workload_result *k = &r->workloads[w];
-    snprintf(out->title, sizeof out->title, "%s%s", c->workloads[w].spec, c->is_replay ? " (replayed)" : "");
+    const rlt_report_workload *k = &rep->workloads[w];
+    snprintf(out->title, sizeof out->title, "%s%s", k->spec, rep->is_replay ? " (replayed)" : "");
     snprintf(out->reference, sizeof out->reference, "best known: %.2f GFLOP/s", k->best_known_gflops);
     out->plot = (rlt_plot){
         .title = out->title,
@@ -99,7 +99,7 @@ rlt_status rlt_exp_plot_make(const rlt_exp_config *c, const rlt_exp_result *r, i
     return RLT_STATUS_OK;
 }
 
-void rlt_exp_plot_free(rlt_exp_plot *p)
+void rlt_report_plot_free(rlt_report_plot *p)
 {
     rlt_free(p->series);
     rlt_free(p->values);
@@ -125,15 +125,15 @@ static bool push(cJSON *arr, cJSON *item) { return item && cJSON_AddItemToArray(
 
 static cJSON *str_or_null(const char *s) { return s ? cJSON_CreateString(s) : cJSON_CreateNull(); }
 
-static bool put_metrics(const rlt_exp_config *c, const rlt_exp_result *r, int w, cJSON *arr)
+static bool put_metrics(const rlt_report *rep, int w, cJSON *arr)
 {
     bool is_ok = true;
-    for (int t = 0; t < c->n_tuners; t++) {
-        const rlt_exp_stats *s = &r->stats[w * c->n_tuners + t];
+    for (int t = 0; t < rep->n_tuners; t++) {
+        const rlt_report_stats *s = &rep->stats[w * rep->n_tuners + t];
         cJSON *m = cJSON_CreateObject();
         if (!push(arr, m)) return false;
         bool has = s->n_runs > 0;
-        is_ok &= put(m, "tuner", cJSON_CreateString(c->tuners[t].label));
+        is_ok &= put(m, "tuner", cJSON_CreateString(rep->tuners[t].label));
         is_ok &= put(m, "runs", cJSON_CreateNumber(s->n_runs));
         cJSON *best = cJSON_CreateObject();
         is_ok &= put(m, "best_gflops", best);
@@ -144,10 +144,10 @@ static bool put_metrics(const rlt_exp_config *c, const rlt_exp_result *r, int w,
         }
         cJSON *reach = cJSON_CreateArray();
         is_ok &= put(m, "reach", reach);
-        for (int f = 0; reach && f < RLT_EXP_N_REACH; f++) {
+        for (int f = 0; reach && f < RLT_REPORT_N_REACH; f++) {
             cJSON *x = cJSON_CreateObject();
             if (!push(reach, x)) return false;
-            is_ok &= put(x, "fraction", cJSON_CreateNumber(rlt_exp_reach_fractions[f]));
+            is_ok &= put(x, "fraction", cJSON_CreateNumber(rlt_report_reach_fractions[f]));
             is_ok &= put(x, "median_measurements", num_or_null(s->reach_median[f], has && s->is_reached[f]));
             is_ok &= put(x, "runs_reached", cJSON_CreateNumber(s->n_reached[f]));
         }
@@ -169,29 +169,29 @@ static bool put_metrics(const rlt_exp_config *c, const rlt_exp_result *r, int w,
     return is_ok;
 }
 
-static bool put_workloads(const rlt_exp_config *c, const rlt_exp_result *r, cJSON *root)
+static bool put_workloads(const rlt_report *rep, cJSON *root)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!put(root, "workloads", arr)) return false;
     bool is_ok = true;
-    for (int w = 0; w < c->n_workloads; w++) {
-        const rlt_exp_workload_result *k = &r->workloads[w];
+    for (int w = 0; w < rep->n_workloads; w++) {
+        const rlt_report_workload *k = &rep->workloads[w];
         cJSON *o = cJSON_CreateObject();
         if (!push(arr, o)) return false;
         char stem[128], file[160];
-        rlt_exp_plot_stem(c, w, stem, sizeof stem);
+        rlt_report_plot_stem(rep, w, stem, sizeof stem);
         snprintf(file, sizeof file, "%s.svg", stem);
-        is_ok &= put(o, "op", cJSON_CreateString(c->workloads[w].spec));
-        is_ok &= put(o, "dataset", str_or_null(c->workloads[w].dataset));
+        is_ok &= put(o, "op", cJSON_CreateString(k->spec));
+        is_ok &= put(o, "dataset", str_or_null(k->dataset));
         is_ok &= put(o, "target", cJSON_CreateString(k->target));
-        if (c->is_replay) {
+        if (rep->is_replay) {
             cJSON *ds = cJSON_CreateObject();
             is_ok &= put(o, "dataset_info", ds);
             if (ds) {
-                is_ok &= put(ds, "complete", cJSON_CreateBool(k->dataset.is_complete));
-                is_ok &= put(ds, "n_configs", cJSON_CreateNumber(k->dataset.n_configs));
-                is_ok &= put(ds, "fixed", cJSON_CreateString(k->dataset.fixed));
-                is_ok &= put(ds, "n_threads", cJSON_CreateNumber(k->dataset.n_threads));
+                is_ok &= put(ds, "complete", cJSON_CreateBool(k->dataset_info.is_complete));
+                is_ok &= put(ds, "n_configs", cJSON_CreateNumber(k->dataset_info.n_configs));
+                is_ok &= put(ds, "fixed", cJSON_CreateString(k->dataset_info.fixed));
+                is_ok &= put(ds, "n_threads", cJSON_CreateNumber(k->dataset_info.n_threads));
             }
         } else {
             is_ok &= put(o, "dataset_info", cJSON_CreateNull());
@@ -204,101 +204,103 @@ static bool put_workloads(const rlt_exp_config *c, const rlt_exp_result *r, cJSO
         }
         is_ok &= put(o, "plot", cJSON_CreateString(file));
         cJSON *metrics = cJSON_CreateArray();
-        is_ok &= put(o, "metrics", metrics) && put_metrics(c, r, w, metrics);
+        is_ok &= put(o, "metrics", metrics) && put_metrics(rep, w, metrics);
     }
     return is_ok;
 }
 
-static bool put_runs(const rlt_exp_config *c, const rlt_exp_result *r, cJSON *root)
+static bool put_runs(const rlt_report *rep, cJSON *root)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!put(root, "runs", arr)) return false;
     bool is_ok = true;
-    for (int i = 0; i < r->n_runs; i++) {
-        const rlt_exp_run *run = &r->runs[i];
-        const rlt_tune_result *t = &run->tune;
-        double known = r->workloads[run->workload].best_known_gflops;
+    for (int i = 0; i < rep->n_runs; i++) {
+        const rlt_report_run *run = &rep->runs[i];
+        double known = rep->workloads[run->workload].best_known_gflops;
         cJSON *o = cJSON_CreateObject();
         if (!push(arr, o)) return false;
         is_ok &= put(o, "workload", cJSON_CreateNumber(run->workload));
-        is_ok &= put(o, "op", cJSON_CreateString(c->workloads[run->workload].spec));
-        is_ok &= put(o, "tuner", cJSON_CreateString(c->tuners[run->tuner].label));
+        is_ok &= put(o, "op", cJSON_CreateString(rep->workloads[run->workload].spec));
+        is_ok &= put(o, "tuner", cJSON_CreateString(rep->tuners[run->tuner].label));
         is_ok &= put(o, "seed", cJSON_CreateNumber((double)run->seed));
         is_ok &= put(o, "carried_agent", cJSON_CreateBool(run->had_agent));
-        is_ok &= put(o, "trials", cJSON_CreateNumber(t->n_trials));
-        is_ok &= put(o, "best_gflops", cJSON_CreateNumber(t->best_gflops));
-        is_ok &= put(o, "best_config", t->best_gflops > 0 ? cJSON_CreateString(t->best_config) : cJSON_CreateNull());
+        is_ok &= put(o, "trials", cJSON_CreateNumber(run->n_trials));
+        is_ok &= put(o, "best_gflops", cJSON_CreateNumber(run->best_gflops));
+        is_ok &= put(o, "best_config",
+                     run->best_gflops > 0 ? cJSON_CreateString(run->best_config) : cJSON_CreateNull());
         cJSON *reach = cJSON_CreateArray();
         is_ok &= put(o, "reach", reach);
-        for (int f = 0; reach && f < RLT_EXP_N_REACH; f++) {
-            int at = rlt_exp_reach(t->curve, t->n_trials, known, rlt_exp_reach_fractions[f]);
+        for (int f = 0; reach && f < RLT_REPORT_N_REACH; f++) {
+            int at = rlt_report_reach(run->curve, run->n_trials, known, rlt_report_reach_fractions[f]);
             is_ok &= push(reach, num_or_null(at, at > 0));
         }
-        is_ok &= put(o, "wall_s", cJSON_CreateNumber(t->wall_s));
-        is_ok &= put(o, "tuner_s", cJSON_CreateNumber(t->tuner_s));
-        is_ok &= put(o, "measured", cJSON_CreateNumber(t->n_measured));
-        is_ok &= put(o, "from_records", cJSON_CreateNumber(t->n_from_db));
-        is_ok &= put(o, "failed", cJSON_CreateNumber(t->n_failed));
-        is_ok &= put(o, "n_absent", cJSON_CreateNumber(t->n_absent));
-        is_ok &= put(o, "stopped_early", cJSON_CreateBool(t->was_stopped_early));
-        is_ok &= put(o, "space_exhausted", cJSON_CreateBool(t->was_exhausted));
+        is_ok &= put(o, "wall_s", cJSON_CreateNumber(run->wall_s));
+        is_ok &= put(o, "tuner_s", cJSON_CreateNumber(run->tuner_s));
+        is_ok &= put(o, "measured", cJSON_CreateNumber(run->n_measured));
+        is_ok &= put(o, "from_records", cJSON_CreateNumber(run->n_from_db));
+        is_ok &= put(o, "failed", cJSON_CreateNumber(run->n_failed));
+        is_ok &= put(o, "n_absent", cJSON_CreateNumber(run->n_absent));
+        is_ok &= put(o, "stopped_early", cJSON_CreateBool(run->was_stopped_early));
+        is_ok &= put(o, "space_exhausted", cJSON_CreateBool(run->was_exhausted));
         cJSON *curve = cJSON_CreateArray();
         is_ok &= put(o, "curve", curve);
-        for (int k = 0; curve && k < t->n_trials; k++) is_ok &= push(curve, cJSON_CreateNumber(t->curve[k]));
+        for (int k = 0; curve && k < run->n_trials; k++) is_ok &= push(curve, cJSON_CreateNumber(run->curve[k]));
     }
     return is_ok;
 }
 
-static bool put_tuners(const rlt_exp_config *c, cJSON *root)
+static bool put_tuners(const rlt_report *rep, cJSON *root)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!put(root, "tuners", arr)) return false;
     bool is_ok = true;
-    for (int t = 0; t < c->n_tuners; t++) {
+    for (int t = 0; t < rep->n_tuners; t++) {
+        const rlt_report_tuner *tu = &rep->tuners[t];
         cJSON *o = cJSON_CreateObject();
         if (!push(arr, o)) return false;
-        is_ok &= put(o, "label", cJSON_CreateString(c->tuners[t].label));
-        is_ok &= put(o, "name", cJSON_CreateString(c->tuners[t].name));
-        is_ok &= put(o, "options", cJSON_Parse(c->tuners[t].options_json));
-        is_ok &= put(o, "carry_agent", cJSON_CreateBool(c->tuners[t].carry_agent));
+        is_ok &= put(o, "label", cJSON_CreateString(tu->label));
+        is_ok &= put(o, "name", cJSON_CreateString(tu->name));
+        is_ok &= put(o, "options", cJSON_Parse(tu->options_json));
+        is_ok &= put(o, "carry_agent", cJSON_CreateBool(tu->carry_agent));
     }
     return is_ok;
 }
 
-char *rlt_report_json(const rlt_exp_config *c, const rlt_exp_result *r)
+char *rlt_report_json(const rlt_report *rep)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
     bool is_ok = true;
     is_ok &= put(root, "format", cJSON_CreateString("rltune-experiment-results"));
-    is_ok &= put(root, "v", cJSON_CreateNumber(RLT_EXP_FORMAT_VERSION));
-    is_ok &= put(root, "name", cJSON_CreateString(c->name));
-    is_ok &= put(root, "description", cJSON_CreateString(c->description));
-    is_ok &= put(root, "config_file", cJSON_CreateString(c->path));
-    is_ok &= put(root, "measure", cJSON_CreateString(c->is_replay ? "replay" : "live"));
-    is_ok &= put(root, "db", str_or_null(c->db));
-    is_ok &= put(root, "trials", cJSON_CreateNumber(c->n_trials));
-    is_ok &= put(root, "batch", cJSON_CreateNumber(c->batch_size));
-    is_ok &= put(root, "early_stopping", num_or_null(c->early_stopping, c->early_stopping > 0));
+    is_ok &= put(root, "v", cJSON_CreateNumber(RLT_REPORT_FORMAT_VERSION));
+    is_ok &= put(root, "name", cJSON_CreateString(rep->name));
+    is_ok &= put(root, "description", cJSON_CreateString(rep->description));
+    is_ok &= put(root, "config_file", cJSON_CreateString(rep->config_path));
+    is_ok &= put(root, "measure", cJSON_CreateString(rep->is_replay ? "replay" : "live"));
+    is_ok &= put(root, "db", str_or_null(rep->db));
+    is_ok &= put(root, "trials", cJSON_CreateNumber(rep->n_trials));
+    is_ok &= put(root, "batch", cJSON_CreateNumber(rep->batch_size));
+    is_ok &= put(root, "early_stopping", num_or_null(rep->early_stopping, rep->early_stopping > 0));
     cJSON *seeds = cJSON_CreateArray();
     is_ok &= put(root, "seeds", seeds);
-    for (int s = 0; seeds && s < c->n_seeds; s++) is_ok &= push(seeds, cJSON_CreateNumber((double)c->seeds[s]));
+    for (int s = 0; seeds && s < rep->n_seeds; s++)
+        is_ok &= push(seeds, cJSON_CreateNumber((double)rep->seeds[s]));
     cJSON *machine = cJSON_CreateObject();
     is_ok &= put(root, "machine", machine);
     if (machine) {
-        is_ok &= put(machine, "cpu", cJSON_CreateString(r->machine.cpu_model));
-        is_ok &= put(machine, "cores", cJSON_CreateNumber(r->machine.n_cores));
-        is_ok &= put(machine, "vector_floats", cJSON_CreateNumber(r->machine.vector_floats));
-        is_ok &= put(machine, "fma", cJSON_CreateBool(r->machine.has_fma));
+        is_ok &= put(machine, "cpu", cJSON_CreateString(rep->machine.cpu_model));
+        is_ok &= put(machine, "cores", cJSON_CreateNumber(rep->machine.n_cores));
+        is_ok &= put(machine, "vector_floats", cJSON_CreateNumber(rep->machine.vector_floats));
+        is_ok &= put(machine, "fma", cJSON_CreateBool(rep->machine.has_fma));
     }
     cJSON *fractions = cJSON_CreateArray();
     is_ok &= put(root, "reach_fractions", fractions);
-    for (int f = 0; fractions && f < RLT_EXP_N_REACH; f++)
-        is_ok &= push(fractions, cJSON_CreateNumber(rlt_exp_reach_fractions[f]));
-    is_ok &= put(root, "runs_planned", cJSON_CreateNumber(r->n_runs_planned));
-    is_ok &= put(root, "runs_done", cJSON_CreateNumber(r->n_runs));
-    is_ok &= put(root, "interrupted", cJSON_CreateBool(r->was_stopped));
-    is_ok &= put_tuners(c, root) && put_workloads(c, r, root) && put_runs(c, r, root);
+    for (int f = 0; fractions && f < RLT_REPORT_N_REACH; f++)
+        is_ok &= push(fractions, cJSON_CreateNumber(rlt_report_reach_fractions[f]));
+    is_ok &= put(root, "runs_planned", cJSON_CreateNumber(rep->n_runs_planned));
+    is_ok &= put(root, "runs_done", cJSON_CreateNumber(rep->n_runs));
+    is_ok &= put(root, "interrupted", cJSON_CreateBool(rep->was_stopped));
+    is_ok &= put_tuners(rep, root) && put_workloads(rep, root) && put_runs(rep, root);
     char *text = NULL;
     if (is_ok) {
         char *printed = cJSON_PrintUnformatted(root);
@@ -313,30 +315,31 @@ char *rlt_report_json(const rlt_exp_config *c, const rlt_exp_result *r)
 
 /* ---- table.md ---------------------------------------------------------------------- */
 
-void rlt_report_table_md(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *out)
+void rlt_report_table_md(const rlt_report *rep, rlt_str *out)
 {
-    rlt_str_printf(out, "# Experiment %s\n\n", c->name);
-    if (c->description[0]) rlt_str_printf(out, "%s\n\n", c->description);
+    bool is_replay = rep->is_replay;
+    rlt_str_printf(out, "# Experiment %s\n\n", rep->name);
+    if (rep->description[0]) rlt_str_printf(out, "%s\n\n", rep->description);
     rlt_str_printf(out, "%s; %d workload%s x %d tuner%s x %d seed%s, %d trials a run; %d of %d runs done%s.\n",
-                   c->is_replay ? "Replayed from datasets" : "Measured live", c->n_workloads,
-                   c->n_workloads == 1 ? "" : "s", c->n_tuners, c->n_tuners == 1 ? "" : "s", c->n_seeds,
-                   c->n_seeds == 1 ? "" : "s", c->n_trials, r->n_runs, r->n_runs_planned,
-                   r->was_stopped ? " (interrupted)" : "");
-    for (int w = 0; w < c->n_workloads; w++) {
-        const rlt_exp_workload_result *k = &r->workloads[w];
-        rlt_str_printf(out, "\n## %s\n\n", c->workloads[w].spec);
+                   is_replay ? "Replayed from datasets" : "Measured live", rep->n_workloads,
+                   rep->n_workloads == 1 ? "" : "s", rep->n_tuners, rep->n_tuners == 1 ? "" : "s", rep->n_seeds,
+                   rep->n_seeds == 1 ? "" : "s", rep->n_trials, rep->n_runs, rep->n_runs_planned,
+                   rep->was_stopped ? " (interrupted)" : "");
+    for (int w = 0; w < rep->n_workloads; w++) {
+        const rlt_report_workload *k = &rep->workloads[w];
+        rlt_str_printf(out, "\n## %s\n\n", k->spec);
         if (k->best_known_gflops > 0)
             rlt_str_printf(out, "Best known: %.2f GFLOP/s, %s.\n\n", k->best_known_gflops, k->best_known_source);
         else
             rlt_str_printf(out, "Best known: none (nothing measured OK): no level can be reached.\n\n");
         rlt_str_printf(out, "| tuner | runs | best GFLOP/s: median (min-max) | to 90%% | to 95%% | to 99%% | %s |%s\n",
-                       c->is_replay ? "tuner ms (median)" : "wall s (median) | tuner s (median)",
-                       c->is_replay ? " absent |" : "");
-        rlt_str_printf(out, "|---|---:|---|---:|---:|---:|---:|%s\n", c->is_replay ? "---:|" : "---:|");
-        for (int t = 0; t < c->n_tuners; t++) {
-            const rlt_exp_stats *s = &r->stats[w * c->n_tuners + t];
+                       is_replay ? "tuner ms (median)" : "wall s (median) | tuner s (median)",
+                       is_replay ? " absent |" : "");
+        rlt_str_printf(out, "|---|---:|---|---:|---:|---:|---:|%s\n", is_replay ? "---:|" : "---:|");
+        for (int t = 0; t < rep->n_tuners; t++) {
+            const rlt_report_stats *s = &rep->stats[w * rep->n_tuners + t];
             rlt_str_append(out, "| ");
-            for (const char *p = c->tuners[t].label; *p; p++) { /* a | would end the cell */
+            for (const char *p = rep->tuners[t].label; *p; p++) { /* a | would end the cell */
                 if (*p == '|') rlt_str_append(out, "\\");
                 rlt_str_appendn(out, p, 1);
             }
@@ -345,24 +348,24 @@ void rlt_report_table_md(const rlt_exp_config *c, const rlt_exp_result *r, rlt_s
                 rlt_str_printf(out, "%.2f (%.2f-%.2f)", s->best_median, s->best_min, s->best_max);
             else
                 rlt_str_append(out, "-");
-            for (int f = 0; f < RLT_EXP_N_REACH; f++) {
+            for (int f = 0; f < RLT_REPORT_N_REACH; f++) {
                 rlt_str_append(out, " | ");
-                rlt_exp_reach_text(s, f, out);
+                rlt_report_reach_text(s, f, out);
             }
-            if (s->n_runs > 0 && c->is_replay)
+            if (s->n_runs > 0 && is_replay)
                 rlt_str_printf(out, " | %.3g |", s->tuner_median_s * 1e3);
             else if (s->n_runs > 0)
                 rlt_str_printf(out, " | %.3g | %.3g |", s->wall_median_s, s->tuner_median_s);
             else
-                rlt_str_append(out, c->is_replay ? " | - |" : " | - | - |");
-            if (c->is_replay) rlt_str_printf(out, " %d |", s->n_absent);
+                rlt_str_append(out, is_replay ? " | - |" : " | - | - |");
+            if (is_replay) rlt_str_printf(out, " %d |", s->n_absent);
             rlt_str_append(out, "\n");
         }
     }
     rlt_str_printf(out, "\nto N%%: measurements until the best found first reached N%% of the best known; the median "
                         "over the seeds (a seed that never reached it counts as never), then (runs that reached it / "
                         "runs). %s\n",
-                   c->is_replay ? "tuner ms: the time spent in the tuner (proposing and learning), in milliseconds; "
+                   is_replay ? "tuner ms: the time spent in the tuner (proposing and learning), in milliseconds; "
                                   "nothing is measured in a replay."
                                 : "wall s: the run's wall time, building and measuring included; tuner s: the part "
                                   "of it spent in the tuner (proposing and learning).");
@@ -385,8 +388,7 @@ static rlt_status write_str(const char *dir, const char *name, rlt_str *s, rlt_d
     return write_file(dir, name, s->data ? s->data : "", s->len, diag);
 }
 
-rlt_status rlt_report_write(const rlt_exp_config *c, const rlt_exp_result *r, const char *dir,
-                            rlt_report_files *out, rlt_diag *diag)
+rlt_status rlt_report_write(const rlt_report *rep, const char *dir, rlt_report_files *out, rlt_diag *diag)
 {
     memset(out, 0, sizeof *out);
     rlt_status st = RLT_STATUS_OK;
@@ -394,11 +396,11 @@ rlt_status rlt_report_write(const rlt_exp_config *c, const rlt_exp_result *r, co
     rlt_str_init(&text);
     bool is_png_off = false;
     int n_png = 0;
-    for (int w = 0; w < c->n_workloads && st == RLT_STATUS_OK; w++) {
-        rlt_exp_plot plot;
-        if ((st = rlt_exp_plot_make(c, r, w, &plot, diag)) != RLT_STATUS_OK) break;
+    for (int w = 0; w < rep->n_workloads && st == RLT_STATUS_OK; w++) {
+        rlt_report_plot plot;
+        if ((st = rlt_report_plot_make(rep, w, &plot, diag)) != RLT_STATUS_OK) break;
         char stem[128], name[160], data[160], script[160], png[160];
-        rlt_exp_plot_stem(c, w, stem, sizeof stem);
+        rlt_report_plot_stem(rep, w, stem, sizeof stem);
         snprintf(name, sizeof name, "%s.svg", stem);
         rlt_str_clear(&text);
         rlt_svg_plot(&plot.plot, true, &text);
@@ -424,11 +426,11 @@ rlt_status rlt_report_write(const rlt_exp_config *c, const rlt_exp_result *r, co
                 n_png++;
             }
         }
-        rlt_exp_plot_free(&plot);
+        rlt_report_plot_free(&plot);
     }
-    out->has_png = n_png == c->n_workloads && !is_png_off;
+    out->has_png = n_png == rep->n_workloads && !is_png_off;
     if (st == RLT_STATUS_OK) {
-        char *json = rlt_report_json(c, r);
+        char *json = rlt_report_json(rep);
         if (!json) st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory writing %s/results.json", dir);
         if (json) {
             rlt_str_clear(&text);
@@ -440,7 +442,7 @@ rlt_status rlt_report_write(const rlt_exp_config *c, const rlt_exp_result *r, co
     }
     if (st == RLT_STATUS_OK) {
         rlt_str_clear(&text);
-        rlt_report_table_md(c, r, &text);
+        rlt_report_table_md(rep, &text);
         st = write_str(dir, "table.md", &text, diag);
     }
     if (st == RLT_STATUS_OK) {
@@ -453,7 +455,7 @@ rlt_status rlt_report_write(const rlt_exp_config *c, const rlt_exp_result *r, co
         else
             snprintf(note, sizeof note, "No PNG copies of the plots: %.600s", out->png_problem);
         rlt_str_clear(&text);
-        rlt_report_html(c, r, note, &text);
+        rlt_report_html(rep, note, &text);
         st = write_str(dir, "report.html", &text, diag);
     }
     rlt_str_free(&text);

@@ -1,21 +1,23 @@
 /*
- * report.h - experiments (`rltune experiment`): tuners x workloads x seeds
- * run through rlt_tune, live or replayed from datasets, and the report of
- * what they found: metrics per (workload, tuner), plots, tables.
+ * report.h - the report of an experiment (tuners x workloads x seeds, run
+ * by src/experiment/): the metrics of each (workload, tuner), plots (SVG
+ * written directly, PNG through gnuplot), results.json, table.md and a
+ * self-contained HTML page.
  *
- * The pieces, in the order a run uses them:
- *   rlt_exp_config_load / _parse   the JSON config (docs/experiment.md),
- *                                  checked whole before anything runs;
- *   rlt_exp_open                   opens the datasets or the records
- *                                  database and checks every tuner's
- *                                  options against every workload's space;
- *   rlt_exp_run_all                runs them, one rlt_tune per (workload,
- *                                  seed, tuner), in that order;
- *   rlt_exp_stats_compute          metrics per (workload, tuner);
- *   rlt_report_write               report.html, results.json, table.md and
- *                                  the plots into a directory.
- * The writers (SVG, HTML, JSON, markdown, gnuplot) are separate so that
- * tests can feed them hand-made results.
+ * Everything here works on plain data: an rlt_report holds names, numbers
+ * and curves, borrowed from whoever ran the experiment
+ * (rlt_exp_report_make, experiment/experiment.h, makes one of a run's
+ * results) or made by hand in a test. Nothing here needs more than core:
+ * no tuner, search or measurement type.
+ *
+ * The pieces:
+ *   rlt_report_stats_fill          metrics per (workload, tuner) (metrics.c);
+ *   rlt_report_plot_make           a workload's plot: the mean of the seeds'
+ *                                  curves and their min-max band (report.c);
+ *   rlt_svg_plot, rlt_gnuplot_png  plots as SVG text, PNG (svg.c, gnuplot.c);
+ *   rlt_report_json, _table_md,    results.json, table.md and report.html
+ *   rlt_report_html                (report.c, html.c);
+ *   rlt_report_write               all of them into a directory.
  *
  * Threads: none are started; everything here belongs to one thread.
  */
@@ -23,111 +25,72 @@
 #define RLT_REPORT_H
 
 #include "core/core.h"
-#include "measure/measure.h"
-#include "search/dataset.h"
-#include "search/tune.h"
-#include "search/tuner.h"
 
-#include <signal.h>
-
-#define RLT_EXP_FORMAT_VERSION 1 /* of results.json (docs/formats.md) */
-#define RLT_EXP_MAX_WORKLOADS 64
-#define RLT_EXP_MAX_TUNERS 32
-#define RLT_EXP_MAX_SEEDS 1000
-#define RLT_EXP_MAX_RUNS 100000
+#define RLT_REPORT_FORMAT_VERSION 1 /* of results.json (docs/formats.md) */
+/* The most runs of one (workload, tuner) the metrics count: one a seed, and
+ * an experiment has at most this many (RLT_EXP_MAX_SEEDS). */
+#define RLT_REPORT_MAX_SEEDS 1000
 
 /* The fractions of the best known GFLOP/s whose first reaching is
  * reported: 90, 95 and 99 %. */
-#define RLT_EXP_N_REACH 3
-extern const double rlt_exp_reach_fractions[RLT_EXP_N_REACH];
+#define RLT_REPORT_N_REACH 3
+extern const double rlt_report_reach_fractions[RLT_REPORT_N_REACH];
 
-/* ---- the config ---------------------------------------------------------- */
+/* ---- what a report is of -------------------------------------------------- */
 
-typedef struct rlt_exp_workload {
-    char *op_text;      /* "op" as written, or NULL when given by expr / shape */
-    char *expr, *shape; /* "expr" and "shape", or NULL */
-    char *spec;         /* the op's canonical spec */
-    char *dataset;      /* replay: the dataset's path, relative to the working directory */
-    char *dataset_text; /* replay: "dataset" as written (relative to the config's directory) */
-} rlt_exp_workload;
+/* One tuner of the experiment. */
+typedef struct rlt_report_tuner {
+    const char *label;        /* unique in the report */
+    const char *name;         /* the tuner's name */
+    const char *options_json; /* its options as given, a compact JSON object ("{}": none) */
+    bool carry_agent;         /* its agent went from each workload's run to the next */
+} rlt_report_tuner;
 
-typedef struct rlt_exp_tuner {
-    char *name;          /* a name from rlt_tuner_names() */
-    char *label;         /* unique in the experiment; default: the name */
-    rlt_tuner_opts opts; /* from "options" (rlt_tuner_opts_set_json); seed set per run */
-    char *options_json;  /* "options" as given, compact JSON ("{}" when none) */
-    /* "carry_agent": a learning tuner's agent goes, seed by seed, from each
-     * workload's run to the next one's (saved at the end of the run on
-     * workload w, loaded at the start of the same seed's run on w + 1), as
-     * an agent trained on earlier layers starts the next (ktune, GA-DQN) */
-    bool carry_agent;
-} rlt_exp_tuner;
+/* The dataset a replayed workload is answered from. */
+typedef struct rlt_report_dataset {
+    bool is_complete;  /* every valid configuration, else a uniform sample */
+    int n_configs;     /* configurations it holds */
+    const char *fixed; /* the knobs held at one choice; "" none */
+    int n_threads;     /* of its measurements */
+} rlt_report_dataset;
 
-/* A parsed config. Every string and array is owned (rlt_exp_config_destroy). */
-typedef struct rlt_exp_config {
-    char *path;        /* the config file, as named; prefixes every message */
-    char *text;        /* its text */
-    char *name;        /* [A-Za-z0-9._-], 1 to 64 characters */
-    char *description; /* "" when not given */
-    bool is_replay;    /* "measure": "replay" (else "live") */
-    int n_trials;
-    int n_seeds;
-    uint64_t *seeds;
-    int batch_size;
-    int early_stopping; /* 0: never */
-    char *db;           /* live: records database (relative to the working directory) */
-    char *out;          /* the output directory, relative to the working directory; NULL: not given */
-    /* live only (NULL / 0 = tune's defaults) */
-    int n_threads;
-    char *cc, *cflags;
-    int repeat;
-    double min_repeat_ms, timeout_s;
-    int n_workloads;
-    rlt_exp_workload *workloads;
-    int n_tuners;
-    rlt_exp_tuner *tuners;
-} rlt_exp_config;
+/* One workload and what is known of it. */
+typedef struct rlt_report_workload {
+    const char *spec;                /* the op's canonical spec */
+    const char *dataset;             /* replay: the dataset's path; NULL live */
+    rlt_report_dataset dataset_info; /* replay only */
+    const char *target;              /* the target key its measurements are of */
+    double best_known_gflops;        /* 0 when nothing measured OK */
+    const char *best_known_source;   /* what it is the best of, in words */
+} rlt_report_workload;
 
-/* Parses a config's text. `path` names it in messages and anchors its
- * relative paths (those are relative to the config file's directory).
- * Every error names the file and the key path ("exp.json:
- * tuners[2].options.dqn_horizon: ..."): malformed JSON (PARSE_ERROR, with
- * the line and column), an unknown or duplicated key, a missing required
- * key, a value of the wrong type or range, an unknown tuner or option, a
- * bad op spec, a repeated label or workload, a key of the other measuring
- * mode (INVALID_ARGUMENT). Nothing outside the text is read. */
-rlt_status rlt_exp_config_parse(const char *path, const char *text, rlt_exp_config **out, rlt_diag *diag);
-/* Reads `path` (IO_ERROR naming it when it cannot) and parses it. */
-rlt_status rlt_exp_config_load(const char *path, rlt_exp_config **out, rlt_diag *diag);
-void rlt_exp_config_destroy(rlt_exp_config *c); /* NULL ok */
-
-/* The output directory: the config's "out", else "experiment-<name>".
- * Borrowed from c, or written into buf. */
-const char *rlt_exp_config_out_dir(const rlt_exp_config *c, char *buf, size_t cap);
-
-/* ---- results --------------------------------------------------------------- */
-
-/* One tuning run. */
-typedef struct rlt_exp_run {
-    int workload, tuner;  /* indices into the config's lists */
+/* One tuning run (rlt_tune_result's figures, search/tune.h). */
+typedef struct rlt_report_run {
+    int workload, tuner;     /* indices into the report's lists */
     uint64_t seed;
-    bool had_agent;       /* started from the agent carried from the workload before */
-    rlt_tune_result tune; /* its curve is owned */
-} rlt_exp_run;
+    bool had_agent;          /* started from the agent carried from the workload before */
+    int n_trials;
+    const double *curve;     /* best GFLOP/s after each trial, n_trials of them */
+    double best_gflops;      /* 0 when nothing measured OK */
+    const char *best_config; /* its configuration's key */
+    double wall_s, tuner_s;  /* the run's wall time; of which in the tuner */
+    int n_measured;          /* trials measured in the run */
+    int n_from_db;           /* read back from the records */
+    int n_failed;            /* not OK (build, run, wrong answer) */
+    int n_absent;            /* replay: not in the dataset (not failures) */
+    bool was_stopped_early;  /* by early stopping */
+    bool was_exhausted;      /* the tuner had nothing left to propose */
+} rlt_report_run;
 
-/* What is known of one workload. */
-typedef struct rlt_exp_workload_result {
-    /* Replay: the dataset's best OK record. Live: the best of every run of
-     * the workload and of the records database on the run's target.
-     * 0 when nothing measured OK. */
-    double best_known_gflops;
-    char best_known_source[1200]; /* what it is the best of, in words */
-    char target[512];            /* the target key its measurements are of */
-    rlt_dataset_info dataset;    /* replay only */
-} rlt_exp_workload_result;
+/* Where rltune ran. */
+typedef struct rlt_report_machine {
+    const char *cpu_model;
+    int n_cores, vector_floats;
+    bool has_fma;
+} rlt_report_machine;
 
 /* Metrics of one (workload, tuner) over its seeds. */
-typedef struct rlt_exp_stats {
+typedef struct rlt_report_stats {
     int n_runs;
     double best_median, best_min, best_max; /* best GFLOP/s */
     /* Measurements until the curve first reaches each fraction of the best
@@ -135,84 +98,58 @@ typedef struct rlt_exp_stats {
      * counted as infinitely many: is_reached false when that median is not
      * a number of measurements (fewer than half the runs reached it, or
      * a middle run of an even count did not). */
-    double reach_median[RLT_EXP_N_REACH];
-    bool is_reached[RLT_EXP_N_REACH];
-    int n_reached[RLT_EXP_N_REACH]; /* runs that reached it */
+    double reach_median[RLT_REPORT_N_REACH];
+    bool is_reached[RLT_REPORT_N_REACH];
+    int n_reached[RLT_REPORT_N_REACH]; /* runs that reached it */
     double wall_median_s, wall_total_s;
-    double tuner_median_s, tuner_total_s; /* the tuner's own time (rlt_tune_result.tuner_s) */
+    double tuner_median_s, tuner_total_s; /* the tuner's own time */
     int n_failed, n_absent; /* summed over the runs */
-} rlt_exp_stats;
+} rlt_report_stats;
 
-typedef struct rlt_exp_result {
+/* An experiment and its results. Every pointer is borrowed; the renderers
+ * only read. */
+typedef struct rlt_report {
+    const char *name;        /* the experiment's */
+    const char *description; /* "" when none */
+    const char *config_path; /* the config file, as named */
+    const char *config_text; /* and its text, as given */
+    bool is_replay;          /* answered from datasets, else measured live */
+    const char *db;          /* live: the records database; NULL in a replay */
+    int n_trials, batch_size;
+    int early_stopping;      /* 0: never */
+    int n_seeds;
+    const uint64_t *seeds;
+    rlt_report_machine machine;
+    int n_workloads;
+    const rlt_report_workload *workloads;
+    int n_tuners;
+    const rlt_report_tuner *tuners;
     int n_runs_planned;
-    int n_runs;                         /* finished, in running order */
-    rlt_exp_run *runs;                  /* owned */
-    rlt_exp_workload_result *workloads; /* the config's n_workloads; owned */
-    rlt_exp_stats *stats;               /* [workload * n_tuners + tuner]; owned */
-    bool was_stopped;                   /* by the run's stop flag */
-    rlt_target machine;                 /* where rltune ran */
-} rlt_exp_result;
-
-void rlt_exp_result_free(rlt_exp_result *r); /* frees the arrays; the struct stays */
+    int n_runs; /* finished, in running order */
+    const rlt_report_run *runs;
+    bool was_stopped; /* interrupted: the runs are those that finished */
+    /* [workload * n_tuners + tuner], from the runs (rlt_report_stats_fill) */
+    const rlt_report_stats *stats;
+} rlt_report;
 
 /* ---- metrics (metrics.c) --------------------------------------------------- */
 
 /* The 1-based number of measurements after which curve[0..n) first reaches
  * fraction * best_known, or 0 when it never does (or best_known <= 0). */
-int rlt_exp_reach(const double *curve, int n, double best_known, double fraction);
+int rlt_report_reach(const double *curve, int n, double best_known, double fraction);
 
 /* The metrics of the runs among runs[0..n) of (workload, tuner). */
-void rlt_exp_stats_compute(const rlt_exp_run *runs, int n, int workload, int tuner, double best_known,
-                           rlt_exp_stats *out);
+void rlt_report_stats_compute(const rlt_report_run *runs, int n, int workload, int tuner, double best_known,
+                              rlt_report_stats *out);
+
+/* Fills out[workload * n_tuners + tuner] (n_workloads * n_tuners of them)
+ * from rep's runs and its workloads' best known; rep->stats is not read. */
+void rlt_report_stats_fill(const rlt_report *rep, rlt_report_stats *out);
 
 /* A table cell for level f of s: "N (reached/runs)", "not reached
  * (reached/runs)", or "-" without runs; appended to out. The HTML and
  * markdown tables both use it (the HTML one escapes it). */
-void rlt_exp_reach_text(const rlt_exp_stats *s, int f, rlt_str *out);
-
-/* Fills r->stats for every (workload, tuner) from r->runs and the
- * workloads' best known. OUT_OF_MEMORY only. */
-rlt_status rlt_exp_result_stats(const rlt_exp_config *c, rlt_exp_result *r, rlt_diag *diag);
-
-/* ---- running (experiment.c) ------------------------------------------------ */
-
-typedef struct rlt_exp rlt_exp; /* the config's resources, opened */
-
-/* Opens what the runs need: each workload's op, and its dataset (replay,
- * read-only) or the records database (live: created if absent; a dataset
- * is refused); then creates every tuner over every workload's space once,
- * so that a bad option value is refused before anything runs. Errors name
- * the config file and the key (INVALID_ARGUMENT, PARSE_ERROR, IO_ERROR for
- * a dataset that cannot be read; OUT_OF_MEMORY). `c` is borrowed and must
- * outlive the handle. */
-rlt_status rlt_exp_open(const rlt_exp_config *c, rlt_exp **out, rlt_diag *diag);
-void rlt_exp_close(rlt_exp *e); /* NULL ok */
-
-typedef struct rlt_exp_progress {
-    int n_done, n_total;       /* runs */
-    const rlt_exp_run *run;    /* the run that just finished, or NULL while one runs */
-    const char *spec;          /* the current run's workload */
-    const char *label;         /* and tuner */
-    uint64_t seed;
-    const rlt_tune_progress *tune; /* within the current run (NULL when run is set) */
-} rlt_exp_progress;
-
-typedef void (*rlt_exp_progress_fn)(const rlt_exp_progress *p, void *ctx);
-
-typedef struct rlt_exp_run_opts {
-    /* when it becomes non-zero, no further run starts (the one in flight
-     * finishes) */
-    const volatile sig_atomic_t *stop;
-    rlt_exp_progress_fn progress; /* may be NULL */
-    void *progress_ctx;
-} rlt_exp_run_opts;
-
-/* Runs every (workload, seed, tuner), workloads outermost and tuners
- * innermost, so that an interrupted experiment has about as many seeds of
- * each tuner. Fills *out (free with rlt_exp_result_free) with the finished
- * runs, the best known of each workload and the metrics, also when a run
- * fails: then the failed run is not in it and its error is returned. */
-rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result *out, rlt_diag *diag);
+void rlt_report_reach_text(const rlt_report_stats *s, int f, rlt_str *out);
 
 /* ---- plots (svg.c, gnuplot.c) -------------------------------------------- */
 
@@ -260,29 +197,30 @@ rlt_status rlt_gnuplot_png(const rlt_plot *p, const char *dir, const char *data_
 /* The plot of workload w: per tuner the mean over its runs of the best
  * GFLOP/s after each measurement and the min-max band, a run that ended
  * early holding its last best. The arrays are owned by *out
- * (rlt_exp_plot_free). */
-typedef struct rlt_exp_plot {
+ * (rlt_report_plot_free); the labels are borrowed from rep. Errors:
+ * OUT_OF_MEMORY. */
+typedef struct rlt_report_plot {
     rlt_plot plot;
     rlt_plot_series *series;
     double *values; /* every series' y, lo, hi */
     char title[600];
     char reference[64]; /* the reference line's label */
-} rlt_exp_plot;
-rlt_status rlt_exp_plot_make(const rlt_exp_config *c, const rlt_exp_result *r, int w, rlt_exp_plot *out,
-                             rlt_diag *diag);
-void rlt_exp_plot_free(rlt_exp_plot *p);
+} rlt_report_plot;
+rlt_status rlt_report_plot_make(const rlt_report *rep, int w, rlt_report_plot *out, rlt_diag *diag);
+void rlt_report_plot_free(rlt_report_plot *p);
 
 /* The file name stem of workload w's plots: "w<n>-<spec with every
  * character outside [A-Za-z0-9._-] as '_'>", at most 80 characters. */
-void rlt_exp_plot_stem(const rlt_exp_config *c, int w, char *buf, size_t cap);
+void rlt_report_plot_stem(const rlt_report *rep, int w, char *buf, size_t cap);
 
-/* results.json's object (docs/formats.md), compact; owned (rlt_free). */
-char *rlt_report_json(const rlt_exp_config *c, const rlt_exp_result *r);
+/* results.json's object (docs/formats.md), compact; owned (rlt_free). NULL
+ * when out of memory. */
+char *rlt_report_json(const rlt_report *rep);
 /* table.md: a heading and a markdown table per workload. */
-void rlt_report_table_md(const rlt_exp_config *c, const rlt_exp_result *r, rlt_str *out);
+void rlt_report_table_md(const rlt_report *rep, rlt_str *out);
 /* report.html: self-contained (styles inline, plots inline as SVG, nothing
  * fetched); `png_note` (may be NULL) is a line about the PNG plots. */
-void rlt_report_html(const rlt_exp_config *c, const rlt_exp_result *r, const char *png_note, rlt_str *out);
+void rlt_report_html(const rlt_report *rep, const char *png_note, rlt_str *out);
 
 typedef struct rlt_report_files {
     bool has_png;          /* PNG plots were drawn */
@@ -295,7 +233,6 @@ typedef struct rlt_report_files {
  * STEM.dat, STEM.gp and STEM.png through gnuplot (when it is absent or
  * fails, the PNGs are skipped and *out says why; not an error). Errors:
  * IO_ERROR naming the file, OUT_OF_MEMORY. */
-rlt_status rlt_report_write(const rlt_exp_config *c, const rlt_exp_result *r, const char *dir,
-                            rlt_report_files *out, rlt_diag *diag);
+rlt_status rlt_report_write(const rlt_report *rep, const char *dir, rlt_report_files *out, rlt_diag *diag);
 
 #endif /* RLT_REPORT_H */

@@ -9,6 +9,7 @@
 #include "report/report.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define WIDTH 820

@@ -564,6 +564,184 @@ rlt_status rlt_sched_add(rlt_sched *s, const char *line, rlt_diag *diag)
     return rlt_sched_append(s, &step, diag);
 }
 
+/* ---- typed steps ---------------------------------------------------------- */
+
+static void step_begin(rlt_step *out, rlt_step_kind kind)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+}
+
+/* Appends one word (a name) to the step: it must fit and be printable
+ * without spaces, so that the step's text form reads back as the step. */
+static rlt_status step_word(rlt_step *out, const char *what, const char *word, rlt_diag *diag)
+{
+    if (!word || !word[0])
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s: the %s is empty", step_names[out->kind], what);
+    size_t len = strlen(word);
+    if (len >= RLT_LOOP_NAME_MAX)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s: the %s '%.20s...' is longer than %d characters",
+                        step_names[out->kind], what, word, RLT_LOOP_NAME_MAX - 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)word[i];
+        if (c <= 0x20 || c >= 0x7f || c == '#')
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s: the %s '%s' holds character 0x%02x",
+                            step_names[out->kind], what, word, c);
+    }
+    if (out->n_args >= RLT_STEP_MAX_ARGS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s: more than %d arguments", step_names[out->kind],
+                        RLT_STEP_MAX_ARGS);
+    memcpy(out->args[out->n_args++], word, len + 1);
+    return RLT_STATUS_OK;
+}
+
+static rlt_status step_number(rlt_step *out, const char *what, int64_t v, int64_t lo, int64_t hi, rlt_diag *diag)
+{
+    if (v < lo || v > hi)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s: %s %" PRId64 " is out of range (%" PRId64 "..%" PRId64 ")",
+                        step_names[out->kind], what, v, lo, hi);
+    char text[24];
+    snprintf(text, sizeof text, "%" PRId64, v);
+    return step_word(out, what, text, diag);
+}
+
+rlt_status rlt_step_split(rlt_step *out, const char *loop, int64_t factor, rlt_diag *diag)
+{
+    step_begin(out, RLT_STEP_SPLIT);
+    rlt_status st = step_word(out, "loop", loop, diag);
+    return st == RLT_STATUS_OK ? step_number(out, "factor", factor, 1, INT64_MAX, diag) : st;
+}
+
+rlt_status rlt_step_reorder(rlt_step *out, int n_loops, const char *const *loops, rlt_diag *diag)
+{
+    step_begin(out, RLT_STEP_REORDER);
+    if (n_loops < 2 || n_loops > RLT_MAX_LOOPS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "reorder: %d loops (give 2 to %d)", n_loops,
+                        RLT_MAX_LOOPS);
+    rlt_status st = RLT_STATUS_OK;
+    for (int i = 0; i < n_loops && st == RLT_STATUS_OK; i++) st = step_word(out, "loop", loops[i], diag);
+    return st;
+}
+
+rlt_status rlt_step_fuse(rlt_step *out, const char *outer, const char *inner, rlt_diag *diag)
+{
+    step_begin(out, RLT_STEP_FUSE);
+    rlt_status st = step_word(out, "outer loop", outer, diag);
+    return st == RLT_STATUS_OK ? step_word(out, "inner loop", inner, diag) : st;
+}
+
+rlt_status rlt_step_annotate(rlt_step *out, rlt_step_kind kind, const char *loop, int n_threads, rlt_diag *diag)
+{
+    RLT_ASSERT(kind == RLT_STEP_UNROLL || kind == RLT_STEP_VECTORIZE || kind == RLT_STEP_PARALLEL);
+    step_begin(out, kind);
+    rlt_status st = step_word(out, "loop", loop, diag);
+    if (st == RLT_STATUS_OK && kind == RLT_STEP_PARALLEL && n_threads != 0)
+        st = step_number(out, "thread count", n_threads, 1, 256, diag);
+    return st;
+}
+
+rlt_status rlt_step_cache_write(rlt_step *out, const char *loop, rlt_diag *diag)
+{
+    step_begin(out, RLT_STEP_CACHE_WRITE);
+    return step_word(out, "loop", loop ? loop : "root", diag);
+}
+
+rlt_status rlt_step_pack(rlt_step *out, const char *tensor, int n_blocks, const int *dims, const int64_t *blocks,
+                         rlt_diag *diag)
+{
+    step_begin(out, RLT_STEP_PACK);
+    if (n_blocks < 1 || 1 + 2 * n_blocks > RLT_STEP_MAX_ARGS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "pack: %d blocks (give 1 to %d)", n_blocks,
+                        (RLT_STEP_MAX_ARGS - 1) / 2);
+    rlt_status st = step_word(out, "tensor", tensor, diag);
+    for (int b = 0; b < n_blocks && st == RLT_STATUS_OK; b++) {
+        st = step_number(out, "dim", dims[b], 0, RLT_MAX_DIMS - 1, diag);
+        if (st == RLT_STATUS_OK) st = step_number(out, "block", blocks[b], 1, INT64_MAX, diag);
+    }
+    return st;
+}
+
+rlt_status rlt_step_pad(rlt_step *out, const char *tensor, rlt_diag *diag)
+{
+    step_begin(out, RLT_STEP_PAD);
+    return step_word(out, "tensor", tensor, diag);
+}
+
+/* A built step appended to s; s unchanged when the step is refused. */
+static rlt_status add_built(rlt_sched *s, rlt_status st, const rlt_step *step, rlt_diag *diag)
+{
+    return st == RLT_STATUS_OK ? rlt_sched_append(s, step, diag) : st;
+}
+
+rlt_status rlt_sched_add_split(rlt_sched *s, const char *loop, int64_t factor, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_split(&step, loop, factor, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_reorder(rlt_sched *s, int n_loops, const char *const *loops, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_reorder(&step, n_loops, loops, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_fuse(rlt_sched *s, const char *outer, const char *inner, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_fuse(&step, outer, inner, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_unroll(rlt_sched *s, const char *loop, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_annotate(&step, RLT_STEP_UNROLL, loop, 0, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_vectorize(rlt_sched *s, const char *loop, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_annotate(&step, RLT_STEP_VECTORIZE, loop, 0, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_parallel(rlt_sched *s, const char *loop, int n_threads, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_annotate(&step, RLT_STEP_PARALLEL, loop, n_threads, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_cache_write(rlt_sched *s, const char *loop, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_cache_write(&step, loop, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_pack(rlt_sched *s, const char *tensor, int n_blocks, const int *dims, const int64_t *blocks,
+                              rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_pack(&step, tensor, n_blocks, dims, blocks, diag), &step, diag);
+}
+
+rlt_status rlt_sched_add_pad(rlt_sched *s, const char *tensor, rlt_diag *diag)
+{
+    rlt_step step;
+    return add_built(s, rlt_step_pad(&step, tensor, diag), &step, diag);
+}
+
+int rlt_sched_n_steps(const rlt_sched *s) { return s->n_steps; }
+
+char *rlt_sched_text(const rlt_sched *s)
+{
+    rlt_str text;
+    rlt_str_init(&text);
+    rlt_sched_print(s, &text);
+    if (text.has_failed) {
+        rlt_str_free(&text);
+        return NULL;
+    }
+    return rlt_str_take(&text);
+}
+
 rlt_status rlt_sched_parse(const char *text, const char *source, rlt_sched **out, rlt_diag *diag)
 {
     *out = NULL;

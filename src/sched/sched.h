@@ -57,19 +57,30 @@ typedef struct rlt_sched {
 
 const char *rlt_step_kind_name(rlt_step_kind kind); /* "split", ... */
 
-rlt_sched *rlt_sched_create(void); /* NULL when out of memory */
-void rlt_sched_destroy(rlt_sched *s); /* NULL ok */
+/* rlt_sched_create, rlt_sched_destroy, rlt_sched_parse, rlt_sched_load,
+ * rlt_sched_text and the typed steps rlt_sched_add_* are declared in
+ * rltune/schedule.h. */
 rlt_status rlt_sched_append(rlt_sched *s, const rlt_step *step, rlt_diag *diag);
+/* Typed steps: what rlt_sched_add_* append (rltune/schedule.h), for code
+ * that builds steps without a schedule (the env applies them to a nest as
+ * it goes). Each checks its arguments' form: names that fit and hold no
+ * space, numbers in range (INVALID_ARGUMENT); legality is the primitive's,
+ * when the step is applied. kind of annotate: UNROLL, VECTORIZE or
+ * PARALLEL (n_threads 0: the run-time count). */
+rlt_status rlt_step_split(rlt_step *out, const char *loop, int64_t factor, rlt_diag *diag);
+rlt_status rlt_step_reorder(rlt_step *out, int n_loops, const char *const *loops, rlt_diag *diag);
+rlt_status rlt_step_fuse(rlt_step *out, const char *outer, const char *inner, rlt_diag *diag);
+rlt_status rlt_step_annotate(rlt_step *out, rlt_step_kind kind, const char *loop, int n_threads, rlt_diag *diag);
+rlt_status rlt_step_cache_write(rlt_step *out, const char *loop, rlt_diag *diag);
+rlt_status rlt_step_pack(rlt_step *out, const char *tensor, int n_blocks, const int *dims, const int64_t *blocks,
+                         rlt_diag *diag);
+rlt_status rlt_step_pad(rlt_step *out, const char *tensor, rlt_diag *diag);
+
 /* Parses one step line ("split i 16") and appends it. */
 rlt_status rlt_sched_add(rlt_sched *s, const char *line, rlt_diag *diag);
 /* Copies a schedule (NULL when out of memory). */
 rlt_sched *rlt_sched_copy(const rlt_sched *s);
 
-/* Parses a whole schedule text. Blank lines and '#' comments are skipped; a
- * header line "# rltune schedule vN" (anywhere) with N other than 1 is
- * refused. Errors name `source` and the line. */
-rlt_status rlt_sched_parse(const char *text, const char *source, rlt_sched **out, rlt_diag *diag);
-rlt_status rlt_sched_load(const char *path, rlt_sched **out, rlt_diag *diag);
 /* Appends the text form, header first, one step a line. */
 void rlt_sched_print(const rlt_sched *s, rlt_str *out);
 void rlt_step_print(const rlt_step *step, rlt_str *out);

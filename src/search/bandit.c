@@ -19,7 +19,7 @@
  * Entry point: rlt_tuner_bandit_ops (created through rlt_tuner_create).
  */
 #include "nn/nn.h"
-#include "search/agent_file.h"
+#include "nn/agent_file.h"
 #include "search/tuner.h"
 
 #include <cblas.h>
@@ -444,7 +444,7 @@ static rlt_status bandit_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *d
     rlt_adam *adam = NULL;
     double baseline = 0, n_updates = 0;
     rlt_status st;
-    if ((st = rlt_agent_file_check_knobs(f, t->space, true, diag)) != RLT_STATUS_OK ||
+    if ((st = rlt_tuner_agent_check_knobs(f, t->space, true, diag)) != RLT_STATUS_OK ||
         (st = rlt_agent_file_get_mlp(f, "policy", rlt_mlp_get_spec(a->policy), &policy, &adam, diag)) !=
             RLT_STATUS_OK ||
         (st = rlt_agent_file_get_real(f, "baseline", &baseline, diag)) != RLT_STATUS_OK ||
@@ -471,6 +471,7 @@ fail:
 }
 
 const rlt_tuner_ops rlt_tuner_bandit_ops = {.name = "bandit",
+                                            .flags = RLT_TUNER_HAS_AGENT,
                                             .init = bandit_init,
                                             .next_batch = bandit_next,
                                             .update = bandit_update,

@@ -2,12 +2,11 @@
  * dataset.c - datasets for replayed measurement (dataset.h): the plan of
  * what a dataset measures (rlt_dataset_plan: every valid configuration of
  * a small space, or a seeded uniform sample of a large one), measuring it
- * into a records database through the tuning loop (rlt_dataset_build, so
- * building, measuring, storing and resuming are rlt_tune's), the
+ * into a records database through a tuning session (rlt_dataset_build: a
+ * plan proposing, measured live, the records read back and stored, so
+ * building, measuring, storing and resuming are a tuning run's), and the
  * description kept in the file's rltune_meta table (format v1, written and
- * read here: docs/datasets.md), and the replay: the dataset loaded into a
- * table indexed by configuration, with the space restricted to its
- * configurations (rlt_replay_open, rlt_replay_find).
+ * read here: docs/datasets.md). Replaying one is replay.c's.
  */
 #include "search/dataset.h"
 
@@ -15,13 +14,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-struct rlt_replay {
-    rlt_dataset_info info;
-    rlt_space space;            /* the dataset's, restricted to `subset` */
-    rlt_space_subset *subset;   /* owned */
-    rlt_replay_entry *entries;  /* one per member, by the member's index in `space` */
-};
 
 /* ---- the description (rltune_meta 'dataset', format v1) ------------------ */
 
@@ -258,31 +250,6 @@ cleanup:
 
 /* ---- measuring ------------------------------------------------------------ */
 
-/* The part of a target key that a run's options choose (threads, compiler
- * and flags), without the machine's part (CPU, vector width) or what says
- * how the dataset's kernels were made and timed (weights=..., codegen=...:
- * a replay answers with what was measured, as it was measured). */
-static void target_run_part(const char *key, char *out, size_t cap)
-{
-    const char *p = strstr(key, ";threads=");
-    p = p ? p + 1 : key;
-    size_t n = 0;
-    out[0] = '\0';
-    while (*p) {
-        const char *end = strchr(p, ';');
-        /* cc= runs to the end: its flags may hold ';' */
-        if (strncmp(p, "cc=", 3) == 0 || !end) end = p + strlen(p);
-        bool is_kept = strncmp(p, "weights=", 8) != 0 && strncmp(p, "codegen=", 8) != 0;
-        if (is_kept && n + (size_t)(end - p) + 2 <= cap) {
-            if (n) out[n++] = ';';
-            memcpy(out + n, p, (size_t)(end - p));
-            n += (size_t)(end - p);
-            out[n] = '\0';
-        }
-        p = *end ? end + 1 : end;
-    }
-}
-
 static bool has_cc_knob(const rlt_space *s)
 {
     for (int k = 0; k < s->n_knobs; k++)
@@ -329,21 +296,25 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
     int n_plan = 0;
     rlt_dataset_info info = {0}, old = {0};
     bool is_resumed = false;
-    rlt_str target;
-    rlt_str_init(&target);
+    rlt_record_target target;
+    rlt_str target_key;
+    rlt_str_init(&target_key);
+    rlt_session *session = NULL;
     rlt_status st = RLT_STATUS_OK;
     if (o.n_samples < 1 || o.n_samples > RLT_DATASET_MAX_SAMPLES) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "a dataset samples 1 to %d configurations, not %d",
                       RLT_DATASET_MAX_SAMPLES, o.n_samples);
         goto cleanup;
     }
-    rlt_tune_target_key(&o.build, o.n_threads, &target);
-    if (target.has_failed) {
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a dataset");
+    if ((st = rlt_tune_target(&o.build, o.n_threads, &target, diag)) != RLT_STATUS_OK) goto cleanup;
+    rlt_record_target_key(&target, &target_key);
+    if (target_key.has_failed || target_key.len >= sizeof info.target) {
+        st = rlt_fail(diag, target_key.has_failed ? RLT_STATUS_OUT_OF_MEMORY : RLT_STATUS_INVALID_ARGUMENT,
+                      "the target key of a dataset: %s", target_key.has_failed ? "out of memory" : "too long");
         goto cleanup;
     }
     copy_text(info.spec, sizeof info.spec, op->spec);
-    copy_text(info.target, sizeof info.target, target.data);
+    copy_text(info.target, sizeof info.target, target_key.data);
     info.n_threads = o.n_threads;
     info.n_samples = o.n_samples;
     info.seed = o.seed;
@@ -407,200 +378,32 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
         goto cleanup;
     }
     if (!is_resumed && (st = rlt_dataset_info_put(db, &info, diag)) != RLT_STATUS_OK) goto cleanup;
-    rlt_tune_opts topts = {
-        .tuner = RLT_DATASET_PROPOSER,
-        .plan = plan,
-        .n_plan = n_plan,
-        .batch_size = o.batch_size,
-        .seed = o.seed,
-        .n_threads = o.n_threads,
-        .build = o.build,
-        .run = o.run,
-        .space = sopts,
-        .db = db,
-        .stop = o.stop,
-        .progress = o.progress,
-        .progress_ctx = o.progress_ctx,
-    };
-    st = rlt_tune(op, &topts, out, diag);
+    /* measured as a tuning run measures, the plan proposing, the records
+     * of an earlier run of it read back */
+    rlt_session_opts so = {.n_trials = n_plan,
+                           .batch_size = o.batch_size,
+                           .n_threads = o.n_threads,
+                           .stop = o.stop,
+                           .progress = o.progress,
+                           .progress_ctx = o.progress_ctx};
+    rlt_proposer *proposer = NULL;
+    rlt_measurer *m = NULL;
+    if ((st = rlt_session_create(op, &space, &so, &session, diag)) != RLT_STATUS_OK ||
+        (st = rlt_proposer_plan_create(n_plan, plan, &proposer, diag)) != RLT_STATUS_OK ||
+        (st = rlt_session_add_proposer(session, proposer, diag)) != RLT_STATUS_OK ||
+        (st = rlt_measurer_live_create(op, rlt_session_space(session), &target, &o.build, &o.run,
+                                       RLT_DATASET_PROPOSER, o.seed, &m, diag)) != RLT_STATUS_OK ||
+        (st = rlt_measurer_recorded_create(db, op, rlt_session_space(session), &target, RLT_DATASET_PROPOSER, m, &m,
+                                           diag)) != RLT_STATUS_OK)
+        goto cleanup;
+    rlt_session_set_measurer(session, m);
+    while (st == RLT_STATUS_OK && !rlt_session_is_done(session)) st = rlt_session_step(session, diag);
+    if (st == RLT_STATUS_OK) st = rlt_session_finish(session, diag);
 cleanup:
+    if (session) rlt_session_take_result(session, out);
+    rlt_session_destroy(session);
     *out_info = info;
     rlt_free(plan);
-    rlt_str_free(&target);
+    rlt_str_free(&target_key);
     return st;
-}
-
-/* ---- replay --------------------------------------------------------------- */
-
-/* What loading the records gathers: the configurations of the dataset's
- * records and their measurements, in history order (oldest first). */
-typedef struct load_ctx {
-    const rlt_space *space; /* unrestricted */
-    const char *path;
-    rlt_config *configs;
-    rlt_replay_entry *entries;
-    int n, cap;
-    int n_invalid; /* records of configurations no longer valid in the space */
-    rlt_status st;
-    rlt_diag *diag;
-} load_ctx;
-
-static bool load_record(const rlt_record *rec, void *ctx)
-{
-    load_ctx *l = ctx;
-    if (strcmp(rec->tuner, RLT_DATASET_PROPOSER) != 0) return true; /* not the dataset's own */
-    rlt_config c;
-    rlt_diag d = {0};
-    if (rlt_space_config_parse(l->space, rec->config, &c, &d) != RLT_STATUS_OK) {
-        l->st = rlt_fail(l->diag, RLT_STATUS_INVALID_ARGUMENT,
-                         "dataset '%s', record %" PRId64 ": %s; its configurations are not of this rltune's space",
-                         l->path, rec->id, d.message);
-        return false;
-    }
-    if (!rlt_space_is_valid(l->space, &c)) {
-        /* A configuration the space has since ruled out (say, a register
-         * tile that no longer fits): no tuner can propose it, so the replay
-         * leaves it out, and says how many. */
-        l->n_invalid++;
-        return true;
-    }
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 1024;
-        rlt_config *configs = rlt_realloc(l->configs, sizeof *configs * (size_t)cap);
-        if (configs) l->configs = configs;
-        rlt_replay_entry *entries = rlt_realloc(l->entries, sizeof *entries * (size_t)cap);
-        if (entries) l->entries = entries;
-        if (!configs || !entries) {
-            l->st = rlt_fail(l->diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory loading dataset '%s'", l->path);
-            return false;
-        }
-        l->cap = cap;
-    }
-    rlt_replay_entry *e = &l->entries[l->n];
-    copy_text(e->status, sizeof e->status, rec->status);
-    e->time_min_ms = rec->time_min_ms;
-    e->time_median_ms = rec->time_median_ms;
-    e->gflops = rec->gflops;
-    l->configs[l->n++] = c;
-    return true;
-}
-
-rlt_status rlt_replay_open(const char *path, const rlt_op *op, const char *run_target, rlt_replay **out,
-                           rlt_diag *diag)
-{
-    RLT_ASSERT(path && op && out);
-    *out = NULL;
-    rlt_db *db = NULL;
-    bool is_dataset = false;
-    load_ctx l = {.path = path, .diag = diag};
-    rlt_replay *r = rlt_calloc(1, sizeof *r);
-    rlt_status st = RLT_STATUS_OK;
-    if (!r) {
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory opening dataset '%s'", path);
-        goto cleanup;
-    }
-    rlt_dataset_info *info = &r->info;
-    if ((st = rlt_db_open(path, &(rlt_db_opts){.is_read_only = true}, &db, diag)) != RLT_STATUS_OK) goto cleanup;
-    if ((st = rlt_dataset_info_get(db, path, info, &is_dataset, diag)) != RLT_STATUS_OK) goto cleanup;
-    if (!is_dataset) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "'%s' is a records database but not a dataset (it has no dataset description): make one "
-                      "with 'rltune dataset --op SPEC --out FILE'",
-                      path);
-        goto cleanup;
-    }
-    if (strcmp(info->spec, op->spec) != 0) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "dataset '%s' is of op %s, not %s: replay it for its own op, or make a dataset of this one",
-                      path, info->spec, op->spec);
-        goto cleanup;
-    }
-    char dataset_part[sizeof info->target], run_part[sizeof info->target];
-    target_run_part(info->target, dataset_part, sizeof dataset_part);
-    if (run_target) target_run_part(run_target, run_part, sizeof run_part);
-    if (run_target && strcmp(dataset_part, run_part) != 0) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "dataset '%s' was measured with %s, this run would measure with %s: give the --threads, "
-                      "--cc and --cflags of the dataset run",
-                      path, dataset_part, run_part);
-        goto cleanup;
-    }
-    rlt_space_opts sopts = {.n_threads = info->n_threads,
-                            .vector_floats = info->vector_floats,
-                            .has_clang = info->has_clang,
-                            .no_clang = !info->has_clang};
-    if ((st = rlt_space_create(op, &sopts, &r->space, diag)) != RLT_STATUS_OK) goto cleanup;
-    /* the size the dataset was planned on: its sub-space's, with fixed knobs */
-    rlt_space_fixing fixing;
-    if ((st = rlt_space_fixing_parse(&r->space, info->fixed, &fixing, diag)) != RLT_STATUS_OK) {
-        rlt_diag_prefix(diag, "dataset '%s'", path);
-        st = RLT_STATUS_INVALID_ARGUMENT;
-        goto cleanup;
-    }
-    if (rlt_space_fixing_size(&r->space, &fixing) != info->space_size) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "dataset '%s' was measured on a %sspace of %" PRIu64 " configurations; this rltune's %sspace "
-                      "of %s has %" PRIu64 ": it cannot be replayed here",
-                      path, fixing.n_fixed ? "sub-" : "", info->space_size, fixing.n_fixed ? "sub-" : "", op->spec,
-                      rlt_space_fixing_size(&r->space, &fixing));
-        goto cleanup;
-    }
-    l.space = &r->space;
-    if ((st = rlt_db_history(db, info->spec, info->target, load_record, &l, diag)) != RLT_STATUS_OK) goto cleanup;
-    if ((st = l.st) != RLT_STATUS_OK) goto cleanup;
-    if ((st = rlt_space_subset_create(&r->space, l.n, l.configs, &r->subset, diag)) != RLT_STATUS_OK) goto cleanup;
-    int n = rlt_space_subset_size(r->subset);
-    if (l.n_invalid > 0)
-        rlt_log(RLT_LOG_WARN,
-                "dataset '%s': %d of its records are of configurations this rltune's space no longer allows; "
-                "the replay leaves them out",
-                path, l.n_invalid);
-    if (n + l.n_invalid < info->n_configs) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "dataset '%s' is unfinished: %d of its %d configurations are measured; run the 'rltune "
-                      "dataset' that started it again to finish it",
-                      path, n + l.n_invalid, info->n_configs);
-        goto cleanup;
-    }
-    if (n + l.n_invalid > info->n_configs) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "dataset '%s' holds %d configurations, more than the %d its description plans: it was "
-                      "written by something other than 'rltune dataset'",
-                      path, n, info->n_configs);
-        goto cleanup;
-    }
-    rlt_space_restrict(&r->space, r->subset);
-    r->entries = rlt_calloc((size_t)(n > 0 ? n : 1), sizeof *r->entries);
-    if (!r->entries) {
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory loading dataset '%s'", path);
-        goto cleanup;
-    }
-    /* oldest first: a configuration's latest record is the one kept */
-    for (int i = 0; i < l.n; i++) r->entries[rlt_space_index_of(&r->space, &l.configs[i])] = l.entries[i];
-    *out = r;
-    r = NULL;
-cleanup:
-    rlt_free(l.configs);
-    rlt_free(l.entries);
-    rlt_db_close(db);
-    rlt_replay_close(r);
-    return st;
-}
-
-void rlt_replay_close(rlt_replay *r)
-{
-    if (!r) return;
-    rlt_space_subset_destroy(r->subset);
-    rlt_free(r->entries);
-    rlt_free(r);
-}
-
-const rlt_dataset_info *rlt_replay_info(const rlt_replay *r) { return &r->info; }
-
-const rlt_space *rlt_replay_space(const rlt_replay *r) { return &r->space; }
-
-const rlt_replay_entry *rlt_replay_find(const rlt_replay *r, const rlt_config *c)
-{
-    uint64_t index = rlt_space_index_of(&r->space, c);
-    return index < (uint64_t)rlt_space_subset_size(r->subset) ? &r->entries[index] : NULL;
 }

@@ -1,9 +1,8 @@
 /*
  * dataset.h - datasets for replayed measurement: an op's whole space (or a
  * large uniform sample of it) measured once (rlt_dataset_build), then
- * answered from the file as often as wanted (rlt_replay_open, and
- * rlt_tune_opts.replay): tuners compared over many seeds in seconds, on the
- * same measurements, without noise.
+ * answered from the file as often as wanted (replay.h): tuners compared
+ * over many seeds in seconds, on the same measurements, without noise.
  *
  * A dataset is a records database (db.h) whose rltune_meta table holds a
  * description under the key "dataset" (JSON, format v1: docs/datasets.md):
@@ -22,7 +21,7 @@
 #ifndef RLT_DATASET_H
 #define RLT_DATASET_H
 
-#include "search/tune.h"
+#include "search/session.h"
 
 #define RLT_DATASET_FORMAT_VERSION 1
 #define RLT_DATASET_META_KEY "dataset"      /* its key in rltune_meta */
@@ -106,41 +105,5 @@ rlt_status rlt_dataset_info_get(rlt_db *db, const char *path, rlt_dataset_info *
  * does before measuring; tests use it to make datasets of made-up
  * measurements). */
 rlt_status rlt_dataset_info_put(rlt_db *db, const rlt_dataset_info *info, rlt_diag *diag);
-
-/* ---- replay ------------------------------------------------------------- */
-
-/* One configuration's measurement, as the dataset recorded it. */
-typedef struct rlt_replay_entry {
-    char status[24];      /* "OK", "WRONG_ANSWER", ... (rlt_status_str) */
-    double time_min_ms;   /* 0 unless OK */
-    double time_median_ms;
-    double gflops;        /* 0 unless OK */
-} rlt_replay_entry;
-
-/* Opens the dataset `path` (read-only; never written) for replaying `op`
- * (borrowed: it must outlive the replay) and loads its measurements into
- * memory: the latest record of each configuration. `run_target` (may be
- * NULL: not checked) is the target key the run would have measured with
- * (rlt_tune_target_key): its threads and compiler part must equal the
- * dataset's; the CPU part may differ, since a replay answers for the
- * machine that measured the dataset. Refused with a message naming the
- * file: a missing or unreadable file (IO_ERROR), one that is not a
- * records database or not a dataset, a dataset of another op or target,
- * an unfinished one (fewer configurations measured than it plans), one
- * whose configurations do not belong to this rltune's space
- * (INVALID_ARGUMENT), a malformed description (PARSE_ERROR). */
-rlt_status rlt_replay_open(const char *path, const rlt_op *op, const char *run_target, rlt_replay **out,
-                           rlt_diag *diag);
-void rlt_replay_close(rlt_replay *r); /* NULL ok */
-
-const rlt_dataset_info *rlt_replay_info(const rlt_replay *r);
-
-/* The dataset's space, restricted to its configurations (space.h): what
- * tuners of a replay search. Borrowed from the replay. */
-const rlt_space *rlt_replay_space(const rlt_replay *r);
-
-/* The measurement of configuration `c` of the replay's space, or NULL when
- * the dataset does not have it. Borrowed; a hash lookup, no I/O. */
-const rlt_replay_entry *rlt_replay_find(const rlt_replay *r, const rlt_config *c);
 
 #endif /* RLT_DATASET_H */

@@ -36,7 +36,7 @@
  * rlt_tuner_dqn_greedy (search/dqn.h).
  */
 #include "search/dqn.h"
-#include "search/agent_file.h"
+#include "nn/agent_file.h"
 
 #include "nn/nn.h"
 
@@ -629,7 +629,7 @@ static rlt_status dqn_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *diag
     double n_proposed = 0, n_train_steps = 0;
     const rlt_mlp_spec *spec = rlt_mlp_get_spec(a->q);
     rlt_status st;
-    if ((st = rlt_agent_file_check_knobs(f, t->space, false, diag)) != RLT_STATUS_OK ||
+    if ((st = rlt_tuner_agent_check_knobs(f, t->space, false, diag)) != RLT_STATUS_OK ||
         (st = rlt_agent_file_get_mlp(f, "q", spec, &q, &adam, diag)) != RLT_STATUS_OK ||
         (st = rlt_agent_file_get_mlp(f, "q_target", spec, &q_target, NULL, diag)) != RLT_STATUS_OK ||
         (st = rlt_agent_file_get_real(f, "n_proposed", &n_proposed, diag)) != RLT_STATUS_OK ||
@@ -658,6 +658,7 @@ fail:
 }
 
 const rlt_tuner_ops rlt_tuner_dqn_ops = {.name = "dqn",
+                                         .flags = RLT_TUNER_HAS_AGENT,
                                          .init = dqn_init,
                                          .next_batch = dqn_next,
                                          .update = dqn_update,

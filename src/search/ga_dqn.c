@@ -23,7 +23,7 @@
  * look at the agents in ga_dqn.h.
  */
 #include "search/ga_dqn.h"
-#include "search/agent_file.h"
+#include "nn/agent_file.h"
 
 #include "nn/nn.h"
 
@@ -494,7 +494,7 @@ static rlt_status ga_dqn_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *d
     rlt_adam *adam[2] = {NULL};
     double epsilon = 0, n_transitions = 0, n_learn_steps = 0;
     rlt_status st;
-    if ((st = rlt_agent_file_check_knobs(f, t->space, false, diag)) ||
+    if ((st = rlt_tuner_agent_check_knobs(f, t->space, false, diag)) ||
         (st = rlt_agent_file_get_mlp(f, "crossover.q", rlt_mlp_get_spec(ag->crossover.q), &q[0], &adam[0], diag)) ||
         (st = rlt_agent_file_get_mlp(f, "crossover.q_target", rlt_mlp_get_spec(ag->crossover.q), &q[1], NULL,
                                      diag)) ||
@@ -532,6 +532,7 @@ fail:
 }
 
 const rlt_tuner_ops rlt_tuner_ga_dqn_ops = {.name = "ga-dqn",
+                                            .flags = RLT_TUNER_HAS_AGENT,
                                             .init = ga_dqn_init,
                                             .next_batch = ga_dqn_next,
                                             .update = ga_dqn_update,

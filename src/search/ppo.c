@@ -31,7 +31,7 @@
  * rlt_ppo_adaptive_sample and rlt_tuner_ppo_stats (search/ppo.h).
  */
 #include "search/ppo.h"
-#include "search/agent_file.h"
+#include "nn/agent_file.h"
 
 #include "nn/nn.h"
 #include "search/cost_rows.h"
@@ -744,7 +744,7 @@ static rlt_status ppo_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *diag
     rlt_adam *adam = NULL;
     double n_updates = 0;
     rlt_status st;
-    if ((st = rlt_agent_file_check_knobs(f, t->space, false, diag)) != RLT_STATUS_OK ||
+    if ((st = rlt_tuner_agent_check_knobs(f, t->space, false, diag)) != RLT_STATUS_OK ||
         (st = rlt_agent_file_get_mlp(f, "actor_critic", rlt_mlp_get_spec(a->net), &net, &adam, diag)) !=
             RLT_STATUS_OK ||
         (st = rlt_agent_file_get_real(f, "n_ppo_updates", &n_updates, diag)) != RLT_STATUS_OK)
@@ -768,6 +768,7 @@ fail:
 }
 
 const rlt_tuner_ops rlt_tuner_ppo_ops = {.name = "ppo",
+                                         .flags = RLT_TUNER_HAS_AGENT | RLT_TUNER_USES_TRANSFER,
                                          .init = ppo_init,
                                          .next_batch = ppo_next,
                                          .update = ppo_update,

@@ -70,7 +70,7 @@ static bool collect_record(const rlt_record *r, void *ctx)
         return false;
     }
     memcpy(config, r->config, len);
-    bool is_ok = strcmp(r->status, rlt_status_str(RLT_STATUS_OK)) == 0;
+    bool is_ok = r->status == RLT_STATUS_OK;
     w->entries[w->n++] = (transfer_entry){k, config, is_ok ? r->gflops : 0.0};
     return true;
 }

@@ -1,35 +1,22 @@
 /*
- * tune.h - the tuning loop: a tuner proposes batches of configurations of
- * the op's space; each batch is read back from the records where it was
- * measured before, and the rest is built (in parallel) and then measured
- * (one at a time); every measurement is stored, failures included, before
- * the tuner hears the scores.
+ * tune.h - a tuning session built from options and run to its end:
+ * rlt_tune_start turns rlt_tune_opts into a session (session.h) with its
+ * proposers (a queue of seed configurations, then a tuner; or a fixed
+ * plan) and its measurer (live, with the records read back and stored when
+ * there is a database; or a replay of a dataset), and rlt_tune steps it
+ * batch by batch, saves a learning tuner's agent and makes the final pick.
  *
  * Measurements come from one of two sources: live (built, run and timed
- * here) or a replay of a dataset (search/dataset.h: answered from what a
- * dataset recorded, nothing compiled or run). Proposals come from a tuner,
- * or from a fixed plan (what `rltune dataset` measures).
+ * here) or a replay of a dataset (replay.h: answered from what a dataset
+ * recorded, nothing compiled or run). Proposals come from a tuner, or from
+ * a fixed plan (what `rltune dataset` measures).
  */
 #ifndef RLT_TUNE_H
 #define RLT_TUNE_H
 
-#include <signal.h>
+#include "search/session.h"
 
-#include "db/db.h"
-#include "measure/measure.h"
-#include "search/tuner.h"
-
-typedef struct rlt_replay rlt_replay; /* search/dataset.h */
-
-typedef struct rlt_tune_progress {
-    int n_done;               /* trials so far */
-    int n_total;
-    double best_gflops;       /* 0 until something measured OK */
-    double elapsed_s;
-    double measurements_per_s; /* trials per second of wall time */
-} rlt_tune_progress;
-
-typedef void (*rlt_tune_progress_fn)(const rlt_tune_progress *p, void *ctx);
+typedef struct rlt_replay rlt_replay; /* search/replay.h */
 
 typedef struct rlt_tune_opts {
     const char *tuner;        /* "random", "grid", "ga", ... */
@@ -44,7 +31,7 @@ typedef struct rlt_tune_opts {
     rlt_tuner_opts tuner_opts;/* seed is taken from above */
     rlt_db *db;               /* NULL: nothing stored, nothing read back */
     /* NULL: measure live. Else measurements are answered from this dataset
-     * (borrowed; rlt_replay_open with the same op): nothing is compiled or
+     * (borrowed; rlt_replay_open with the same op, replay.h): nothing is compiled or
      * run, db must be NULL, the space is the dataset's, restricted to its
      * configurations (`space` is ignored), and n_threads must be the
      * dataset's. A configuration the dataset lacks is counted in n_absent,
@@ -57,11 +44,11 @@ typedef struct rlt_tune_opts {
     const rlt_config *plan;
     int n_plan;
     /* NULL: none. Else the records of other workloads of the op's kind on
-     * this target (search/transfer.h) warm-start a model-based tuner
-     * (xgb, xgb-rank; INVALID_ARGUMENT for the others). Borrowed; may be
-     * `db` itself. */
+     * this target (search/transfer.h) warm-start a tuner whose cost model
+     * takes them (RLT_TUNER_USES_TRANSFER: xgb, xgb-rank, ppo;
+     * INVALID_ARGUMENT for the others). Borrowed; may be `db` itself. */
     rlt_db *transfer_db;
-    /* NULL: none. Else a learning tuner (rlt_tuner_has_agent; others are
+    /* NULL: none. Else a learning tuner (RLT_TUNER_HAS_AGENT; others are
      * INVALID_ARGUMENT) starts from the agent saved in agent_in
      * (rlt_tuner_load) and, when the run ends without an error (stopped,
      * early or not, included), saves its agent to agent_out
@@ -113,50 +100,34 @@ typedef struct rlt_tune_opts {
     void *progress_ctx;
 } rlt_tune_opts;
 
-typedef struct rlt_tune_result {
-    int n_trials;             /* configurations evaluated */
-    int n_measured;           /* of which measured in this run */
-    int n_from_db;            /* of which read back from the records */
-    int n_failed;             /* of which not OK (build, run, wrong answer) */
-    int n_replayed;           /* of which answered from the replay's dataset */
-    int n_absent;             /* of which the replay's dataset does not have (not failures) */
-    int n_transfer_rows;      /* rows the tuner was warm-started with (transfer_db) */
-    int n_transfer_workloads; /* other workloads they came from */
-    double best_gflops;       /* 0 when nothing measured OK */
-    double best_time_ms;
-    char best_config[1024];   /* the best configuration's key ("" if none) */
-    char best_schedule[4096]; /* its schedule */
-    char best_cc[16];
-    char start_config[1024];  /* start_key, or start_nest's configuration key ("" without one, or when
-                                 none was near) */
-    int n_other_threads;      /* configurations proposed from other thread counts' records (from_other_threads) */
-    int n_seeds;              /* rule-built configurations proposed (n_seeds) */
-    double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
-    double wall_s;            /* the whole run, the final pick included */
-    double tuner_s;           /* of which in the tuner: creating (and loading) it, proposing, learning */
-    double measurements_per_s; /* trials per second of the search (wall_s without the final pick) */
-    bool was_stopped;         /* by *stop */
-    bool was_stopped_early;   /* by early_stopping */
-    bool was_exhausted;       /* the tuner had nothing left to propose */
-    /* The final pick (n_final): the candidates measured again (0 when it did
-     * not run), the rounds, and the best as tuning had measured it. */
-    int n_final;
-    int final_rounds;
-    double final_s;           /* its wall time */
-    double tuning_best_gflops;
-    char tuning_best_config[1024];
-} rlt_tune_result;
-
 #define RLT_TUNE_OTHER_THREADS 3 /* best configurations taken from other thread counts */
 #define RLT_TUNE_SEEDS 8         /* rule-built configurations `rltune tune` measures first */
-#define RLT_TUNE_FINAL_REPEAT 5
-#define RLT_TUNE_FINAL_MIN_MS 25.0
 
-/* The target part of a workload's key: CPU, vector width, compiler and
- * flags, threads. Records of one key are comparable. */
+/* That target's key text (rlt_record_target_key), appended to out;
+ * out->has_failed when rlt_tune_target fails. */
 void rlt_tune_target_key(const rlt_build_opts *build, int n_threads, rlt_str *out);
 
+/* The session `opts` describe, ready for its first step (session.h): the
+ * space (or the replay's), the transfer rows, the start configuration,
+ * the other thread counts' best and the rule-built seeds in a queue, the
+ * tuner (its agent loaded from agent_in) or the plan, the measurer. The
+ * options' borrowed pointers (db, replay, transfer_db, plan, start_nest)
+ * must outlive the session; agent_out is copied (rlt_session_finish saves
+ * the agent there). Errors: bad options (INVALID_ARGUMENT, PARSE_ERROR for a start
+ * key that is not the space's, prefixed "the start configuration"), the
+ * transfer's, the agent file's, the reference's build, OUT_OF_MEMORY. */
+rlt_status rlt_tune_start(const rlt_op *op, const rlt_tune_opts *opts, rlt_session **out, rlt_diag *diag);
+
+/* Checks opts->start_key against the space the run would search (the op's,
+ * or the replay's) without starting anything: PARSE_ERROR naming what is
+ * wrong with it, OK when it is a configuration of that space (or there is
+ * none). */
+rlt_status rlt_tune_start_key_check(const rlt_op *op, const rlt_tune_opts *opts, rlt_diag *diag);
+
+/* rlt_tune_start, every step, the agent saved to agent_out (when the run
+ * ends without an error, stopped or not), the final pick. *out holds the
+ * result, also on failure (what was done until then; free it with
+ * rlt_tune_result_free). */
 rlt_status rlt_tune(const rlt_op *op, const rlt_tune_opts *opts, rlt_tune_result *out, rlt_diag *diag);
-void rlt_tune_result_free(rlt_tune_result *r);
 
 #endif /* RLT_TUNE_H */

@@ -430,34 +430,39 @@ const char *const *rlt_tuner_names(void)
     return names;
 }
 
-/* The start configurations, each followed by its one-step neighbours, then
- * the prior ones, alone. */
-static rlt_status start_queue_make(rlt_tuner *t, rlt_diag *diag)
+bool rlt_tuner_is_known(const char *name)
 {
-    int n = t->opts.start_configs ? RLT_MAX(t->opts.n_start, 0) : 0, per = 1 + 2 * t->space->n_knobs;
-    int n_prior = t->opts.prior_configs ? RLT_MAX(t->opts.n_prior, 0) : 0;
-    if (n + n_prior == 0) return RLT_STATUS_OK;
-    if (!(t->start = rlt_malloc(((size_t)n * (size_t)per + (size_t)n_prior) * sizeof *t->start)))
-        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping %d start configurations", n + n_prior);
+    for (size_t i = 0; i < RLT_ARRAY_LEN(all_ops); i++)
+        if (strcmp(all_ops[i]->name, name) == 0) return true;
+    return false;
+}
+
+unsigned rlt_tuner_flags(const char *name)
+{
+    for (size_t i = 0; i < RLT_ARRAY_LEN(all_ops); i++)
+        if (strcmp(all_ops[i]->name, name) == 0) return all_ops[i]->flags;
+    return 0;
+}
+
+void rlt_tuner_names_with(unsigned flags, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < RLT_ARRAY_LEN(all_ops) && used < cap; i++)
+        if ((all_ops[i]->flags & flags) == flags)
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", all_ops[i]->name);
+}
+
+/* Marks the configurations another proposer offers first as visited,
+ * before the tuner's init, so that its own first draws avoid them. */
+static rlt_status claim(rlt_tuner *t, rlt_diag *diag)
+{
+    int n = t->opts.claimed_configs ? RLT_MAX(t->opts.n_claimed, 0) : 0;
     for (int i = 0; i < n; i++) {
-        const rlt_config *c = &t->opts.start_configs[i];
-        t->start[t->n_start++] = *c;
-        for (int k = 0; k < t->space->n_knobs; k++)
-            for (int d = -1; d <= 1; d += 2)
-                if (rlt_space_neighbour(t->space, c, k, d, &t->start[t->n_start])) t->n_start++;
-    }
-    for (int i = 0; i < n_prior; i++) t->start[t->n_start++] = t->opts.prior_configs[i];
-    /* Keep the valid ones, each once, and mark them visited before the
-     * tuner's init, so that its own first draws (ga's population) avoid them. */
-    int kept = 0;
-    for (int i = 0; i < t->n_start; i++) {
-        uint64_t index = rlt_space_index_of(t->space, &t->start[i]);
-        if (rlt_visited_has(&t->visited, index) || !rlt_space_is_valid(t->space, &t->start[i])) continue;
-        if (!rlt_visited_add(&t->visited, index))
+        uint64_t index = rlt_space_index_of(t->space, &t->opts.claimed_configs[i]);
+        if (!rlt_visited_has(&t->visited, index) && !rlt_visited_add(&t->visited, index))
             return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping start configurations");
-        t->start[kept++] = t->start[i];
     }
-    t->n_start = kept;
     return RLT_STATUS_OK;
 }
 
@@ -482,9 +487,9 @@ rlt_status rlt_tuner_create(const char *name, const rlt_space *space, const rlt_
     t->space = space;
     t->opts = opts ? *opts : (rlt_tuner_opts){0};
     rlt_rng_seed(&t->rng, t->opts.seed);
-    rlt_status st = start_queue_make(t, diag);
-    t->opts.start_configs = NULL; /* the caller's; the queue is the tuner's copy */
-    t->opts.prior_configs = NULL;
+    RLT_ASSERT(((ops->flags & RLT_TUNER_HAS_AGENT) != 0) == (ops->save && ops->load));
+    rlt_status st = claim(t, diag);
+    t->opts.claimed_configs = NULL; /* the caller's */
     if (st == RLT_STATUS_OK) st = ops->init(t, diag);
     if (st != RLT_STATUS_OK) {
         rlt_tuner_destroy(t);
@@ -499,15 +504,11 @@ void rlt_tuner_destroy(rlt_tuner *t)
     if (!t) return;
     if (t->ops && t->ops->fini) t->ops->fini(t);
     rlt_visited_free(&t->visited);
-    rlt_free(t->start);
     rlt_free(t);
 }
 
 int rlt_tuner_next_batch(rlt_tuner *t, int max, rlt_config *out)
 {
-    int n = 0;
-    while (n < max && t->next_start < t->n_start) out[n++] = t->start[t->next_start++];
-    if (n > 0) return n; /* a batch of start configurations alone: the tuner learns of them by update */
     return max > 0 ? t->ops->next_batch(t, max, out) : 0;
 }
 

@@ -11,23 +11,19 @@
 #ifndef RLT_TUNER_H
 #define RLT_TUNER_H
 
+#include "rltune/session.h" /* rlt_tuner_names */
 #include "space/space.h"
 
 typedef struct rlt_tuner rlt_tuner;
 
 typedef struct rlt_tuner_opts {
     uint64_t seed;
-    /* every tuner: configurations to propose first, in order, each followed
-     * by its valid one-step neighbours (skipping what was already visited);
-     * then the tuner's own proposals. `rltune tune --tuner policy` starts
-     * from the LoopTune policy's nest this way. Copied at create. */
-    int n_start;
-    const rlt_config *start_configs;
-    /* every tuner: configurations proposed after the start queue, as they
-     * are, without their neighbours (the same op's best at other thread
-     * counts: rlt_tune_opts.from_other_threads). Copied at create. */
-    int n_prior;
-    const rlt_config *prior_configs;
+    /* every tuner: configurations another proposer offers before this
+     * tuner's own (a session's queue of seed configurations, session.h):
+     * marked visited before the tuner's init, so that its own first draws
+     * (ga's population) avoid them. Read at create. */
+    int n_claimed;
+    const rlt_config *claimed_configs;
     /* ga */
     int population;       /* 0 = min(64, |space|) */
     int elite;            /* 0 = 3 */
@@ -139,8 +135,24 @@ struct cJSON;
 rlt_status rlt_tuner_opts_set_json(rlt_tuner_opts *o, const char *tuner, const struct cJSON *obj, const char *where,
                                    rlt_diag *diag);
 
-/* Names of the tuners rlt_tuner_create knows, NULL-terminated. */
-const char *const *rlt_tuner_names(void);
+/* rlt_tuner_names (rltune/session.h) lists the tuners rlt_tuner_create
+ * knows. */
+
+/* What a tuner can do besides proposing, from the tuner table. */
+typedef enum rlt_tuner_flag {
+    RLT_TUNER_HAS_AGENT = 1u << 0,     /* saves and loads what it learned (rlt_tuner_save / rlt_tuner_load) */
+    RLT_TUNER_USES_TRANSFER = 1u << 1  /* its cost model warm-starts from other workloads' records (n_transfer) */
+} rlt_tuner_flag;
+
+/* Whether rlt_tuner_create knows tuner `name`. */
+bool rlt_tuner_is_known(const char *name);
+
+/* The flags (rlt_tuner_flag) of tuner `name`; 0 when there is no such tuner. */
+unsigned rlt_tuner_flags(const char *name);
+
+/* The names of the tuners with every flag in `flags`, comma-separated
+ * ("xgb, xgb-rank, ppo"), into buf (cut to cap). For messages. */
+void rlt_tuner_names_with(unsigned flags, char *buf, size_t cap);
 
 /* Creates tuner `name` over `space` (borrowed; must outlive the tuner).
  * Unknown names are INVALID_ARGUMENT listing the known ones. */
@@ -159,7 +171,7 @@ rlt_status rlt_tuner_update(rlt_tuner *t, int n, const rlt_config *configs, cons
 
 const char *rlt_tuner_name(const rlt_tuner *t);
 
-/* ---- saved agents (agent_file.c; docs/tuners.md, "Saved agents") ---------
+/* ---- saved agents (tuner_agent.c; docs/tuners.md, "Saved agents") --------
  *
  * A learning tuner (ga-dqn, dqn, bandit, ppo) saves what it learned
  * (networks, optimiser state, exploration counters) to a file, and a new
@@ -178,7 +190,7 @@ rlt_status rlt_tuner_save(const rlt_tuner *t, const char *path, rlt_diag *diag);
  * Errors: INVALID_ARGUMENT for a tuner without an agent, a file saved by
  * another tuner, knobs or network shapes that do not fit this space or
  * these hyper-parameters (the message says which); IO_ERROR and
- * PARSE_ERROR for the file (agent_file.h); OUT_OF_MEMORY. t is unchanged
+ * PARSE_ERROR for the file (nn/agent_file.h); OUT_OF_MEMORY. t is unchanged
  * on error. */
 rlt_status rlt_tuner_load(rlt_tuner *t, const char *path, rlt_diag *diag);
 
@@ -213,10 +225,27 @@ bool rlt_score_map_put(rlt_score_map *m, uint64_t index, double value);
 void rlt_score_map_clear(rlt_score_map *m);
 void rlt_score_map_free(rlt_score_map *m);
 
-typedef struct rlt_agent_file rlt_agent_file; /* search/agent_file.h */
+typedef struct rlt_agent_file rlt_agent_file; /* nn/agent_file.h */
+
+/* A new, empty agent file for tuner `tuner` that learns on `space`: its
+ * knobs section lists the space's knobs, their names and numbers of
+ * choices, in order (NULL: none). Owned by the caller
+ * (rlt_agent_file_destroy). Errors: OUT_OF_MEMORY. */
+rlt_status rlt_tuner_agent_create(const char *tuner, const rlt_space *space, rlt_agent_file **out, rlt_diag *diag);
+
+/* Checks that `space` has the knobs the agent in f learned on: the same
+ * number, in the same order, with the same names, and with `is_size_needed`
+ * the same number of choices each (agents whose inputs and outputs do not
+ * depend on the knobs' sizes, such as the -1/0/+1 walkers, move between
+ * workloads of one op kind whose split factors differ). Errors:
+ * INVALID_ARGUMENT naming the first difference (or a knobs section that is
+ * not "NAME SIZE" lines). */
+rlt_status rlt_tuner_agent_check_knobs(const rlt_agent_file *f, const rlt_space *space, bool is_size_needed,
+                                       rlt_diag *diag);
 
 typedef struct rlt_tuner_ops {
     const char *name;
+    unsigned flags; /* rlt_tuner_flag: RLT_TUNER_HAS_AGENT exactly when save and load are set */
     rlt_status (*init)(rlt_tuner *t, rlt_diag *diag);
     int (*next_batch)(rlt_tuner *t, int max, rlt_config *out);
     rlt_status (*update)(rlt_tuner *t, int n, const rlt_config *configs, const double *scores, rlt_diag *diag);
@@ -248,8 +277,6 @@ struct rlt_tuner {
     rlt_rng rng;
     rlt_visited visited; /* proposed or reported */
     void *state;         /* the tuner's own, freed by fini */
-    rlt_config *start;   /* opts.start_configs and their neighbours, then opts.prior_configs, proposed first; owned */
-    int n_start, next_start;
 };
 
 /* Draws a random valid configuration not yet visited (up to `tries`

@@ -229,7 +229,15 @@ static rlt_status xgb_update(rlt_tuner *t, int n, const rlt_config *configs, con
     return anneal(t, diag);
 }
 
-const rlt_tuner_ops rlt_tuner_xgb_ops = {
-    .name = "xgb", .init = xgb_init, .next_batch = xgb_next, .update = xgb_update, .fini = xgb_fini};
-const rlt_tuner_ops rlt_tuner_xgb_rank_ops = {
-    .name = "xgb-rank", .init = xgb_rank_init, .next_batch = xgb_next, .update = xgb_update, .fini = xgb_fini};
+const rlt_tuner_ops rlt_tuner_xgb_ops = {.name = "xgb",
+                                         .flags = RLT_TUNER_USES_TRANSFER,
+                                         .init = xgb_init,
+                                         .next_batch = xgb_next,
+                                         .update = xgb_update,
+                                         .fini = xgb_fini};
+const rlt_tuner_ops rlt_tuner_xgb_rank_ops = {.name = "xgb-rank",
+                                              .flags = RLT_TUNER_USES_TRANSFER,
+                                              .init = xgb_rank_init,
+                                              .next_batch = xgb_next,
+                                              .update = xgb_update,
+                                              .fini = xgb_fini};

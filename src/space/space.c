@@ -506,17 +506,6 @@ static void push(plan_loops *p, const char *name)
     if (p->n < RLT_MAX_LOOPS) snprintf(p->names[p->n++], RLT_LOOP_NAME_MAX, "%.*s", RLT_LOOP_NAME_MAX - 1, name);
 }
 
-static rlt_status add_step(rlt_sched *sched, rlt_diag *diag, const char *fmt, ...) RLT_PRINTF(3, 4);
-static rlt_status add_step(rlt_sched *sched, rlt_diag *diag, const char *fmt, ...)
-{
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    return rlt_sched_add(sched, line, diag);
-}
-
 /* A middle tile or register tile past the end of its axis repeats a smaller
  * choice (the same loops with more idle iterations): such configurations
  * are refused so that every valid configuration is a distinct schedule. */
@@ -583,7 +572,7 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
             } else if (t <= 1) {
                 snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%s", ax->name);
             } else {
-                st = add_step(sched, diag, "split %s %" PRId64, ax->name, t);
+                st = rlt_sched_add_split(sched, ax->name, t, diag);
                 snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%s.o", ax->name);
                 snprintf(l_mid[a], RLT_LOOP_NAME_MAX, "%s.i", ax->name);
             }
@@ -615,13 +604,13 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
         if (is_wide) {
             /* split past the extent: an outer loop of one iteration, kept
              * outermost, and the vector loop with a tail (docs/schedule.md) */
-            st = add_step(sched, diag, "split %s %" PRId64, ax->name, vec_w);
+            st = rlt_sched_add_split(sched, ax->name, vec_w, diag);
             snprintf(l_single[a], RLT_LOOP_NAME_MAX, "%.60s.o", ax->name);
             snprintf(l_vec, sizeof l_vec, "%.60s.i", ax->name);
             rest[0] = '\0';
         } else if (tile_elems[a] > 1 || a == vec_axis) {
             if (tile_elems[a] < ax->extent) {
-                st = add_step(sched, diag, "split %s %" PRId64, ax->name, tile_elems[a]);
+                st = rlt_sched_add_split(sched, ax->name, tile_elems[a], diag);
                 snprintf(rest, sizeof rest, "%s.o", ax->name);
                 snprintf(l_tile[a], RLT_LOOP_NAME_MAX, "%s.i", ax->name);
             } else {
@@ -633,7 +622,7 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
                 if (tile > 1) {
                     char inner[RLT_LOOP_NAME_MAX];
                     snprintf(inner, sizeof inner, "%.60s", l_tile[a]);
-                    st = add_step(sched, diag, "split %s %" PRId64, inner, vec_w);
+                    st = rlt_sched_add_split(sched, inner, vec_w, diag);
                     snprintf(l_tile[a], RLT_LOOP_NAME_MAX, "%.60s.o", inner);
                     snprintf(l_vec, sizeof l_vec, "%.60s.i", inner);
                 } else {
@@ -654,7 +643,7 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
         int64_t rest_extent = (ax->extent + tile_elems[a] - 1) / tile_elems[a];
         if (mid > rest_extent) mid = rest_extent;
         if (mid > 1) {
-            st = add_step(sched, diag, "split %s %" PRId64, rest, mid);
+            st = rlt_sched_add_split(sched, rest, mid, diag);
             snprintf(l_outer[a], RLT_LOOP_NAME_MAX, "%.60s.o", rest);
             snprintf(l_mid[a], RLT_LOOP_NAME_MAX, "%.60s.i", rest);
         } else {
@@ -723,26 +712,16 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
     if (l_vec[0]) push(&order, l_vec);
 
     if (order.n >= 2) {
-        rlt_str line;
-        rlt_str_init(&line);
-        rlt_str_append(&line, "reorder");
-        for (int i = 0; i < order.n; i++) rlt_str_printf(&line, " %s", order.names[i]);
-        if (line.has_failed) {
-            rlt_str_free(&line);
-            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building a schedule");
-            goto done;
-        }
-        st = rlt_sched_add(sched, line.data, diag);
-        rlt_str_free(&line);
-        if (st != RLT_STATUS_OK) goto done;
+        const char *names[RLT_MAX_LOOPS];
+        for (int i = 0; i < order.n; i++) names[i] = order.names[i];
+        if ((st = rlt_sched_add_reorder(sched, order.n, names, diag)) != RLT_STATUS_OK) goto done;
     }
-    if (acc_after > 0) st = add_step(sched, diag, "cache_write %s", order.names[acc_after - 1]);
-    else st = add_step(sched, diag, "cache_write root");
+    st = rlt_sched_add_cache_write(sched, acc_after > 0 ? order.names[acc_after - 1] : NULL, diag);
     for (int i = 0; i < n_sp && st == RLT_STATUS_OK && is_unrolled; i++)
-        if (l_tile[sp_order[i]][0]) st = add_step(sched, diag, "unroll %s", l_tile[sp_order[i]]);
+        if (l_tile[sp_order[i]][0]) st = rlt_sched_add_unroll(sched, l_tile[sp_order[i]], diag);
     for (int i = n_rd - 1; i >= 0 && st == RLT_STATUS_OK; i--)
-        if (is_whole_unrolled[rd_order[i]]) st = add_step(sched, diag, "unroll %s", l_mid[rd_order[i]]);
-    if (st == RLT_STATUS_OK && l_vec[0]) st = add_step(sched, diag, "vectorize %s", l_vec);
+        if (is_whole_unrolled[rd_order[i]]) st = rlt_sched_add_unroll(sched, l_mid[rd_order[i]], diag);
+    if (st == RLT_STATUS_OK && l_vec[0]) st = rlt_sched_add_vectorize(sched, l_vec, diag);
     if (st != RLT_STATUS_OK) goto done;
 
     if (par >= 0) {
@@ -752,16 +731,16 @@ rlt_status rlt_space_schedule(const rlt_space *s, const rlt_config *c, rlt_sched
                           op->axes[par].name);
             goto done;
         }
-        if ((st = add_step(sched, diag, "parallel %s", l_outer[par])) != RLT_STATUS_OK) goto done;
+        if ((st = rlt_sched_add_parallel(sched, l_outer[par], 0, diag)) != RLT_STATUS_OK) goto done;
     }
     for (int k = 0; k < s->n_knobs && st == RLT_STATUS_OK; k++) {
         const rlt_knob *kn = &s->knobs[k];
         int64_t val = kn->values[c->choice[k]];
         if (kn->kind == RLT_KNOB_PACK && val >= 0) {
             int d = dim_indexed_by(op, kn->axis, (int)val);
-            st = add_step(sched, diag, "pack %s %d %" PRId64, op->tensors[kn->axis].name, d, tile_elems[val]);
+            st = rlt_sched_add_pack(sched, op->tensors[kn->axis].name, 1, &d, &tile_elems[val], diag);
         } else if (kn->kind == RLT_KNOB_PAD && val) {
-            st = add_step(sched, diag, "pad %s", op->tensors[kn->axis].name);
+            st = rlt_sched_add_pad(sched, op->tensors[kn->axis].name, diag);
         }
     }
 done:
@@ -881,6 +860,54 @@ static rlt_status parse_assignment(const rlt_space *s, const char *what, const c
     return RLT_STATUS_OK;
 }
 
+/* ---- configuration keys as text ----------------------------------------- */
+
+/* Where the field starting at p ends: at the next ';' or at the end. Keys
+ * and fixings are read field by field with it, here and nowhere else. */
+static const char *field_end(const char *p)
+{
+    const char *end = strchr(p, ';');
+    return end ? end : p + strlen(p);
+}
+
+/* True when the field [p, end) is "name=...". */
+static bool field_is(const char *p, const char *end, const char *name)
+{
+    size_t n = strlen(name);
+    return (size_t)(end - p) > n && strncmp(p, name, n) == 0 && p[n] == '=';
+}
+
+bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    for (const char *p = key; *p;) {
+        const char *end = field_end(p);
+        if (field_is(p, end, name)) {
+            size_t len = (size_t)(end - p) - n - 1;
+            if (len >= cap) return false;
+            memcpy(buf, p + n + 1, len);
+            buf[len] = '\0';
+            return true;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return false;
+}
+
+void rlt_config_key_without(const char *key, const char *name, rlt_str *out)
+{
+    bool is_first = true;
+    for (const char *p = key; *p;) {
+        const char *end = field_end(p);
+        if (!field_is(p, end, name)) {
+            if (!is_first) rlt_str_append(out, ";");
+            rlt_str_appendn(out, p, (size_t)(end - p));
+            is_first = false;
+        }
+        p = *end ? end + 1 : end;
+    }
+}
+
 rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag)
 {
     char version[16];
@@ -894,8 +921,7 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
     const char *p = key + vlen;
     while (*p == ';') {
         p++;
-        const char *end = strchr(p, ';');
-        if (!end) end = p + strlen(p);
+        const char *end = field_end(p);
         int k, choice;
         rlt_status st = parse_assignment(s, "configuration", p, end, &k, &choice, diag);
         if (st != RLT_STATUS_OK) return st;
@@ -923,8 +949,7 @@ rlt_status rlt_space_fixing_parse(const rlt_space *s, const char *text, rlt_spac
     rlt_space_fixing_none(out);
     const char *p = text;
     while (*p) {
-        const char *end = strchr(p, ';');
-        if (!end) end = p + strlen(p);
+        const char *end = field_end(p);
         if (end == p) return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "fixed knobs '%.80s': an empty knob=value", text);
         int k, choice;
         rlt_status st = parse_assignment(s, "fixed knobs", p, end, &k, &choice, diag);

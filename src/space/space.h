@@ -148,6 +148,14 @@ rlt_status rlt_space_project(const rlt_space *s, const rlt_nest *nest, rlt_confi
 void rlt_space_config_key(const rlt_space *s, const rlt_config *c, rlt_str *out);
 rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag);
 
+/* A key's fields read as text, without its space (what stored records
+ * need: the compiler a configuration chose, a key with a knob left out).
+ * get: the value of field `name` ("cc") into buf; false when the key has no
+ * such field or its value does not fit. without: the key with field `name`
+ * left out, appended to out. */
+bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap);
+void rlt_config_key_without(const char *key, const char *name, rlt_str *out);
+
 /* ---- fixings: a sub-space with some knobs held at one choice ------------
  *
  * A dataset may measure only the configurations whose fixed knobs have

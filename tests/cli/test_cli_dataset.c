@@ -107,10 +107,11 @@ Test(cli_dataset, a_complete_dataset_measures_each_configuration_once)
     cJSON *recs = cJSON_GetObjectItem(hist, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), N_VALID);
     for (int a = 0; a < N_VALID; a++) {
-        cJSON *ra = cJSON_GetArrayItem(recs, a);
+        cJSON *ra = cJSON_GetObjectItem(cJSON_GetArrayItem(recs, a), "record");
         cr_assert_str_eq(str(ra, "tuner"), "dataset");
         for (int b = 0; b < a; b++)
-            cr_assert_str_neq(str(ra, "config"), str(cJSON_GetArrayItem(recs, b), "config"), "config measured twice");
+            cr_assert_str_neq(str(ra, "config"), str(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, b), "record"), "config"),
+                              "config measured twice");
     }
     cJSON_Delete(hist);
     cli_run_free(&h);
@@ -223,7 +224,7 @@ Test(cli_dataset, a_fixed_dataset_is_the_complete_sub_space)
     cJSON *recs = cJSON_GetObjectItem(hist, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), N_VALID / 2);
     for (int a = 0; a < N_VALID / 2; a++)
-        cr_assert(strstr(str(cJSON_GetArrayItem(recs, a), "config"), ";cc=gcc"), "a record outside the sub-space");
+        cr_assert(strstr(str(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, a), "record"), "config"), ";cc=gcc"), "a record outside the sub-space");
     cJSON_Delete(hist);
     cli_run_free(&h);
 

@@ -43,6 +43,14 @@ static void tune(const char *spec, const char *trials)
     cli_run_free(&r);
 }
 
+/* The record of an entry of history --json's "records": {n, best_gflops, record}. */
+static cJSON *rec_of(const cJSON *entry)
+{
+    cJSON *rec = cJSON_GetObjectItem(entry, "record");
+    cr_assert(cJSON_IsObject(rec), "a history entry without its record");
+    return rec;
+}
+
 static cJSON *parse_json(const cli_run *r)
 {
     cJSON *j = cJSON_Parse(r->out);
@@ -99,15 +107,16 @@ Test(cli_records, best_is_the_fastest_of_history)
     cr_assert_eq(cJSON_GetObjectItem(hist, "n_records")->valueint, 4);
     double max_ok = 0, last_created = 0;
     int n = 0;
-    cJSON *rec;
-    cJSON_ArrayForEach(rec, recs) {
-        cr_assert_eq(cJSON_GetObjectItem(rec, "n")->valueint, ++n);
+    cJSON *entry;
+    cJSON_ArrayForEach(entry, recs) {
+        cr_assert_eq(cJSON_GetObjectItem(entry, "n")->valueint, ++n);
+        const cJSON *rec = rec_of(entry);
         double created = cJSON_GetObjectItem(rec, "created_s")->valuedouble;
         cr_assert_geq(created, last_created, "history is not oldest first");
         last_created = created;
         double g = cJSON_GetObjectItem(rec, "gflops")->valuedouble;
         if (strcmp(cJSON_GetObjectItem(rec, "status")->valuestring, "OK") == 0 && g > max_ok) max_ok = g;
-        cr_assert_eq(cJSON_GetObjectItem(rec, "best_gflops")->valuedouble, max_ok);
+        cr_assert_eq(cJSON_GetObjectItem(entry, "best_gflops")->valuedouble, max_ok);
     }
     cr_assert_gt(max_ok, 0);
     cr_assert_eq(best_gflops, max_ok, "best %g, history's best %g", best_gflops, max_ok);
@@ -167,7 +176,7 @@ Test(cli_records, the_final_pick_at_two_threads_includes_the_best_serial_configu
     const char *best = NULL, *serial = NULL;
     double best_gflops = 0, serial_gflops = 0;
     for (int i = 0; i < 8; i++) {
-        cJSON *rec = cJSON_GetArrayItem(recs, i);
+        cJSON *rec = rec_of(cJSON_GetArrayItem(recs, i));
         const char *config = cJSON_GetObjectItem(rec, "config")->valuestring;
         double gflops = cJSON_GetObjectItem(rec, "gflops")->valuedouble;
         if (gflops > best_gflops) best_gflops = gflops, best = config;
@@ -181,8 +190,8 @@ Test(cli_records, the_final_pick_at_two_threads_includes_the_best_serial_configu
     } else {
         cr_assert_eq(n_final, 2, "the parallel best and the best serial configuration");
         cr_assert_eq(cJSON_GetArraySize(recs), 10);
-        const char *again[2] = {cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 8), "config")->valuestring,
-                                cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 9), "config")->valuestring};
+        const char *again[2] = {cJSON_GetObjectItem(rec_of(cJSON_GetArrayItem(recs, 8)), "config")->valuestring,
+                                cJSON_GetObjectItem(rec_of(cJSON_GetArrayItem(recs, 9)), "config")->valuestring};
         cr_assert(strcmp(again[0], best) == 0 && strcmp(again[1], serial) == 0, "re-measured %s and %s", again[0],
                   again[1]);
     }
@@ -222,9 +231,9 @@ Test(cli_records, the_final_pick_measures_the_best_again_and_best_goes_by_it)
     cr_assert_eq(cJSON_GetArraySize(recs), 8, "6 trials and 2 re-measured");
     bool has_picked = false;
     for (int i = 6; i < 8; i++) {
-        cJSON *rec = cJSON_GetArrayItem(recs, i);
-        assert_has(cJSON_GetObjectItem(rec, "message")->valuestring, "final pick: the median of 3 rounds",
-                   "a final record");
+        cJSON *rec = rec_of(cJSON_GetArrayItem(recs, i));
+        cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(rec, "final")), "record %d is not marked final", i);
+        assert_has(cJSON_GetObjectItem(rec, "message")->valuestring, "the median of 3 rounds", "a final record");
         has_picked |= strcmp(cJSON_GetObjectItem(rec, "config")->valuestring, picked) == 0;
     }
     cr_assert(has_picked, "the pick %s is not among the re-measured", picked);
@@ -303,7 +312,7 @@ Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
     assert_ok(&n);
     cJSON *k = parse_json(&n);
     cr_assert_eq(cJSON_GetObjectItem(k, "transfer_rows")->valueint, 0);
-    EXPECT_USAGE_ERROR("needs --tuner xgb, xgb-rank or ppo", "tune", "--op", other, "--tuner", "ga", "--db", db_path,
+    EXPECT_USAGE_ERROR("needs a tuner with one (xgb, xgb-rank, ppo)", "tune", "--op", other, "--tuner", "ga", "--db", db_path,
                        "--transfer", db_path);
     EXPECT_USAGE_ERROR("--transfer", "tune", "--op", other, "--db", db_path, "--transfer", tmp_path("none.db"));
     cr_assert_eq(access(tmp_path("none.db"), F_OK), -1, "--transfer created its file");
@@ -350,8 +359,8 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
     cJSON *recs = cJSON_GetObjectItem(ho, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), 2);
     char first[1024], second[1024];
-    const char *key0 = cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 0), "config")->valuestring;
-    const char *key1 = cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 1), "config")->valuestring;
+    const char *key0 = cJSON_GetObjectItem(rec_of(cJSON_GetArrayItem(recs, 0)), "config")->valuestring;
+    const char *key1 = cJSON_GetObjectItem(rec_of(cJSON_GetArrayItem(recs, 1)), "config")->valuestring;
     cr_assert_str_neq(key0, key1);
     drop_parallel(key0, first, sizeof first);
     drop_parallel(key1, second, sizeof second);
@@ -367,7 +376,7 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
         cJSON_ArrayForEach(rec, cJSON_GetObjectItem(h1o, "records"))
         {
             char one[1024];
-            drop_parallel(cJSON_GetObjectItem(rec, "config")->valuestring, one, sizeof one);
+            drop_parallel(cJSON_GetObjectItem(rec_of(rec), "config")->valuestring, one, sizeof one);
             is_found |= strcmp(one, second) == 0;
         }
         cr_assert(is_found, "the 2-thread run's second trial %s is none of the 1-thread configurations", second);
@@ -407,7 +416,7 @@ static void history_configs(const char *db, char *out, size_t cap)
     cJSON_ArrayForEach(rec, cJSON_GetObjectItem(ho, "records"))
     {
         size_t len = strlen(out);
-        snprintf(out + len, cap - len, "%s\n", cJSON_GetObjectItem(rec, "config")->valuestring);
+        snprintf(out + len, cap - len, "%s\n", cJSON_GetObjectItem(rec_of(rec), "config")->valuestring);
     }
     cJSON_Delete(ho);
     cli_run_free(&h);
@@ -475,7 +484,7 @@ static char *history_without_ids(const char *db)
     assert_ok(&h);
     cJSON *j = parse_json(&h);
     cJSON *rec;
-    cJSON_ArrayForEach(rec, cJSON_GetObjectItem(j, "records")) cJSON_DeleteItemFromObject(rec, "id");
+    cJSON_ArrayForEach(rec, cJSON_GetObjectItem(j, "records")) cJSON_DeleteItemFromObject(rec_of(rec), "id");
     char *text = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     cli_run_free(&h);

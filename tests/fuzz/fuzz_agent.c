@@ -1,36 +1,29 @@
 /*
- * fuzz_agent.c - libFuzzer target for agent files (search/agent_file.h):
- * the input is loaded with rlt_agent_file_load_bytes. Nothing may crash,
- * leak or read out of bounds; every failure must be a PARSE_ERROR with a
- * message that hands out nothing. A file that loads must be canonical: saved
- * again it gives back the input byte for byte.
+ * fuzz_agent.c - libFuzzer target for agent files (nn/agent_file.h): the
+ * input is loaded with rlt_agent_file_load_bytes. Nothing may crash, leak
+ * or read out of bounds; every failure must be a PARSE_ERROR with a message
+ * that hands out nothing. A file that loads must be canonical: saved again
+ * it gives back the input byte for byte.
  *
- * Not part of the CMake build (CMake builds only files named test_*.c); its
- * corpus in tests/fuzz/corpus/agent/ is replayed by
- * tests/unit/test_agent_file.c (files named valid_* must load, the others
- * must be refused). Build and run from the repository root:
+ * Built with clang by the CMake option RLTUNE_FUZZ and run by
+ * scripts/fuzz.sh (part of scripts/test.sh: FUZZ_SECONDS each, 20 by
+ * default, inputs up to 4000 bytes) over a scratch copy of its corpus,
+ * tests/fuzz/corpus/agent/, which tests/unit/test_agent_file.c also
+ * replays in every test run (files named valid_* must load, the others must
+ * be refused). To fuzz it longer, from the repository root:
  *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *     -fno-sanitize-recover=all $(pkg-config --cflags openblas) \
- *     -Iinclude -Isrc src/core/core.c src/nn/*.c src/search/agent_file.c \
- *     src/space/*.c src/sched/*.c src/ir/*.c tests/fuzz/fuzz_agent.c \
- *     $(pkg-config --libs openblas) -lm -o fuzz_agent
- *   mkdir -p /tmp/agent-corpus
- *   ./fuzz_agent -max_len=4000 -max_total_time=120 /tmp/agent-corpus tests/fuzz/corpus/agent
+ *   FUZZ_SECONDS=600 scripts/fuzz.sh agent
  *
- * (agent_file.c also defines rlt_tuner_save / rlt_tuner_load, which need
- * the tuners: link the whole library instead, build/librltune.a, when the
- * line above does not link.) A file holds a checksum of its bytes, which
- * random mutations break: each input is also tried with its last 8 bytes
- * replaced by the right checksum, so that mutations reach the section
- * parser.
+ * A file holds a checksum of its bytes, which random mutations break: each
+ * input is also tried with its last 8 bytes replaced by the right checksum,
+ * so that mutations reach the section parser.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "search/agent_file.h"
+#include "nn/agent_file.h"
 
 static void check_input(const unsigned char *data, size_t size)
 {

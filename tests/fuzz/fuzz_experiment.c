@@ -1,29 +1,24 @@
 /*
  * fuzz_experiment.c - libFuzzer target for experiment configs
- * (report/report.h, rlt_exp_config_parse): the input is parsed as a
+ * (experiment/experiment.h, rlt_exp_config_parse): the input is parsed as a
  * config's text. Nothing may crash, leak or read out of bounds; a refused
  * config is PARSE_ERROR or INVALID_ARGUMENT with a message naming the file,
  * and hands out nothing. Parsing reads nothing outside the text, so no
  * dataset or database needs to exist.
  *
- * Not part of the CMake build (CMake builds only files named test_*.c); its
- * corpus in tests/fuzz/corpus/experiment/ is replayed by
- * tests/unit/test_report.c (files named valid_* must parse, the others must
- * be refused). Build and run from the repository root, after a build in
- * build-asan/ (the parser needs the tuners, so it links the library):
+ * Built with clang by the CMake option RLTUNE_FUZZ and run by
+ * scripts/fuzz.sh (part of scripts/test.sh: FUZZ_SECONDS each, 20 by
+ * default, inputs up to 2000 bytes) over a scratch copy of its corpus,
+ * tests/fuzz/corpus/experiment/, which tests/unit/test_experiment.c also
+ * replays in every test run (files named valid_* must parse, the others
+ * must be refused). To fuzz it longer, from the repository root:
  *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *     -fno-sanitize-recover=all -Iinclude -Isrc tests/fuzz/fuzz_experiment.c \
- *     build-asan/librltune.a $(pkg-config --libs libcjson sqlite3 xgboost openblas) \
- *     -lm -ldl -lpthread -o fuzz_experiment
- *   mkdir -p /tmp/experiment-corpus
- *   ./fuzz_experiment -max_len=2000 -max_total_time=120 /tmp/experiment-corpus \
- *     tests/fuzz/corpus/experiment
+ *   FUZZ_SECONDS=600 scripts/fuzz.sh experiment
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report.h"
+#include "experiment/experiment.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

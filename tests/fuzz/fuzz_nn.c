@@ -7,18 +7,14 @@
  * and it must predict (finite weights may still overflow to inf or NaN in
  * the outputs: not a bug, so not checked).
  *
- * Not part of the CMake build (CMake builds only files named test_*.c); its
- * corpus in tests/fuzz/corpus/nn/ is replayed by tests/unit/test_nn.c
- * (files named valid_* must load, the others must be refused). Build and
- * run from the repository root:
+ * Built with clang by the CMake option RLTUNE_FUZZ and run by
+ * scripts/fuzz.sh (part of scripts/test.sh: FUZZ_SECONDS each, 20 by
+ * default, inputs up to 2000 bytes) over a scratch copy of its corpus,
+ * tests/fuzz/corpus/nn/, which tests/unit/test_nn.c also replays in every
+ * test run (files named valid_* must load, the others must be refused). To
+ * fuzz it longer, from the repository root:
  *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *     -fno-sanitize-recover=all $(pkg-config --cflags openblas) \
- *     -Iinclude -Isrc src/core/core.c src/nn/mlp.c src/nn/loss.c \
- *     src/nn/adam.c src/nn/weights_file.c tests/fuzz/fuzz_nn.c \
- *     $(pkg-config --libs openblas) -lm -o fuzz_nn
- *   mkdir -p /tmp/nn-corpus
- *   ./fuzz_nn -max_len=2000 -max_total_time=120 /tmp/nn-corpus tests/fuzz/corpus/nn
+ *   FUZZ_SECONDS=600 scripts/fuzz.sh nn
  *
  * A file holds a checksum of its bytes, which random mutations break: each
  * input is also tried with its last 8 bytes replaced by the right checksum,

@@ -5,14 +5,13 @@
  * crash, leak or read out of bounds, and every failure must carry a message;
  * a parsed op's spec must parse back to the same spec.
  *
- * Not part of the CMake build (CMake builds only files named test_*.c); its
- * corpus in tests/fuzz/corpus/op/ is replayed by tests/unit/test_fuzz_corpus.c.
- * Build and run from the repository root:
+ * Built with clang by the CMake option RLTUNE_FUZZ and run by
+ * scripts/fuzz.sh (part of scripts/test.sh: FUZZ_SECONDS each, 20 by
+ * default, inputs up to 600 bytes) over a scratch copy of its corpus,
+ * tests/fuzz/corpus/op/, which tests/unit/test_fuzz_corpus.c also replays
+ * in every test run. To fuzz it longer, from the repository root:
  *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *     -Iinclude -Isrc src/core/core.c src/ir/op.c src/ir/expr_parse.c \
- *     src/ir/reference.c tests/fuzz/fuzz_op.c -lm -o fuzz_op
- *   ./fuzz_op -max_len=600 -max_total_time=120 /tmp/op-corpus tests/fuzz/corpus/op
+ *   FUZZ_SECONDS=600 scripts/fuzz.sh op
  */
 #include <stdlib.h>
 #include <string.h>

@@ -7,22 +7,20 @@
  * that starts "fuzz:LINE:", leaving the database as it was (the import is
  * one transaction: docs/formats.md).
  *
- * Not part of the CMake build (CMake builds only files named test_*.c); its
- * corpus in tests/fuzz/corpus/records/ is replayed by
- * tests/unit/test_fuzz_corpus.c, which also says how corpus files are named
- * (ok_*, bad_L<line>_*, anything else). Build and run from the repository
- * root (needs the SQLite and cJSON development files):
+ * Built with clang by the CMake option RLTUNE_FUZZ and run by
+ * scripts/fuzz.sh (part of scripts/test.sh: FUZZ_SECONDS each, 20 by
+ * default, inputs up to 4096 bytes) over a scratch copy of its corpus,
+ * tests/fuzz/corpus/records/, which tests/unit/test_fuzz_corpus.c also
+ * replays in every test run (that test also says how corpus files are
+ * named: ok_*, bad_L<line>_*, anything else). To fuzz it longer, from the
+ * repository root:
  *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *     -Iinclude -Isrc src/core/core.c src/db/db.c tests/fuzz/fuzz_records.c \
- *     -lsqlite3 -lcjson -lm -o fuzz_records
- *   mkdir -p /tmp/records-corpus
- *   ./fuzz_records -max_len=4096 -max_total_time=120 /tmp/records-corpus tests/fuzz/corpus/records
+ *   FUZZ_SECONDS=600 scripts/fuzz.sh records
  *
  * The database lives in a directory under $TMPDIR (else /tmp) made at the
  * first input, and is started afresh every 1000 inputs so that it stays
- * small (the directory is left behind: remove it after a run); a RAM-backed
- * TMPDIR (/dev/shm) makes it faster.
+ * small; the directory is left behind, so scripts/fuzz.sh gives the target
+ * a TMPDIR of its own and removes it after the run.
  */
 #include <stdio.h>
 #include <stdlib.h>

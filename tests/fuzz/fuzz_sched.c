@@ -8,24 +8,19 @@
  * must pass rlt_nest_check and lower (a primitive that lets through a nest
  * codegen refuses is a bug).
  *
- * Not part of the CMake build (CMake builds only files named test_*.c); its
- * corpus in tests/fuzz/corpus/sched/ is replayed by
- * tests/unit/test_sched_corpus.c. Build and run from the repository root:
+ * Built with clang by the CMake option RLTUNE_FUZZ and run by
+ * scripts/fuzz.sh (part of scripts/test.sh: FUZZ_SECONDS each, 20 by
+ * default, inputs up to 400 bytes) over a scratch copy of its corpus,
+ * tests/fuzz/corpus/sched/, which tests/unit/test_sched_corpus.c also
+ * replays in every test run. To fuzz it longer, from the repository root:
  *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *     -fno-sanitize-recover=all \
- *     -Iinclude -Isrc src/core/core.c src/ir/op.c src/ir/expr_parse.c \
- *     src/ir/reference.c src/ir/nest.c src/sched/sched.c src/sched/random.c \
- *     src/codegen/lower.c src/codegen/reference.c tests/fuzz/fuzz_sched.c \
- *     -lm -o fuzz_sched
- *   mkdir -p /tmp/sched-corpus
- *   ./fuzz_sched -max_len=400 -max_total_time=120 /tmp/sched-corpus tests/fuzz/corpus/sched
+ *   FUZZ_SECONDS=600 scripts/fuzz.sh sched
  *
- * -fno-sanitize-recover=all makes undefined behaviour a crash the fuzzer
- * reports (without it UBSan prints and carries on). The corpus holds every
- * step name; a -dict= of step names, loop names and boundary numbers
- * (9223372036854775807, 2147483648, 4096, 257, ...) helps it reach the
- * arithmetic limits faster.
+ * The build's -fno-sanitize-recover=all makes undefined behaviour a crash
+ * the fuzzer reports (without it UBSan prints and carries on). The corpus
+ * holds every step name; a -dict= of step names, loop names and boundary
+ * numbers (9223372036854775807, 2147483648, 4096, 257, ...) helps it reach
+ * the arithmetic limits faster.
  */
 #include <stdlib.h>
 #include <string.h>

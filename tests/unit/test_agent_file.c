@@ -1,18 +1,19 @@
-/* Tests of src/search/agent_file.c and the learning tuners' save / load:
- * the container round-trips its sections and refuses damaged files (its
- * fuzz corpus, tests/fuzz/corpus/agent/, replays here); every learning
- * tuner saves an agent that, loaded, saves back byte for byte and acts
- * identically (greedy moves, proposals from one seed); a loaded agent
- * starts where the saved one was (better first proposals than a fresh
- * one); and an agent is refused by another tuner, another kind of space,
- * other choices where they matter, or other network sizes. */
+/* Tests of src/nn/agent_file.c and the learning tuners' agents
+ * (src/search/tuner_agent.c): the container round-trips its sections and
+ * refuses damaged files (its fuzz corpus, tests/fuzz/corpus/agent/,
+ * replays here); every learning tuner saves an agent that, loaded, saves
+ * back byte for byte and acts identically (greedy moves, proposals from one
+ * seed); a loaded agent starts where the saved one was (better first
+ * proposals than a fresh one); and an agent is refused by another tuner,
+ * another kind of space, other choices where they matter, or other network
+ * sizes. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "search/agent_file.h"
+#include "nn/agent_file.h"
 #include "search/dqn.h"
 
 #include "../common/fixtures.h"
@@ -53,7 +54,7 @@ Test(agent_file, sections_round_trip)
     tuner_space(op, &s);
     rlt_diag d = {0};
     rlt_agent_file *f = NULL;
-    cr_assert_eq(rlt_agent_file_create("dqn", &s, &f, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_tuner_agent_create("dqn", &s, &f, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_mlp_spec spec = {.n_inputs = 3, .n_layers = 2, .layers = {{5, RLT_NN_ACT_TANH}, {2, RLT_NN_ACT_NONE}}};
     rlt_mlp *m = NULL;
     rlt_adam *adam = NULL;
@@ -73,7 +74,7 @@ Test(agent_file, sections_round_trip)
 
     cr_assert_eq(rlt_agent_file_load(path, &f, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_str_eq(rlt_agent_file_tuner(f), "dqn");
-    cr_assert_eq(rlt_agent_file_check_knobs(f, &s, true, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_tuner_agent_check_knobs(f, &s, true, &d), RLT_STATUS_OK, "%s", d.message);
     double v = 0;
     cr_assert_eq(rlt_agent_file_get_real(f, "pi", &v, &d), RLT_STATUS_OK);
     cr_assert_eq(v, 3.25);

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "search/dataset.h"
+#include "search/replay.h"
+#include "search/tune.h"
 
 #include "../common/fixtures.h"
 #include "../common/tmp.h"
@@ -98,14 +99,13 @@ static fake_dataset make_fake_dataset(const char *path, const rlt_op *op, int n_
         rlt_str_clear(&key);
         rlt_space_config_key(&s, &f.plan[i], &key);
         snprintf(r->spec, sizeof r->spec, "%s", op->spec);
-        snprintf(r->target, sizeof r->target, FAKE_TARGET);
+        cr_assert_eq(rlt_record_target_parse(FAKE_TARGET, &r->target, &d), RLT_STATUS_OK, "%s", d.message);
         snprintf(r->config, sizeof r->config, "%s", key.data);
         snprintf(r->tuner, sizeof r->tuner, RLT_DATASET_PROPOSER);
         double g = fake_gflops(&s, &f.plan[i]);
-        snprintf(r->status, sizeof r->status, "%s", g > 0 ? "OK" : "WRONG_ANSWER");
+        r->status = g > 0 ? RLT_STATUS_OK : RLT_STATUS_WRONG_ANSWER;
         r->gflops = g;
         r->time_min_ms = r->time_median_ms = g > 0 ? op->flops / (g * 1e6) : 0;
-        r->n_threads = 1;
         r->created_s = 1e9 + i;
         if (g > f.best_gflops) f.best_gflops = g;
     }
@@ -418,7 +418,7 @@ Test(dataset, replay_of_a_sample_keeps_tuners_inside_it, .timeout = 300)
         const rlt_replay_entry *e = rlt_replay_find(rp, &f.plan[i]);
         cr_assert_not_null(e);
         cr_assert_eq(e->gflops, fake_gflops(&full, &f.plan[i]));
-        cr_assert_str_eq(e->status, e->gflops > 0 ? "OK" : "WRONG_ANSWER");
+        cr_assert_eq(e->status, e->gflops > 0 ? RLT_STATUS_OK : RLT_STATUS_WRONG_ANSWER);
     }
     static const char *const names[] = {"random", "grid", "ga"};
     for (size_t k = 0; k < RLT_ARRAY_LEN(names); k++) {
@@ -508,14 +508,14 @@ Test(dataset, replay_leaves_out_configurations_the_space_no_longer_allows)
     rlt_str key;
     rlt_str_init(&key);
     rlt_space_config_key(&s, &ruled_out, &key);
-    rlt_record rec = {.gflops = 1e6, .time_min_ms = 1e-6, .time_median_ms = 1e-6, .n_threads = 1, .created_s = 2e9};
+    rlt_record rec = {.gflops = 1e6, .time_min_ms = 1e-6, .time_median_ms = 1e-6, .created_s = 2e9};
+    rlt_diag d = {0};
     snprintf(rec.spec, sizeof rec.spec, "%s", op->spec);
-    snprintf(rec.target, sizeof rec.target, FAKE_TARGET);
+    cr_assert_eq(rlt_record_target_parse(FAKE_TARGET, &rec.target, &d), RLT_STATUS_OK, "%s", d.message);
     snprintf(rec.config, sizeof rec.config, "%s", key.data);
     snprintf(rec.tuner, sizeof rec.tuner, RLT_DATASET_PROPOSER);
-    snprintf(rec.status, sizeof rec.status, "OK");
+    rec.status = RLT_STATUS_OK;
     rlt_str_free(&key);
-    rlt_diag d = {0};
     rlt_db *db = NULL;
     cr_assert_eq(rlt_db_open(path, NULL, &db, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_eq(rlt_db_append(db, 1, &rec, &d), RLT_STATUS_OK, "%s", d.message);

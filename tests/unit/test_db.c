@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -74,20 +75,31 @@ static void assert_file_is(const char *path, const char *data, size_t len)
     rlt_free(now);
 }
 
+/* The key text of test_target(): what queries for it pass. */
+#define TEST_TARGET "cpu=test;vec=8;threads=1;weights=prepacked;codegen=3;cc=gcc"
+#define OTHER_TARGET "cpu=other;vec=8;threads=1;weights=prepacked;codegen=3;cc=gcc"
+
+static rlt_record_target test_target(const char *cpu)
+{
+    rlt_record_target t = {.vector_floats = 8, .n_threads = 1, .is_weights_prepacked = true, .codegen = 3};
+    snprintf(t.cpu, sizeof t.cpu, "%s", cpu);
+    snprintf(t.cc, sizeof t.cc, "gcc");
+    return t;
+}
+
 static rlt_record make_record(const char *spec, const char *config, int i)
 {
     rlt_record r;
     memset(&r, 0, sizeof r);
     snprintf(r.spec, sizeof r.spec, "%s", spec);
-    snprintf(r.target, sizeof r.target, "cpu=test;cc=gcc");
+    r.target = test_target("test");
     snprintf(r.config, sizeof r.config, "%s", config);
     snprintf(r.schedule, sizeof r.schedule, "split i %d\nvectorize i.i\n", 2 + i % 7);
     snprintf(r.tuner, sizeof r.tuner, "random");
-    snprintf(r.status, sizeof r.status, "OK");
+    r.status = RLT_STATUS_OK;
     r.time_min_ms = 1.0 + i * 0.25;
     r.time_median_ms = r.time_min_ms * 1.05;
     r.gflops = 100.0 / r.time_min_ms;
-    r.n_threads = 1 + i % 4;
     r.seed = 42;
     r.build_s = 0.5;
     r.created_s = 1700000000.0 + i;
@@ -149,16 +161,16 @@ static bool collect(const rlt_record *r, void *ctx)
 static void assert_same_record(const rlt_record *a, const rlt_record *b)
 {
     cr_assert_str_eq(a->spec, b->spec);
-    cr_assert_str_eq(a->target, b->target);
+    cr_assert(rlt_record_target_equal(&a->target, &b->target));
     cr_assert_str_eq(a->config, b->config);
     cr_assert_str_eq(a->schedule, b->schedule);
     cr_assert_str_eq(a->tuner, b->tuner);
-    cr_assert_str_eq(a->status, b->status);
+    cr_assert_eq(a->status, b->status);
+    cr_assert_eq(a->is_final, b->is_final);
     cr_assert_str_eq(a->message, b->message);
     cr_assert_eq(a->time_min_ms, b->time_min_ms);
     cr_assert_eq(a->time_median_ms, b->time_median_ms);
     cr_assert_eq(a->gflops, b->gflops);
-    cr_assert_eq(a->n_threads, b->n_threads);
     cr_assert_eq(a->seed, b->seed);
     cr_assert_eq(a->build_s, b->build_s);
     cr_assert_eq(a->created_s, b->created_s);
@@ -177,13 +189,13 @@ static void raw_exec(const char *path, const char *sql)
 
 /* ---- best: a configuration counts by its latest record -------------------- */
 
-static rlt_record timed_record(const char *config, const char *schedule, const char *status, double gflops,
+static rlt_record timed_record(const char *config, const char *schedule, rlt_status status, double gflops,
                                double created_s)
 {
     rlt_record r = make_record("matmul:M=8,N=8,K=8", config, 0);
     snprintf(r.schedule, sizeof r.schedule, "%s", schedule);
-    snprintf(r.status, sizeof r.status, "%s", status);
-    bool is_ok = strcmp(status, "OK") == 0;
+    r.status = status;
+    bool is_ok = status == RLT_STATUS_OK;
     r.gflops = is_ok ? gflops : 0;
     r.time_min_ms = r.time_median_ms = is_ok ? 1.0 / gflops : 0;
     r.created_s = created_s;
@@ -197,12 +209,12 @@ Test(db, best_counts_a_configuration_by_its_latest_record)
     snprintf(path, sizeof path, "%s/best.db", dir);
     rlt_db *db = open_db(path, NULL);
     const rlt_record recs[] = {
-        timed_record("a", "s", "OK", 100.0, 1.0), /* a lucky first measurement... */
-        timed_record("b", "s", "OK", 80.0, 2.0),
-        timed_record("c", "s", "OK", 120.0, 3.0), /* ...and a kernel that later fails */
-        timed_record("a", "s", "OK", 50.0, 4.0),  /* ...measured again: 50 */
-        timed_record("c", "s", "WRONG_ANSWER", 0.0, 5.0),
-        timed_record("", "split i 2\n", "OK", 60.0, 6.0), /* two bare schedules */
+        timed_record("a", "s", RLT_STATUS_OK, 100.0, 1.0), /* a lucky first measurement... */
+        timed_record("b", "s", RLT_STATUS_OK, 80.0, 2.0),
+        timed_record("c", "s", RLT_STATUS_OK, 120.0, 3.0), /* ...and a kernel that later fails */
+        timed_record("a", "s", RLT_STATUS_OK, 50.0, 4.0),  /* ...measured again: 50 */
+        timed_record("c", "s", RLT_STATUS_WRONG_ANSWER, 0.0, 5.0),
+        timed_record("", "split i 2\n", RLT_STATUS_OK, 60.0, 6.0), /* two bare schedules */
     };
     append(db, (int)RLT_ARRAY_LEN(recs), recs);
     rlt_record r;
@@ -213,16 +225,16 @@ Test(db, best_counts_a_configuration_by_its_latest_record)
     cr_assert_str_eq(r.config, "b");
     cr_assert_eq(r.gflops, 80.0);
     /* a later bare schedule does not hide an earlier, different one */
-    rlt_record bare = timed_record("", "split i 4\n", "OK", 90.0, 7.0);
+    rlt_record bare = timed_record("", "split i 4\n", RLT_STATUS_OK, 90.0, 7.0);
     append(db, 1, &bare);
-    rlt_record slower = timed_record("", "split i 8\n", "OK", 10.0, 8.0);
+    rlt_record slower = timed_record("", "split i 8\n", RLT_STATUS_OK, 10.0, 8.0);
     append(db, 1, &slower);
-    cr_assert_eq(rlt_db_best(db, "matmul:M=8,N=8,K=8", "cpu=test;cc=gcc", &r, &found, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_db_best(db, "matmul:M=8,N=8,K=8", TEST_TARGET, &r, &found, &d), RLT_STATUS_OK);
     cr_assert(found);
     cr_assert_str_eq(r.schedule, "split i 4\n");
     /* a careful measurement (a final pick's) outranks the quick ones */
-    rlt_record careful = timed_record("d", "s", "OK", 40.0, 9.0);
-    snprintf(careful.message, sizeof careful.message, RLT_DB_FINAL_PREFIX " the median of 3 rounds");
+    rlt_record careful = timed_record("d", "s", RLT_STATUS_OK, 40.0, 9.0);
+    careful.is_final = true;
     append(db, 1, &careful);
     cr_assert_eq(rlt_db_best(db, "matmul:M=8,N=8,K=8", NULL, &r, &found, &d), RLT_STATUS_OK);
     cr_assert_str_eq(r.config, "d");
@@ -246,8 +258,9 @@ Test(db, create_append_query_and_reopen)
     cr_assert_eq(count(db, NULL), 0);
     int64_t wid = 0, wid2 = 0;
     rlt_diag d = {0};
-    cr_assert_eq(rlt_db_workload(db, mm, "cpu=test;cc=gcc", &wid, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_assert_eq(rlt_db_workload(db, mm, "cpu=test;cc=gcc", &wid2, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_record_target t = test_target("test");
+    cr_assert_eq(rlt_db_workload(db, mm, &t, &wid, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_db_workload(db, mm, &t, &wid2, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_gt(wid, 0);
     cr_assert_eq(wid, wid2);
 
@@ -258,12 +271,12 @@ Test(db, create_append_query_and_reopen)
         batch[i] = make_record(mm, config, i);
     }
     /* A failure is a record too; it must never be "best". */
-    snprintf(batch[5].status, sizeof batch[5].status, "WRONG_ANSWER");
+    batch[5].status = RLT_STATUS_WRONG_ANSWER;
     batch[5].gflops = 1e9;
     snprintf(batch[5].message, sizeof batch[5].message, "C[3,4] = 1.5, expected 2");
     append(db, 6, batch);
     rlt_record other = make_record(conv, "space=v1;tile=1", 0);
-    snprintf(other.target, sizeof other.target, "cpu=other");
+    other.target = test_target("other");
     append(db, 1, &other);
     /* The same config measured again later: lookup gives the newest. */
     rlt_record again = make_record(mm, "space=v1;tile=2", 2);
@@ -279,30 +292,30 @@ Test(db, create_append_query_and_reopen)
     for (int pass = 0; pass < 2; pass++) {
         rlt_record r;
         bool found = false;
-        cr_assert_eq(rlt_db_lookup(db, mm, "cpu=test;cc=gcc", "space=v1;tile=3", &r, &found, &d), RLT_STATUS_OK);
+        cr_assert_eq(rlt_db_lookup(db, mm, TEST_TARGET, "space=v1;tile=3", &r, &found, &d), RLT_STATUS_OK);
         cr_assert(found);
         assert_same_record(&r, &batch[3]);
         cr_assert_gt(r.id, 0);
-        cr_assert_eq(rlt_db_lookup(db, mm, "cpu=test;cc=gcc", "space=v1;tile=2", &r, &found, &d), RLT_STATUS_OK);
+        cr_assert_eq(rlt_db_lookup(db, mm, TEST_TARGET, "space=v1;tile=2", &r, &found, &d), RLT_STATUS_OK);
         cr_assert(found);
         cr_assert_eq(r.time_min_ms, 7.5);
-        cr_assert_eq(rlt_db_lookup(db, mm, "cpu=other", "space=v1;tile=3", &r, &found, &d), RLT_STATUS_OK);
+        cr_assert_eq(rlt_db_lookup(db, mm, OTHER_TARGET, "space=v1;tile=3", &r, &found, &d), RLT_STATUS_OK);
         cr_assert_not(found);
-        cr_assert_eq(rlt_db_lookup(db, mm, "cpu=test;cc=gcc", "space=v1;tile=99", &r, &found, &d), RLT_STATUS_OK);
+        cr_assert_eq(rlt_db_lookup(db, mm, TEST_TARGET, "space=v1;tile=99", &r, &found, &d), RLT_STATUS_OK);
         cr_assert_not(found);
 
         /* best: tile=0 has the smallest time, so the most GFLOP/s among OK. */
         cr_assert_eq(rlt_db_best(db, mm, NULL, &r, &found, &d), RLT_STATUS_OK);
         cr_assert(found);
         assert_same_record(&r, &batch[0]);
-        cr_assert_eq(rlt_db_best(db, mm, "cpu=test;cc=gcc", &r, &found, &d), RLT_STATUS_OK);
+        cr_assert_eq(rlt_db_best(db, mm, TEST_TARGET, &r, &found, &d), RLT_STATUS_OK);
         cr_assert(found);
         cr_assert_str_eq(r.config, "space=v1;tile=0");
-        cr_assert_eq(rlt_db_best(db, mm, "cpu=other", &r, &found, &d), RLT_STATUS_OK);
+        cr_assert_eq(rlt_db_best(db, mm, OTHER_TARGET, &r, &found, &d), RLT_STATUS_OK);
         cr_assert_not(found);
         cr_assert_eq(rlt_db_best(db, conv, NULL, &r, &found, &d), RLT_STATUS_OK);
         cr_assert(found);
-        cr_assert_str_eq(r.target, "cpu=other");
+        cr_assert_str_eq(r.target.cpu, "other");
 
         /* history: oldest first, failures included. */
         rlt_record got[16];
@@ -316,7 +329,7 @@ Test(db, create_append_query_and_reopen)
         cr_assert_eq(rlt_db_history(db, NULL, NULL, collect, &c, &d), RLT_STATUS_OK);
         cr_assert_eq(c.n, 8);
         c.n = 0;
-        cr_assert_eq(rlt_db_history(db, conv, "cpu=test;cc=gcc", collect, &c, &d), RLT_STATUS_OK);
+        cr_assert_eq(rlt_db_history(db, conv, TEST_TARGET, collect, &c, &d), RLT_STATUS_OK);
         cr_assert_eq(c.n, 0);
 
         /* Reopen: everything is still there, and the WAL was folded back. */
@@ -365,7 +378,7 @@ Test(db, empty_file_gets_the_schema_and_read_only_never_creates)
     cr_assert_eq(sqlite3_prepare_v2(c, "SELECT value FROM rltune_meta WHERE key = 'schema_version'", -1, &st, NULL),
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "1");
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "2");
     sqlite3_finalize(st);
     cr_assert_eq(sqlite3_prepare_v2(c, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
@@ -406,16 +419,16 @@ Test(db, bad_records_are_refused_whole)
         const char *needle;
         rlt_record r;
     } cases[4];
-    cases[0].needle = "not a status name";
+    cases[0].needle = "not a status";
     cases[0].r = good;
-    snprintf(cases[0].r.status, sizeof cases[0].r.status, "FAST");
+    cases[0].r.status = RLT_STATUS_COUNT;
     cases[1].needle = "not a finite number";
     cases[1].r = good;
     cases[1].r.gflops = NAN;
     cases[2].needle = "no terminating NUL";
     cases[2].r = good;
     memset(cases[2].r.tuner, 'x', sizeof cases[2].r.tuner);
-    cases[3].needle = "'spec' is empty";
+    cases[3].needle = "'op' is empty";
     cases[3].r = good;
     cases[3].r.spec[0] = '\0';
     for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
@@ -517,11 +530,11 @@ Test(db, newer_schema_is_refused_unchanged)
     rlt_record r = make_record("add:N=8", "", 0);
     append(db, 1, &r);
     rlt_db_close(db);
-    raw_exec(path, "UPDATE rltune_meta SET value = '2' WHERE key = 'schema_version'");
+    raw_exec(path, "UPDATE rltune_meta SET value = '3' WHERE key = 'schema_version'");
     size_t len = 0;
     char *before = slurp(path, &len);
     for (int ro = 0; ro < 2; ro++) {
-        expect_open_refused(path, ro, RLT_STATUS_INVALID_ARGUMENT, "schema version 2, newer");
+        expect_open_refused(path, ro, RLT_STATUS_INVALID_ARGUMENT, "schema version 3, newer");
         assert_file_is(path, before, len);
     }
     rlt_free(before);
@@ -764,7 +777,7 @@ Test(db, kill_9_loses_only_the_open_batch)
     bool found = false;
     char config[64];
     snprintf(config, sizeof config, "batch=%d;j=%d", s.max_batch, BATCH - 1);
-    cr_assert_eq(rlt_db_lookup(db, "matmul:M=64,N=64,K=64", "cpu=test;cc=gcc", config, &r, &found, &d),
+    cr_assert_eq(rlt_db_lookup(db, "matmul:M=64,N=64,K=64", TEST_TARGET, config, &r, &found, &d),
                  RLT_STATUS_OK);
     cr_assert(found);
     cr_log_info("kill -9 after %.2f s: %lld records, %d whole batches", now_s() - t0, (long long)total,
@@ -828,7 +841,10 @@ Test(db, full_disk_keeps_earlier_records)
     rlt_free(build_db(path, 100, &len));
     int pages = (int)(len / 4096);
 
-    rlt_db *db = open_db(path, &(rlt_db_opts){.max_pages_for_tests = pages + 4});
+    rlt_db *db = NULL;
+    rlt_diag od = {0};
+    cr_assert_eq(rlt_db_open_for_tests(path, NULL, &(rlt_db_test_opts){.max_pages = pages + 4}, &db, &od),
+                 RLT_STATUS_OK, "%s", od.message);
     int n_batches = 0;
     rlt_diag d = {0};
     rlt_status st = RLT_STATUS_OK;
@@ -900,7 +916,8 @@ Test(db, export_then_import_gives_identical_records)
     in[3].time_median_ms = 1e-300;
     in[3].gflops = 123456789.123456789;
     in[3].created_s = 1712345678.123456789;
-    snprintf(in[4].status, sizeof in[4].status, "RUN_TIMEOUT");
+    in[2].is_final = true;
+    in[4].status = RLT_STATUS_RUN_TIMEOUT;
     in[4].time_min_ms = in[4].time_median_ms = in[4].gflops = 0;
     snprintf(in[4].message, sizeof in[4].message, "ran past 10 s\nkilled");
     snprintf(in[5].spec, sizeof in[5].spec, "conv2d:N=1");
@@ -939,7 +956,8 @@ Test(db, export_then_import_gives_identical_records)
     cr_assert_eq(len1, len2);
     cr_assert(memcmp(t1, t2, len1) == 0);
     cr_assert(strstr(t1, "\"seed\":\"18446744073709551615\""), "%s", t1);
-    cr_assert(strstr(t1, "\"v\":1,"), "%s", t1);
+    cr_assert(strstr(t1, "{\"v\":2,"), "%s", t1);
+    cr_assert(strstr(t1, "\"final\":true"), "%s", t1);
     rlt_free(t1);
     rlt_free(t2);
 
@@ -961,17 +979,19 @@ Test(db, export_then_import_gives_identical_records)
     assert_no_leaks();
 }
 
-/* A line of format v1 with `field` replaced by the raw JSON `value` (or
+/* A line of format v2 with `field` replaced by the raw JSON `value` (or
  * left out when value is NULL). */
+#define LINE_TARGET "{\"cpu\":\"c\",\"vector_floats\":8,\"threads\":1,\"weights\":\"prepacked\",\"codegen\":3,\"cc\":\"gcc\"}"
+#define LINE_TARGET_KEY "cpu=c;vec=8;threads=1;weights=prepacked;codegen=3;cc=gcc"
 static void line_with(char *out, size_t cap, const char *field, const char *value)
 {
-    static const char *const keys[] = {"v",      "id",          "spec",           "target",  "config",
-                                       "schedule", "tuner",     "status",         "time_min_ms",
-                                       "time_median_ms", "gflops", "n_threads",   "seed",    "build_s",
-                                       "created_s", "message"};
-    static const char *const values[] = {"1",       "7",      "\"matmul:M=8,N=8,K=8\"", "\"cpu\"", "\"c=1\"",
-                                         "\"split i 2\\n\"", "\"random\"", "\"OK\"", "1.5", "1.6", "0.68",
-                                         "1",       "\"42\"", "0.25", "1700000000.5", "\"\""};
+    static const char *const keys[] = {"v",      "id",    "op",      "target",  "config",   "schedule",
+                                       "tuner",  "status", "final",  "time_ms", "gflops",   "seed",
+                                       "build_s", "created_s", "message"};
+    static const char *const values[] = {"2",       "7",       "\"matmul:M=8,N=8,K=8\"",        LINE_TARGET,
+                                         "\"c=1\"",  "\"split i 2\\n\"",   "\"random\"", "\"OK\"", "false",
+                                         "{\"min\":1.5,\"median\":1.6}", "0.68",   "\"42\"", "0.25",
+                                         "1700000000.5", "\"\""};
     size_t used = (size_t)snprintf(out, cap, "{");
     bool first = true;
     for (size_t i = 0; i < RLT_ARRAY_LEN(keys); i++) {
@@ -1004,11 +1024,17 @@ Test(db, import_refuses_bad_lines_whole)
         {NULL, NULL, "{\"v\":1} trailing", "not valid JSON"},
         {"gflops", NULL, NULL, "missing field \"gflops\""},
         {"v", NULL, NULL, "missing field \"v\""},
-        {"v", "2", NULL, "unknown records format version \"v\": 2"},
+        {"v", "3", NULL, "unknown records format version \"v\": 3"},
         {"gflops", "\"fast\"", NULL, "field \"gflops\" must be a finite number"},
         {"gflops", "1e999", NULL, "field \"gflops\" must be a finite number"},
-        {"spec", "5", NULL, "field \"spec\" must be a string"},
-        {"n_threads", "1.5", NULL, "field \"n_threads\" must be a whole number"},
+        {"op", "5", NULL, "field \"op\" must be a string"},
+        {"target", "\"cpu=c;vec=8;threads=1;cc=gcc\"", NULL, "field \"target\" must be an object"},
+        {"target", "{\"cpu\":\"c\",\"vector_floats\":8,\"threads\":1.5,\"weights\":\"prepacked\",\"codegen\":3,\"cc\":\"g\"}",
+         NULL, "field \"target.threads\" must be a whole number"},
+        {"target", "{\"cpu\":\"c\",\"vector_floats\":8,\"threads\":1,\"weights\":\"prepacked\",\"cc\":\"g\"}", NULL,
+         "missing field \"target.codegen\""},
+        {"time_ms", "{\"min\":1,\"median\":2,\"max\":3}", NULL, "unknown field \"time_ms.max\""},
+        {"final", "1", NULL, "field \"final\" must be true or false"},
         {"seed", "\"-1\"", NULL, "field \"seed\" must be a string of decimal digits"},
         {"seed", "\"18446744073709551616\"", NULL, "field \"seed\" must be"},
         {"status", "\"FAST\"", NULL, "not a status name"},
@@ -1061,7 +1087,7 @@ Test(db, import_refuses_bad_lines_whole)
     cr_assert_eq(skipped, 1);
     rlt_record r;
     bool found = false;
-    cr_assert_eq(rlt_db_lookup(db, "matmul:M=8,N=8,K=8", "cpu", "c=2", &r, &found, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_db_lookup(db, "matmul:M=8,N=8,K=8", LINE_TARGET_KEY, "c=2", &r, &found, &d), RLT_STATUS_OK);
     cr_assert(found);
     cr_assert_eq(r.seed, 12345);
     cr_assert_str_eq(r.message, "a\\u0000");
@@ -1070,6 +1096,241 @@ Test(db, import_refuses_bad_lines_whole)
     tmp_remove_tree(dir);
     free(dir);
     assert_no_leaks();
+}
+
+/* ---- lookup: what a tuning run reads back -------------------------------- */
+
+Test(db, lookup_reads_back_the_search_time_record_not_the_final_pick)
+{
+    char *dir = make_temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/l.db", dir);
+    rlt_db *db = open_db(path, NULL);
+    const char *mm = "matmul:M=8,N=8,K=8";
+    rlt_record searched = timed_record("a", "s", RLT_STATUS_OK, 100.0, 1.0);
+    rlt_record final = timed_record("a", "s", RLT_STATUS_OK, 90.0, 2.0);
+    final.is_final = true;
+    rlt_record only_final = timed_record("b", "s", RLT_STATUS_OK, 70.0, 3.0);
+    only_final.is_final = true;
+    const rlt_record all[] = {searched, final, only_final};
+    append(db, 3, all);
+    rlt_record r;
+    bool found = false;
+    rlt_diag d = {0};
+    /* a rerun hears what the search heard: 100, not the final pick's 90 */
+    cr_assert_eq(rlt_db_lookup(db, mm, TEST_TARGET, "a", &r, &found, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert_eq(r.gflops, 100.0);
+    cr_assert_not(r.is_final);
+    /* with only a final pick's record, that one */
+    cr_assert_eq(rlt_db_lookup(db, mm, TEST_TARGET, "b", &r, &found, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert_eq(r.gflops, 70.0);
+    cr_assert(r.is_final);
+    /* best still goes by the configuration's newest: the final pick's 90 */
+    cr_assert_eq(rlt_db_best(db, mm, TEST_TARGET, &r, &found, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_str_eq(r.config, "a");
+    cr_assert_eq(r.gflops, 90.0);
+    rlt_db_close(db);
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
+/* ---- schema v1: migrated, never broken ------------------------------------ */
+
+/* tests/fixtures/records_v1.db was written by rltune before schema v2 (tune
+ * runs at one and two threads with final picks, an expression, timeouts,
+ * an import of records of an older target key); records_v1.jsonl is its
+ * export by that rltune (JSON lines v1). */
+#define FIXTURE_V1_DB RLTUNE_SOURCE_DIR "/tests/fixtures/records_v1.db"
+#define FIXTURE_V1_JSONL RLTUNE_SOURCE_DIR "/tests/fixtures/records_v1.jsonl"
+#define FIXTURE_V1_N 41
+
+/* The fixture's records as that rltune exported them, read by the v1
+ * reader of record.c. */
+static int fixture_v1_records(rlt_record *out, int cap)
+{
+    FILE *f = fopen(FIXTURE_V1_JSONL, "r");
+    cr_assert_not_null(f);
+    char line[16384];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        cr_assert_lt(n, cap);
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_record_from_json(line, "records_v1.jsonl", &out[n], &d), RLT_STATUS_OK, "%s", d.message);
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+/* Every record of the database at `path` equals the fixture's, id and
+ * order included, final picks told by their flag now. */
+static void assert_fixture_records(const char *path, const rlt_db_opts *opts)
+{
+    static rlt_record want[FIXTURE_V1_N + 1], got[FIXTURE_V1_N + 1];
+    int n = fixture_v1_records(want, FIXTURE_V1_N + 1);
+    cr_assert_eq(n, FIXTURE_V1_N);
+    rlt_db *db = open_db(path, opts);
+    cr_assert_eq(count(db, NULL), n);
+    collected c = {0, got, FIXTURE_V1_N + 1};
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_history(db, NULL, NULL, collect, &c, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(c.n, n);
+    int n_final = 0, n_failed = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < n && got[k].id != want[i].id) k++;
+        cr_assert_lt(k, n, "record %" PRId64 " was lost", want[i].id);
+        assert_same_record(&got[k], &want[i]);
+        n_final += got[k].is_final;
+        n_failed += got[k].status != RLT_STATUS_OK;
+    }
+    cr_assert_eq(n_final, 8);
+    cr_assert_eq(n_failed, 7);
+    /* the older target key (no weights=, no codegen=) kept its meaning */
+    rlt_record r;
+    bool found = false;
+    cr_assert_eq(rlt_db_best(db, "matmul:M=16,N=16,K=16",
+                             "cpu=AMD EPYC;vec=8;threads=1;cc=gcc -O1 -march=native -std=gnu11 -fPIC -shared", &r,
+                             &found, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert_not(r.target.is_weights_prepacked);
+    cr_assert_eq(r.target.codegen, 0);
+    rlt_db_close(db);
+}
+
+static char *copy_fixture(const char *dir, const char *name)
+{
+    size_t len = 0;
+    char *bytes = slurp(FIXTURE_V1_DB, &len);
+    char *path = malloc(600);
+    snprintf(path, 600, "%s/%s", dir, name);
+    tmp_file_write(path, bytes, len);
+    rlt_free(bytes);
+    return path;
+}
+
+static char *schema_version_of(const char *path)
+{
+    sqlite3 *c = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(c, "SELECT value FROM rltune_meta WHERE key = 'schema_version'", -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(c));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    char *v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(c);
+    return v;
+}
+
+/* A backup of the fixture: still schema v1, with every record. (SQLite's
+ * backup API copies pages, not bytes: the header's counters may differ.) */
+static void assert_v1_backup(const char *backup)
+{
+    char *v = schema_version_of(backup);
+    cr_assert_str_eq(v, "1", "%s", backup);
+    free(v);
+    assert_fixture_records(backup, &(rlt_db_opts){.is_read_only = true});
+}
+
+Test(db, a_v1_file_is_migrated_with_a_backup_beside_it)
+{
+    char *dir = make_temp_dir();
+    char *path = copy_fixture(dir, "old.db");
+    size_t len = 0;
+    char *before = slurp(path, &len);
+
+    /* read-only: answered from a migrated copy in memory; the file untouched */
+    assert_fixture_records(path, &(rlt_db_opts){.is_read_only = true});
+    assert_file_is(path, before, len);
+    char backup[700];
+    snprintf(backup, sizeof backup, "%s.v1.bak", path);
+    cr_assert_not(file_exists(backup));
+
+    /* for writing: a backup of the v1 database, then the file is v2 */
+    assert_fixture_records(path, NULL);
+    assert_v1_backup(backup);
+    char *v = schema_version_of(path);
+    cr_assert_str_eq(v, "2");
+    free(v);
+    /* and opens as v2 from then on, appends included */
+    rlt_db *db = open_db(path, NULL);
+    rlt_record r = make_record("add:N=8", "", 0);
+    append(db, 1, &r);
+    cr_assert_eq(count(db, NULL), FIXTURE_V1_N + 1);
+    rlt_db_close(db);
+    /* a second v1 file beside it does not overwrite that backup */
+    char *again = copy_fixture(dir, "old.db.again");
+    cr_assert_eq(rename(again, path), 0);
+    assert_fixture_records(path, NULL);
+    snprintf(backup, sizeof backup, "%s.v1.bak.2", path);
+    assert_v1_backup(backup);
+    rlt_free(before);
+    free(again);
+    free(path);
+    tmp_remove_tree(dir);
+    free(dir);
+    assert_no_leaks();
+}
+
+Test(db, a_migration_killed_at_any_step_leaves_a_v1_or_a_v2_file)
+{
+    char *dir = make_temp_dir();
+    for (int step = 1; step <= RLT_DB_MIGRATION_STEPS; step++) {
+        char name[32];
+        snprintf(name, sizeof name, "killed%d.db", step);
+        char *path = copy_fixture(dir, name);
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            rlt_db *db = NULL;
+            rlt_db_open_for_tests(path, NULL, &(rlt_db_test_opts){.kill_at_migration_step = step}, &db, NULL);
+            _exit(0); /* not reached: the open kills the process */
+        }
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "step %d: the child was not killed", step);
+        char *v = schema_version_of(path);
+        bool is_migrated = strcmp(v, "2") == 0;
+        cr_assert(is_migrated || strcmp(v, "1") == 0, "step %d: schema version '%s'", step, v);
+        cr_assert_eq(is_migrated, step == RLT_DB_MIGRATION_STEPS, "step %d: version %s", step, v);
+        free(v);
+        /* whatever the kill left reads back whole (and migrates now) */
+        assert_fixture_records(path, NULL);
+        free(path);
+    }
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
+Test(db, v1_json_lines_still_import)
+{
+    char *dir = make_temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/import.db", dir);
+    rlt_db *db = open_db(path, NULL);
+    int added = 0, skipped = 0;
+    rlt_diag d = {0};
+    cr_assert_eq(import_from(db, FIXTURE_V1_JSONL, &added, &skipped, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(added, FIXTURE_V1_N);
+    rlt_db_close(db);
+    assert_fixture_records(path, NULL);
+    /* a v1 line whose target key does not parse is refused, naming it */
+    char src[600];
+    snprintf(src, sizeof src, "%s/bad.jsonl", dir);
+    tmp_file_write_text(src, "{\"v\":1,\"id\":1,\"spec\":\"add:N=8\",\"target\":\"Intel Xeon;gcc 12\",\"config\":\"\","
+                             "\"schedule\":\"\",\"tuner\":\"x\",\"status\":\"OK\",\"time_min_ms\":1,\"time_median_ms\":1,"
+                             "\"gflops\":1,\"n_threads\":1,\"seed\":\"0\",\"build_s\":0,\"created_s\":1,\"message\":\"\"}\n");
+    db = open_db(path, NULL);
+    cr_assert_eq(import_from(db, src, &added, &skipped, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, ":1: field \"target\""), "%s", d.message);
+    cr_assert(strstr(d.message, "Intel Xeon;gcc 12"), "%s", d.message);
+    rlt_db_close(db);
+    tmp_remove_tree(dir);
+    free(dir);
 }
 
 /* ---- out of memory -------------------------------------------------------- */
@@ -1088,16 +1349,16 @@ Test(db, allocation_failures_are_reported)
         rlt_diag d = {0};
         rlt_alloc_fail_after(n);
         rlt_status st = rlt_db_open(path, NULL, &db, &d);
-        if (st == RLT_STATUS_OK) st = rlt_db_append(db, 1, &r, &d);
+        bool is_open = st == RLT_STATUS_OK;
+        if (is_open) st = rlt_db_append(db, 1, &r, &d);
         rlt_alloc_fail_after(0);
-        if (st == RLT_STATUS_OK) {
-            rlt_db_close(db);
-            break;
-        }
+        if (is_open) cr_assert_not_null(db);
+        else cr_assert_null(db);
+        rlt_db_close(db);
+        if (st == RLT_STATUS_OK) break;
         n_failed++;
         cr_assert_eq(st, RLT_STATUS_OUT_OF_MEMORY, "%s: %s", rlt_status_str(st), d.message);
         cr_assert(strstr(d.message, "out of memory"), "%s", d.message);
-        cr_assert_null(db);
     }
     cr_assert_gt(n_failed, 0);
 

@@ -125,14 +125,13 @@ static rlt_db *fresh_db(const char *dir, int i)
     rlt_record r;
     memset(&r, 0, sizeof r);
     snprintf(r.spec, sizeof r.spec, "add:N=8");
-    snprintf(r.target, sizeof r.target, "cpu=test");
+    cr_assert_eq(rlt_record_target_parse("cpu=test;vec=8;threads=1;cc=gcc", &r.target, &d), RLT_STATUS_OK);
     snprintf(r.config, sizeof r.config, "already=here");
     snprintf(r.schedule, sizeof r.schedule, "split i 2\n");
     snprintf(r.tuner, sizeof r.tuner, "random");
-    snprintf(r.status, sizeof r.status, "OK");
+    r.status = RLT_STATUS_OK;
     r.time_min_ms = r.time_median_ms = 1.0;
     r.gflops = 0.5;
-    r.n_threads = 1;
     r.created_s = 1700000000.0;
     cr_assert_eq(rlt_db_append(db, 1, &r, &d), RLT_STATUS_OK, "%s", d.message);
     return db;

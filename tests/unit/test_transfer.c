@@ -34,6 +34,12 @@ static void random_valid(const rlt_space *s, rlt_rng *rng, rlt_config *c)
 }
 
 /* Appends n records of random configs of `spec` with GFLOP/s from score(). */
+/* Target keys (rlt_record_target_key): the run's, another machine's, and
+ * one without records. */
+#define T_TARGET "cpu=t;vec=8;threads=1;cc=gcc"
+#define OTHER_TARGET "cpu=other;vec=8;threads=1;cc=gcc"
+#define NONE_TARGET "cpu=none;vec=8;threads=1;cc=gcc"
+
 static void add_records(rlt_db *db, const char *spec, const char *target, int n, uint64_t seed,
                         double (*score)(int i))
 {
@@ -51,14 +57,14 @@ static void add_records(rlt_db *db, const char *spec, const char *target, int n,
         rlt_str_init(&key);
         rlt_space_config_key(&s, &c, &key);
         snprintf(recs[i].spec, sizeof recs[i].spec, "%s", op->spec);
-        snprintf(recs[i].target, sizeof recs[i].target, "%s", target);
+        rlt_diag td = {0};
+        cr_assert_eq(rlt_record_target_parse(target, &recs[i].target, &td), RLT_STATUS_OK, "%s", td.message);
         snprintf(recs[i].config, sizeof recs[i].config, "%s", key.data);
         snprintf(recs[i].tuner, sizeof recs[i].tuner, "random");
         double g = score(i);
-        snprintf(recs[i].status, sizeof recs[i].status, "%s", rlt_status_str(g > 0 ? RLT_STATUS_OK : RLT_STATUS_RUN_ERROR));
+        recs[i].status = g > 0 ? RLT_STATUS_OK : RLT_STATUS_RUN_ERROR;
         recs[i].gflops = g;
         recs[i].time_median_ms = recs[i].time_min_ms = g > 0 ? op->flops / (g * 1e6) : 0;
-        recs[i].n_threads = 1;
         recs[i].created_s = 1e9 + i;
         rlt_str_free(&key);
     }
@@ -85,18 +91,18 @@ static rlt_db *open_db(void)
 Test(transfer, rows_come_from_other_workloads_of_the_kind_and_target_normalised_by_their_best)
 {
     rlt_db *db = open_db();
-    add_records(db, "matmul:M=64,N=64,K=64", "T", 20, 1, score_ramp);
-    add_records(db, "matmul:M=32,N=64,K=128", "T", 10, 2, score_const);
-    add_records(db, "matmul:M=64,N=96,K=64", "T", 7, 3, score_const);      /* the op itself */
-    add_records(db, "matmul:M=64,N=64,K=64", "other target", 9, 4, score_const);
-    add_records(db, "conv2d:N=1,C=8,H=8,W=8,K=8,R=3,S=3,stride=1,pad=1", "T", 6, 5, score_const);
+    add_records(db, "matmul:M=64,N=64,K=64", T_TARGET, 20, 1, score_ramp);
+    add_records(db, "matmul:M=32,N=64,K=128", T_TARGET, 10, 2, score_const);
+    add_records(db, "matmul:M=64,N=96,K=64", T_TARGET, 7, 3, score_const);      /* the op itself */
+    add_records(db, "matmul:M=64,N=64,K=64", OTHER_TARGET, 9, 4, score_const);
+    add_records(db, "conv2d:N=1,C=8,H=8,W=8,K=8,R=3,S=3,stride=1,pad=1", T_TARGET, 6, 5, score_const);
 
     rlt_op *op = fixture_op("matmul:M=64,N=96,K=64");
     rlt_space s;
     tuner_space(op, &s);
     rlt_transfer t;
     rlt_diag d = {0};
-    cr_assert_eq(rlt_transfer_collect(db, op, &s, &SPACE_OPTS, "T", 0, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_transfer_collect(db, op, &s, &SPACE_OPTS, T_TARGET, 0, &t, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_eq(t.n_workloads, 2);
     cr_assert_eq(t.n_rows, 30, "rows %d", t.n_rows);
     cr_assert_eq(t.n_skipped, 6, "the conv2d's records are skipped (got %d)", t.n_skipped);
@@ -128,12 +134,12 @@ Test(transfer, rows_come_from_other_workloads_of_the_kind_and_target_normalised_
 
     /* at most max_rows, the newest kept */
     rlt_transfer_free(&t);
-    cr_assert_eq(rlt_transfer_collect(db, op, &s, &SPACE_OPTS, "T", 12, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_transfer_collect(db, op, &s, &SPACE_OPTS, T_TARGET, 12, &t, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_leq(t.n_rows, 12);
     rlt_transfer_free(&t);
 
     /* nothing of the kind on another target */
-    cr_assert_eq(rlt_transfer_collect(db, op, &s, &SPACE_OPTS, "none", 0, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_transfer_collect(db, op, &s, &SPACE_OPTS, NONE_TARGET, 0, &t, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_eq(t.n_rows, 0);
     cr_assert_eq(t.n_workloads, 0);
     rlt_transfer_free(&t);

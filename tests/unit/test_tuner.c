@@ -325,10 +325,11 @@ Test(tuner, every_hyper_parameter_is_settable_by_name)
     rlt_op_destroy(op);
 }
 
-/* Start configurations (`tune --tuner policy`): proposed first, each with
- * its valid neighbours, alone in their batch, never twice; then the tuner's
- * own proposals, every tuner, and the whole space still enumerated. */
-Test(tuner, start_configurations_come_first_with_their_neighbours)
+/* Start configurations (`tune --tuner policy`): a session's queue
+ * (session.h) proposes each with its valid neighbours, alone, each once;
+ * the tuner that follows treats them as visited from its start and
+ * proposes the rest of the space, each once. Every tuner. */
+Test(tuner, a_queue_comes_first_and_the_tuner_never_proposes_its_configurations)
 {
     rlt_op *op = fixture_op("matmul:M=3,N=2,K=2");
     rlt_space s;
@@ -343,24 +344,77 @@ Test(tuner, start_configurations_come_first_with_their_neighbours)
             rlt_config n;
             n_valid_neighbours += rlt_space_neighbour(&s, &start, k, dd, &n) && rlt_space_is_valid(&s, &n);
         }
+    rlt_proposer *queue = NULL;
+    rlt_diag d = {0};
+    /* the start twice, as a prior too: kept once */
+    cr_assert_eq(rlt_proposer_queue_create(&s, 1, &start, 1, &start, &queue, &d), RLT_STATUS_OK, "%s", d.message);
+    int n_queued = 0;
+    const rlt_config *queued = rlt_proposer_queue_configs(queue, &n_queued);
+    cr_assert_eq(n_queued, 1 + n_valid_neighbours, "the start and its valid neighbours");
+    cr_assert_eq(rlt_space_index_of(&s, &queued[0]), rlt_space_index_of(&s, &start));
+    for (int i = 1; i < n_queued; i++) {
+        int n_diff = 0;
+        for (int k = 0; k < s.n_knobs; k++) n_diff += queued[i].choice[k] != start.choice[k];
+        cr_assert_eq(n_diff, 1, "queued %d is not a neighbour of the start", i);
+    }
+    rlt_config batch[64];
+    cr_assert_eq(queue->ops->next(queue, 64, batch), n_queued);
+    cr_assert_eq(queue->ops->next(queue, 64, batch), 0, "the queue proposes each once");
+    uint64_t size = rlt_space_size(&s);
+    int n_valid = 0;
+    for (uint64_t i = 0; i < size; i++) {
+        rlt_config c;
+        rlt_space_config_of(&s, i, &c);
+        n_valid += rlt_space_is_valid(&s, &c);
+    }
     for (const char *const *name = rlt_tuner_names(); *name; name++) {
         rlt_tuner_opts o = FAST_ANNEALING(5);
-        o.n_start = 1;
-        o.start_configs = &start;
+        o.n_claimed = n_queued;
+        o.claimed_configs = queued;
         rlt_tuner *t = tuner_make(*name, &s, &o);
-        rlt_config batch[64];
-        int n = rlt_tuner_next_batch(t, 64, batch);
-        cr_assert_eq(n, 1 + n_valid_neighbours, "%s: the start and its valid neighbours, alone", *name);
-        cr_assert_eq(rlt_space_index_of(&s, &batch[0]), rlt_space_index_of(&s, &start), "%s", *name);
-        for (int i = 1; i < n; i++) {
-            int n_diff = 0;
-            for (int k = 0; k < s.n_knobs; k++) n_diff += batch[i].choice[k] != start.choice[k];
-            cr_assert_eq(n_diff, 1, "%s: proposal %d is not a neighbour of the start", *name, i);
+        bool *seen = calloc(size, 1);
+        for (int i = 0; i < n_queued; i++) seen[rlt_space_index_of(&s, &queued[i])] = true;
+        int total = 0;
+        for (int round = 0; round < 10000; round++) {
+            double scores[7];
+            int n = rlt_tuner_next_batch(t, 7, batch);
+            if (n == 0) break;
+            for (int i = 0; i < n; i++) {
+                uint64_t idx = rlt_space_index_of(&s, &batch[i]);
+                cr_assert_not(seen[idx], "%s proposed %llu, queued or proposed before", *name,
+                              (unsigned long long)idx);
+                seen[idx] = true;
+                scores[i] = index_mod_5(idx);
+            }
+            total += n;
+            cr_assert_eq(rlt_tuner_update(t, n, batch, scores, NULL), RLT_STATUS_OK);
         }
+        cr_assert_eq(total, n_valid - n_queued, "%s proposed %d of the %d others", *name, total, n_valid - n_queued);
+        free(seen);
         rlt_tuner_destroy(t);
-        /* and the rest of the space, each once */
-        t = tuner_make(*name, &s, &o);
-        tuner_assert_enumerates(t, &s, 7, index_mod_5);
+    }
+    rlt_proposer_destroy(queue);
+    rlt_op_destroy(op);
+}
+
+/* The tuner table's flags: an agent exactly where save and load are, and
+ * the cost-model tuners take transfer rows. */
+Test(tuner, capabilities_are_flags_in_the_tuner_table)
+{
+    cr_assert_eq(rlt_tuner_flags("xgb"), RLT_TUNER_USES_TRANSFER);
+    cr_assert_eq(rlt_tuner_flags("ppo"), RLT_TUNER_USES_TRANSFER | RLT_TUNER_HAS_AGENT);
+    cr_assert_eq(rlt_tuner_flags("ga"), 0);
+    cr_assert_eq(rlt_tuner_flags("no such tuner"), 0);
+    char names[128];
+    rlt_tuner_names_with(RLT_TUNER_HAS_AGENT, names, sizeof names);
+    cr_assert_str_eq(names, "bandit, dqn, ga-dqn, ppo");
+    rlt_op *op = fixture_op("matmul:M=8,N=8,K=8");
+    rlt_space s;
+    tuner_space(op, &s);
+    for (const char *const *name = rlt_tuner_names(); *name; name++) {
+        rlt_tuner_opts o = FAST_ANNEALING(5);
+        rlt_tuner *t = tuner_make(*name, &s, &o);
+        cr_assert_eq(rlt_tuner_has_agent(t), (rlt_tuner_flags(*name) & RLT_TUNER_HAS_AGENT) != 0, "%s", *name);
         rlt_tuner_destroy(t);
     }
     rlt_op_destroy(op);

@@ -3,7 +3,8 @@
  * keys in docs/experiment.md), opening what it names (rlt_exp_open: ops,
  * datasets or the records database, every tuner created once on every
  * workload's space), and the runs (rlt_exp_run_all: rlt_tune per workload,
- * seed and tuner), with the best known GFLOP/s of each workload.
+ * seed and tuner), with the best known GFLOP/s of each workload. What the
+ * results look like in the report is results.c's.
  *
  * The config is checked whole before anything runs, and strictly: an
  * unknown or repeated key, a key of the other measuring mode, a value of
@@ -11,7 +12,7 @@
  * because an experiment run with a silently ignored setting looks exactly
  * like a right one.
  */
-#include "report/report.h"
+#include "experiment/experiment.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -22,8 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-const double rlt_exp_reach_fractions[RLT_EXP_N_REACH] = {0.90, 0.95, 0.99};
 
 #define MAX_TRIALS 1000000
 #define MAX_SEED_EXACT 9007199254740992.0 /* 2^53: every whole number up to it is exact in JSON */
@@ -994,8 +993,7 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
     out->n_runs_planned = c->n_workloads * c->n_tuners * c->n_seeds;
     out->runs = rlt_calloc((size_t)out->n_runs_planned, sizeof *out->runs);
     out->workloads = rlt_calloc((size_t)c->n_workloads, sizeof *out->workloads);
-    out->stats = rlt_calloc((size_t)c->n_workloads * (size_t)c->n_tuners, sizeof *out->stats);
-    if (!out->runs || !out->workloads || !out->stats)
+    if (!out->runs || !out->workloads)
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting the experiment");
     memcpy(out->workloads, e->known, sizeof *out->workloads * (size_t)c->n_workloads);
     rlt_status st = RLT_STATUS_OK;
@@ -1067,7 +1065,6 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
     if (any_carry) remove_agent_dir(agent_dir, c->n_tuners, c->n_seeds);
     rlt_diag d = {0};
     rlt_status known_st = best_known(e, out, &d);
-    if (known_st == RLT_STATUS_OK) known_st = rlt_exp_result_stats(c, out, &d);
     if (st == RLT_STATUS_OK && known_st != RLT_STATUS_OK) st = rlt_fail(diag, known_st, "%s", d.message);
     return st;
 }
@@ -1077,9 +1074,7 @@ void rlt_exp_result_free(rlt_exp_result *r)
     for (int i = 0; i < r->n_runs; i++) rlt_tune_result_free(&r->runs[i].tune);
     rlt_free(r->runs);
     rlt_free(r->workloads);
-    rlt_free(r->stats);
     r->runs = NULL;
     r->workloads = NULL;
-    r->stats = NULL;
     r->n_runs = 0;
 }

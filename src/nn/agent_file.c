@@ -1,18 +1,19 @@
 /*
  * agent_file.c - the agent file, version 1 (agent_file.h; the layout is in
  * docs/formats.md, "Agent files"): named sections and a checksum, in
- * little-endian binary.
+ * little-endian binary; created, filled, saved (rlt_agent_file_save),
+ * loaded (rlt_agent_file_load / _load_bytes) and read section by section.
  *
  * Layout: magic "RLTUNEAG" (8 bytes), u32 version (1), u32 n_sections, then
  * per section u32 name_len, the name's bytes, u64 data_len, the data; last,
  * u64 FNV-1a 64 (rlt_hash_bytes from RLT_HASH_SEED) of every byte before
- * it. Two sections are always there: "tuner" (the tuner's name) and
- * "knobs" (one line "NAME SIZE\n" per knob of the space it learned on).
+ * it. Two sections are always there: "tuner" (the saver's name) and
+ * "knobs" (text the saver writes and reads: search/tuner_agent.c puts one
+ * line "NAME SIZE\n" per knob of the space it learned on).
  * The reader checks every length against what is left before using it and
  * the checksum before anything else.
  */
-#include "search/agent_file.h"
-#include "search/tuner.h"
+#include "nn/agent_file.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -114,30 +115,20 @@ rlt_status rlt_agent_file_put_mlp(rlt_agent_file *f, const char *name, const rlt
     return st;
 }
 
-rlt_status rlt_agent_file_create(const char *tuner, const rlt_space *space, rlt_agent_file **out, rlt_diag *diag)
+rlt_status rlt_agent_file_create(const char *tuner, const char *knobs, rlt_agent_file **out, rlt_diag *diag)
 {
     *out = NULL;
-    rlt_str knobs;
-    rlt_str_init(&knobs);
+    if (!knobs) knobs = "";
     rlt_agent_file *f = file_new("<new>");
-    rlt_status st = RLT_STATUS_OUT_OF_MEMORY;
-    if (!f) goto fail_oom;
-    for (int k = 0; space && k < space->n_knobs; k++)
-        rlt_str_printf(&knobs, "%s %d\n", space->knobs[k].name, space->knobs[k].n_choices);
-    if (knobs.has_failed) goto fail_oom;
+    if (!f) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "agent file: out of memory");
+    rlt_status st;
     if ((st = rlt_agent_file_put_bytes(f, SECTION_TUNER, tuner, strlen(tuner), diag)) != RLT_STATUS_OK ||
-        (st = rlt_agent_file_put_bytes(f, SECTION_KNOBS, knobs.data ? knobs.data : "", knobs.len, diag)) !=
-            RLT_STATUS_OK)
-        goto fail;
-    rlt_str_free(&knobs);
+        (st = rlt_agent_file_put_bytes(f, SECTION_KNOBS, knobs, strlen(knobs), diag)) != RLT_STATUS_OK) {
+        rlt_agent_file_destroy(f);
+        return st;
+    }
     *out = f;
     return RLT_STATUS_OK;
-fail_oom:
-    rlt_fail(diag, st, "agent file: out of memory");
-fail:
-    rlt_str_free(&knobs);
-    rlt_agent_file_destroy(f);
-    return st;
 }
 
 /* ---- bytes ------------------------------------------------------------------ */
@@ -292,47 +283,7 @@ const char *rlt_agent_file_tuner(const rlt_agent_file *f) { return find(f, SECTI
 
 const char *rlt_agent_file_source(const rlt_agent_file *f) { return f->source; }
 
-rlt_status rlt_agent_file_check_knobs(const rlt_agent_file *f, const rlt_space *space, bool is_size_needed,
-                                      rlt_diag *diag)
-{
-    const char *p = find(f, SECTION_KNOBS)->data;
-    int k = 0;
-    while (*p) {
-        const char *eol = strchr(p, '\n');
-        size_t line_len = eol ? (size_t)(eol - p) : strlen(p);
-        char name[128];
-        int size = 0;
-        const char *sp = memchr(p, ' ', line_len);
-        size_t name_len = sp ? (size_t)(sp - p) : line_len;
-        if (!sp || name_len >= sizeof name || sscanf(sp + 1, "%d", &size) != 1)
-            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "agent file '%s': knob line %d is not 'NAME SIZE'",
-                            f->source, k + 1);
-        memcpy(name, p, name_len);
-        name[name_len] = '\0';
-        if (k >= space->n_knobs)
-            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                            "agent file '%s': the agent learned on more knobs than this space's %d (from %s on)",
-                            f->source, space->n_knobs, name);
-        const rlt_knob *kn = &space->knobs[k];
-        if (strcmp(name, kn->name) != 0)
-            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                            "agent file '%s': knob %d is %s, this space's is %s (an agent moves between workloads "
-                            "of one op kind)",
-                            f->source, k, name, kn->name);
-        if (is_size_needed && size != kn->n_choices)
-            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                            "agent file '%s': knob %s had %d choices, this space's has %d (this tuner's agent "
-                            "needs the same choices)",
-                            f->source, name, size, kn->n_choices);
-        k++;
-        p += line_len + (eol ? 1 : 0);
-    }
-    if (k != space->n_knobs)
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "agent file '%s': the agent learned on %d knobs, this space has %d", f->source, k,
-                        space->n_knobs);
-    return RLT_STATUS_OK;
-}
+const char *rlt_agent_file_knobs(const rlt_agent_file *f) { return find(f, SECTION_KNOBS)->data; }
 
 rlt_status rlt_agent_file_get_bytes(const rlt_agent_file *f, const char *name, const char **out_data,
                                     size_t *out_len, rlt_diag *diag)
@@ -388,40 +339,4 @@ rlt_status rlt_agent_file_get_mlp(const rlt_agent_file *f, const char *name, con
     *out = m;
     if (out_adam) *out_adam = adam;
     return RLT_STATUS_OK;
-}
-
-/* ---- tuners ----------------------------------------------------------------- */
-
-bool rlt_tuner_has_agent(const rlt_tuner *t) { return t->ops->save && t->ops->load; }
-
-rlt_status rlt_tuner_save(const rlt_tuner *t, const char *path, rlt_diag *diag)
-{
-    if (!rlt_tuner_has_agent(t))
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "tuner %s has no agent to save (the learning tuners are ga-dqn, dqn, bandit and ppo)",
-                        t->ops->name);
-    rlt_agent_file *f = NULL;
-    rlt_status st = rlt_agent_file_create(t->ops->name, t->space, &f, diag);
-    if (st == RLT_STATUS_OK) st = t->ops->save(t, f, diag);
-    if (st == RLT_STATUS_OK) st = rlt_agent_file_save(f, path, diag);
-    rlt_agent_file_destroy(f);
-    return st;
-}
-
-rlt_status rlt_tuner_load(rlt_tuner *t, const char *path, rlt_diag *diag)
-{
-    if (!rlt_tuner_has_agent(t))
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "tuner %s has no agent to load (the learning tuners are ga-dqn, dqn, bandit and ppo)",
-                        t->ops->name);
-    rlt_agent_file *f = NULL;
-    rlt_status st = rlt_agent_file_load(path, &f, diag);
-    if (st != RLT_STATUS_OK) return st;
-    if (strcmp(rlt_agent_file_tuner(f), t->ops->name) != 0)
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "agent file '%s' holds a %s agent, not a %s one", path,
-                      rlt_agent_file_tuner(f), t->ops->name);
-    else
-        st = t->ops->load(t, f, diag);
-    rlt_agent_file_destroy(f);
-    return st;
 }

@@ -1,14 +1,17 @@
 /*
- * agent_file.h - a learning tuner saved to a file (`rltune tune --agent-out`)
- * and loaded into a new run (`--agent-in`), so that an agent trained on
- * earlier workloads starts the next one (ktune's transfer between layers).
+ * agent_file.h - the agent file: what a learner keeps between runs, as a
+ * set of named sections in one versioned, checksummed binary file
+ * (docs/formats.md, "Agent files"). The learning tuners save their agents
+ * in it (`rltune tune --agent-out` / `--agent-in`: search/tuner_agent.c),
+ * and a LoopTune policy is one (src/policy).
  *
- * An agent file is a set of named sections in one versioned binary file
- * (docs/formats.md, "Agent files"): the tuner's name and the knobs of the
- * space it learned on, then what the tuner chooses to keep: networks with
- * their optimiser state (nn weights bytes), numbers, raw bytes. The tuners
- * write and read their own sections (the save / load hooks of
- * rlt_tuner_ops); this container only checks the file's integrity.
+ * Two sections are always there: "tuner", the name of what saved the file
+ * (a tuner's name, or "policy"), and "knobs", the knobs of the space it
+ * learned on as text that the saver writes and checks (search/tuner_agent.c;
+ * empty for an agent of no knob space). Then what the saver chooses to
+ * keep: networks with their optimiser state (nn weights bytes), numbers,
+ * raw bytes. This container knows nothing of spaces or tuners: it checks
+ * the file's integrity only.
  *
  * Ownership: an rlt_agent_file owns copies of everything put into it;
  * getters hand out new objects (networks) or borrowed views that live as
@@ -18,7 +21,6 @@
 #define RLT_AGENT_FILE_H
 
 #include "nn/nn.h"
-#include "space/space.h"
 
 #define RLT_AGENT_FILE_VERSION 1
 #define RLT_AGENT_FILE_MAX_SECTIONS 256
@@ -26,10 +28,10 @@
 
 typedef struct rlt_agent_file rlt_agent_file;
 
-/* A new, empty file for tuner `tuner` that learned on `space` (the knobs'
- * names and sizes are recorded; NULL: an agent of no knob space, such as a
- * LoopTune policy, with an empty knobs section). Errors: OUT_OF_MEMORY. */
-rlt_status rlt_agent_file_create(const char *tuner, const rlt_space *space, rlt_agent_file **out, rlt_diag *diag);
+/* A new, empty file saved by `tuner` (copied into the "tuner" section),
+ * whose "knobs" section is `knobs` (copied; NULL or "": an agent of no knob
+ * space, such as a LoopTune policy). Errors: OUT_OF_MEMORY. */
+rlt_status rlt_agent_file_create(const char *tuner, const char *knobs, rlt_agent_file **out, rlt_diag *diag);
 void rlt_agent_file_destroy(rlt_agent_file *f); /* NULL ok */
 
 /* Adds a section (copied). Names are 1..RLT_AGENT_FILE_MAX_NAME printable
@@ -61,14 +63,8 @@ rlt_status rlt_agent_file_load_bytes(const char *bytes, size_t len, const char *
 const char *rlt_agent_file_tuner(const rlt_agent_file *f);
 const char *rlt_agent_file_source(const rlt_agent_file *f);
 
-/* Checks that `space` has the knobs the agent learned on: the same number,
- * in the same order, with the same names, and with `is_size_needed` the same
- * number of choices each (agents whose inputs and outputs do not depend on
- * the knobs' sizes, such as the -1/0/+1 walkers, move between workloads of
- * one op kind whose split factors differ). Errors: INVALID_ARGUMENT naming
- * the first difference. */
-rlt_status rlt_agent_file_check_knobs(const rlt_agent_file *f, const rlt_space *space, bool is_size_needed,
-                                      rlt_diag *diag);
+/* The "knobs" section's text (borrowed, NUL-terminated; "" when empty). */
+const char *rlt_agent_file_knobs(const rlt_agent_file *f);
 
 /* Reads section `name`. Errors: INVALID_ARGUMENT when the file has no such
  * section or it is not of the kind asked for (a real is 8 bytes, a network

@@ -1,0 +1,289 @@
+/*
+ * rltune/env.h - the LoopTune environment (src/env, docs/env.md).
+ */
+#ifndef RLTUNE_ENV_H
+#define RLTUNE_ENV_H
+
+#include "rltune/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A reinforcement-learning environment over an op's loop nest. The state is
+ * the scheduled nest (splits, loop order, annotations), a cursor on one of
+ * its loops, the last five actions and the state's GFLOP/s. An action moves
+ * the cursor, swaps the cursor's loop with a neighbour, splits it by a power
+ * of two, merges it back with its split sibling, annotates it (unroll,
+ * vectorize, parallel) or stops the episode. Every action is carried out by
+ * the schedule primitives (src/sched) with their legality checks; an action
+ * they would refuse is masked, and the mask is computed by trying the action
+ * on a copy, so mask and step cannot disagree. The reward of a step is the
+ * change in GFLOP/s divided by the machine's peak (one core's measured FP32
+ * FMA peak times the run-time thread count). Evaluated states are cached by
+ * the nest's structural hash: revisiting a state costs a table look-up.
+ *
+ * Worked example: a greedy rollout (every call returns an rlt_status and
+ * fills `d` on failure; error handling left out):
+ *
+ *     rlt_diag d = {0};
+ *     rlt_env *env = NULL;
+ *     rlt_env_opts o = {.max_steps = 10};        // measure each new state
+ *     rlt_env_create("matmul:M=128,N=128,K=128", &o, &env, &d);
+ *     rlt_env_reset(env, &d);                     // measures the default nest
+ *     bool done = false;
+ *     while (!done) {
+ *         bool mask[RLT_ENV_N_ACTIONS];
+ *         rlt_env_action_mask(env, mask);
+ *         int best = RLT_ENV_ACTION_STOP;         // always legal before done
+ *         double best_gain = 0, r = 0;
+ *         bool trial_done;
+ *         for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) {
+ *             if (!mask[a] || a == RLT_ENV_ACTION_STOP) continue;
+ *             rlt_env *trial = NULL;
+ *             rlt_env_clone(env, &trial, &d);     // shares the cache
+ *             rlt_env_step(trial, a, &r, &trial_done, &d);
+ *             if (r > best_gain) { best_gain = r; best = a; }
+ *             rlt_env_destroy(trial);
+ *         }
+ *         rlt_env_step(env, best, &r, &done, &d);
+ *     }
+ *     char *s = rlt_env_schedule(env);            // "# rltune schedule v1\nsplit j 8\n..."
+ *     printf("%.1f GFLOP/s\n%s", rlt_env_gflops(env), s);
+ *     rlt_free(s);
+ *     rlt_env_destroy(env);
+ *
+ * For training, pass an evaluator (a cost model, or a look-up of measured
+ * states) in rlt_env_opts: then no step compiles anything. Beam search keeps
+ * clones, or one scratch env per beam entry refreshed with rlt_env_restore
+ * (a copy of about 10 KiB, no allocation).
+ *
+ * Threads: an env and all its clones share the op, the workload and the
+ * cache of evaluated states: use one family from one thread at a time. */
+
+typedef struct rlt_env rlt_env;
+
+/* The actions, in the order of the action mask and the observation's
+ * one-hot blocks. Names (rlt_env_action_name): "up", "down", "swap_up",
+ * "swap_down", "split_2" ... "split_256", "merge", "unroll", "vectorize",
+ * "parallel", "stop". */
+typedef enum rlt_env_action {
+    RLT_ENV_ACTION_UP,        /* cursor to the loop outside */
+    RLT_ENV_ACTION_DOWN,      /* cursor to the loop inside */
+    RLT_ENV_ACTION_SWAP_UP,   /* swap the cursor's loop with the loop outside it; the cursor follows */
+    RLT_ENV_ACTION_SWAP_DOWN, /* swap it with the loop inside it; the cursor follows */
+    RLT_ENV_ACTION_SPLIT_2,   /* split the cursor's loop by 2 (cursor on the outer half) */
+    RLT_ENV_ACTION_SPLIT_4,
+    RLT_ENV_ACTION_SPLIT_8,
+    RLT_ENV_ACTION_SPLIT_16,
+    RLT_ENV_ACTION_SPLIT_32,
+    RLT_ENV_ACTION_SPLIT_64,
+    RLT_ENV_ACTION_SPLIT_128,
+    RLT_ENV_ACTION_SPLIT_256,
+    RLT_ENV_ACTION_MERGE,     /* undo the split of the cursor's loop with its adjacent sibling */
+    RLT_ENV_ACTION_UNROLL,
+    RLT_ENV_ACTION_VECTORIZE,
+    RLT_ENV_ACTION_PARALLEL,  /* threads: the run-time count (rlt_env_opts.n_threads) */
+    RLT_ENV_ACTION_STOP,      /* ends the episode */
+    RLT_ENV_N_ACTIONS
+} rlt_env_action;
+
+/* Observation layout, version 1 (docs/env.md has every feature): a fixed
+ * number of floats, in blocks at these offsets. A change of layout bumps the
+ * version. */
+#define RLT_ENV_OBS_VERSION 1
+#define RLT_ENV_MAX_LOOPS 16       /* loops described; a split past this many is masked */
+#define RLT_ENV_OBS_TENSORS 4      /* access slots per loop: inputs 0..2, then the output */
+#define RLT_ENV_LOOP_FEATURES 14   /* floats per loop (10 + one stride per access slot) */
+#define RLT_ENV_STRIDE_BUCKETS 32  /* histogram of power-of-two access strides */
+#define RLT_ENV_HISTORY 5          /* last actions, one-hot, most recent first */
+#define RLT_ENV_OBS_LOOPS 0                                                              /* 224 floats */
+#define RLT_ENV_OBS_STRIDES (RLT_ENV_OBS_LOOPS + RLT_ENV_MAX_LOOPS * RLT_ENV_LOOP_FEATURES) /* 224: 32 */
+#define RLT_ENV_OBS_HISTORY (RLT_ENV_OBS_STRIDES + RLT_ENV_STRIDE_BUCKETS)                  /* 256: 85 */
+#define RLT_ENV_OBS_GFLOPS (RLT_ENV_OBS_HISTORY + RLT_ENV_HISTORY * RLT_ENV_N_ACTIONS)      /* 341: 1 */
+#define RLT_ENV_OBS_MASK (RLT_ENV_OBS_GFLOPS + 1)                                          /* 342: 17 */
+#define RLT_ENV_OBS_LEN (RLT_ENV_OBS_MASK + RLT_ENV_N_ACTIONS)                             /* 359 */
+
+/* What an evaluator is asked to score: one state the cache has not seen. */
+typedef struct rlt_env_eval_request {
+    const char *op_spec;          /* the op's canonical spec */
+    const char *schedule;         /* the kernel's schedule, text form v1 (docs/schedule.md): the state's and
+                                     the env's accumulator (docs/env.md, "Accumulation") */
+    const rlt_nest *nest;         /* the kernel's nest (rltune/schedule.h), borrowed for the call */
+    uint64_t nest_hash;           /* the state's rlt_nest_hash (without the accumulator): the cache key */
+    double flops;                 /* floating-point operations of one call of the op */
+} rlt_env_eval_request;
+
+typedef struct rlt_env_eval_result {
+    rlt_status status;  /* OK, or why the kernel failed (BUILD_ERROR ... WRONG_ANSWER) */
+    double gflops;      /* >= 0; taken as 0 unless status is OK */
+    char message[256];  /* why it failed, when it did */
+} rlt_env_eval_result;
+
+/* Scores one state. A kernel that fails is a result (out->status, cached
+ * like any other); return non-OK (and fill diag) only when the evaluator
+ * itself cannot work (no compiler process, out of memory): the step then
+ * fails and leaves the env as it was. */
+typedef rlt_status (*rlt_env_evaluate_fn)(void *ctx, const rlt_env_eval_request *req, rlt_env_eval_result *out,
+                                          rlt_diag *diag);
+
+/* Options; zero means the default everywhere. Strings are copied. */
+typedef struct rlt_env_opts {
+    const char *cc;        /* compiler: NULL = $RLTUNE_CC or gcc */
+    const char *cflags;    /* NULL = RLT_DEFAULT_CFLAGS (rltune/measure.h) */
+    const char *cache_dir; /* compile cache, also holds the peak: NULL = as the builder's */
+    int n_threads;         /* run-time threads of a parallel loop, 1..256; 0 = 1 */
+    int repeat;            /* timed samples per measured state; 0 = 3 */
+    double min_repeat_ms;  /* shortest sample; 0 = 10 */
+    double timeout_s;      /* one kernel's run; 0 = 10 */
+    uint64_t seed;         /* input data of the measured kernels */
+    double peak_gflops;    /* > 0: one core's peak, taken as given; 0: measured (and cached) */
+    int max_steps;         /* > 0: the episode ends after this many steps; 0: only stop ends it */
+    rlt_env_evaluate_fn evaluate; /* NULL: build, run and verify each new state (rlt_measure_nests) */
+    void *evaluate_ctx;    /* passed to evaluate; borrowed, must outlive the env and its clones */
+} rlt_env_opts;
+
+/* Counters of an env family (shared by clones). */
+typedef struct rlt_env_stats {
+    int64_t n_evaluations; /* states scored by the evaluator (cache misses) */
+    int64_t n_cache_hits;  /* states found in the cache */
+    int64_t n_cached;      /* states in the cache */
+} rlt_env_stats;
+
+/* The action's name ("split_8"), or "unknown" out of range. */
+RLT_API const char *rlt_env_action_name(int action);
+/* The action with this name, or -1. */
+RLT_API int rlt_env_action_from_name(const char *name);
+
+/* Creates an env for the op `op_spec` (a built-in spec or "expr:EXPR|SHAPE",
+ * as rlt_op_parse takes). Compiles nothing: call rlt_env_reset before
+ * anything else. `opts` may be NULL. Errors: the op spec's (PARSE_ERROR,
+ * INVALID_ARGUMENT), an option out of range (INVALID_ARGUMENT),
+ * OUT_OF_MEMORY. Free with rlt_env_destroy. */
+RLT_API rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts, rlt_env **out, rlt_diag *diag);
+
+/* Frees the env; the shared part goes with the last clone. NULL is a no-op. */
+RLT_API void rlt_env_destroy(rlt_env *env);
+
+/* A new env in the same state, sharing the op, the workload and the cache
+ * of evaluated states (and so the counters). Free it with rlt_env_destroy;
+ * the family lives until its last member is destroyed. OUT_OF_MEMORY only. */
+RLT_API rlt_status rlt_env_clone(const rlt_env *env, rlt_env **out, rlt_diag *diag);
+
+/* Copies src's state into dst, without allocating: for beam search and
+ * rollbacks. Both must be of one family (one made from the other by
+ * rlt_env_clone): a bug otherwise (asserted). */
+RLT_API void rlt_env_restore(rlt_env *dst, const rlt_env *src);
+
+/* Starts an episode at the op's default nest, cursor on the outermost loop,
+ * no actions taken, and evaluates it. The first reset of a family also
+ * settles the peak (opts.peak_gflops, or the measured one: see
+ * docs/env.md), which may compile and run a small kernel once per target.
+ * Errors: the evaluator's (IO_ERROR, BUILD_* when the reference cannot be
+ * built, ...); the env then stays unreset. */
+RLT_API rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag);
+
+/* rlt_env_reset, but from a schedule (text form v1): the episode starts at
+ * the nest it makes; a cache_write in it is dropped (the env places the
+ * accumulator itself, so rlt_env_schedule's output is taken back). Refused
+ * (INVALID_ARGUMENT) when the nest uses what the env cannot express (fuse,
+ * pack, pad) or has more than
+ * RLT_ENV_MAX_LOOPS loops; the schedule's own errors as rlt_sched_parse /
+ * rlt_sched_apply give them. */
+RLT_API rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag);
+
+/* Takes action `action`. On success *out_reward is the change in GFLOP/s
+ * over the peak (0 for cursor moves and stop) and *out_done says whether
+ * the episode ended (stop, or max_steps reached). An action masked in the
+ * current state is refused with ILLEGAL_SCHEDULE and a message saying why,
+ * leaving the env unchanged; so is any action after the episode ended
+ * (INVALID_ARGUMENT) or before the first reset. The evaluator's own failure
+ * (see rlt_env_evaluate_fn) also leaves the env unchanged. Either out
+ * pointer may be NULL. */
+RLT_API rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag);
+
+/* Evaluates together the states that rlt_env_step(envs[i], actions[i])
+ * would reach and that no cache holds yet: every such kernel is built in
+ * one batch (compilers in parallel), then each is run, one at a time, and
+ * the results go into each env's family cache, so the steps that follow
+ * are look-ups. The envs may be of different families (ops) and may repeat
+ * (one env with each of its legal actions: a lookahead). States of a
+ * family with its own evaluator are passed to it one by one. Changes no
+ * env's state; pairs that could not step (not reset, done, an illegal
+ * action) or that leave the nest as it is are skipped. Errors: the
+ * evaluator's (as rlt_env_step's), OUT_OF_MEMORY; what was evaluated
+ * before stays cached. */
+RLT_API rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag);
+
+/* rlt_env_reset_schedule for n envs at once: env i starts an episode at
+ * the nest of schedules[i] (a NULL entry, or schedules NULL: the op's
+ * default nest, as rlt_env_reset), and the start states no cache holds are
+ * evaluated together, built in one batch and run one at a time as
+ * rlt_env_prefetch does. The envs may be of different families and the
+ * same env may appear twice (the later schedule wins). Every schedule is
+ * checked before anything is measured: one that cannot be parsed, applied
+ * or expressed fails the call with its error, prefixed by which schedule it
+ * was, and resets no env. Other errors as rlt_env_reset's; what was
+ * evaluated stays cached, and envs may then be left partly reset. */
+RLT_API rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag);
+
+/* Writes the observation (RLT_ENV_OBS_LEN floats, layout above and in
+ * docs/env.md) to out[0 .. RLT_ENV_OBS_LEN-1]. INVALID_ARGUMENT when
+ * n_floats is smaller or the env was never reset. */
+RLT_API rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag);
+
+/* mask[a] is true when action a is legal now (rlt_env_step would accept
+ * it). All false after the episode ended or before the first reset. */
+RLT_API void rlt_env_action_mask(const rlt_env *env, bool mask[RLT_ENV_N_ACTIONS]);
+
+/* Whether the episode has ended (stop, max_steps). */
+RLT_API bool rlt_env_is_done(const rlt_env *env);
+/* Whether the env has been reset (it has a state to step from). */
+RLT_API bool rlt_env_is_reset(const rlt_env *env);
+
+/* The current state's GFLOP/s (0 when its kernel failed or before reset),
+ * the status of its evaluation (INVALID_ARGUMENT before the first reset)
+ * and the failure's message ("" when OK; borrowed, valid until the env
+ * changes; out_message may be NULL). */
+RLT_API double rlt_env_gflops(const rlt_env *env);
+RLT_API rlt_status rlt_env_eval_status(const rlt_env *env, const char **out_message);
+
+/* One core's FP32 FMA peak in GFLOP/s the rewards are normalised by (times
+ * n_threads); 0 before the first reset. */
+RLT_API double rlt_env_peak_gflops(const rlt_env *env);
+
+/* Cursor position (0 = outermost loop), steps taken in this episode, and
+ * the current nest's structural hash (the cache key). */
+RLT_API int rlt_env_cursor(const rlt_env *env);
+RLT_API int rlt_env_n_steps(const rlt_env *env);
+RLT_API uint64_t rlt_env_state_hash(const rlt_env *env);
+
+/* The current state's nest (without the accumulator the kernel adds),
+ * borrowed: valid until the env changes. */
+RLT_API const rlt_nest *rlt_env_nest(const rlt_env *env);
+
+/* Where the kernel of the current state accumulates the output
+ * (docs/env.md, "Accumulation"): the loop holding the local tile ("j.o"),
+ * "root" for a tile around the whole nest, or NULL when it accumulates in
+ * place. Borrowed: valid until the env changes. */
+RLT_API const char *rlt_env_accumulator(const rlt_env *env);
+
+/* The loop tree as rlt_nest_print writes it, each line prefixed by two
+ * characters: "> " on the cursor's loop, "  " elsewhere. Free with
+ * rlt_free; NULL when out of memory. */
+RLT_API char *rlt_env_tree(const rlt_env *env);
+
+/* The schedule of the kernel the current state measures, text form v1
+ * (rlt_sched_print): splits in the order they were made, one reorder, the
+ * annotations, and the env's accumulator (a last cache_write line, when it
+ * places one: docs/env.md, "Accumulation"). `rltune measure --schedule`
+ * replays it to that kernel. Free with rlt_free; NULL when out of memory. */
+RLT_API char *rlt_env_schedule(const rlt_env *env);
+
+RLT_API void rlt_env_stats_get(const rlt_env *env, rlt_env_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RLTUNE_ENV_H */

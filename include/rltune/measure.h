@@ -1,0 +1,93 @@
+/*
+ * rltune/measure.h - measuring nests on this machine: each nest is lowered
+ * to C, compiled by the system compiler (a batch together, two compiler
+ * processes at once, a cache keyed by the source's hash), then run in a
+ * child process, one at a time: one call checked against the op's
+ * reference, warm-up, timed samples. A crash, a hang, a compiler error or
+ * a wrong answer is that nest's status; the caller always carries on.
+ *
+ *     rlt_workload *w = NULL;
+ *     rlt_workload_create(op, NULL, 0, &w, &d);   // inputs + reference output
+ *     rlt_run_result r;
+ *     rlt_measure(w, NULL, NULL, 1, &nest, &r, &d);
+ *     printf("%s %.1f GFLOP/s\n", rlt_status_str(r.status), r.gflops);
+ *     rlt_workload_destroy(w);
+ */
+#ifndef RLTUNE_MEASURE_H
+#define RLTUNE_MEASURE_H
+
+#include "rltune/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How kernels are compiled. Zero fields take the defaults. */
+typedef struct rlt_build_opts {
+    const char *cc;        /* compiler command: NULL = $RLTUNE_CC or "gcc" ("clang" works) */
+    const char *cflags;    /* NULL = RLT_DEFAULT_CFLAGS; split on spaces */
+    const char *cache_dir; /* NULL = $RLTUNE_CACHE_DIR, else $XDG_CACHE_HOME/rltune or ~/.cache/rltune */
+    double timeout_s;      /* per compiler process; 0 = 60 */
+    int n_parallel;        /* compiler processes at once; 0 = 2 */
+    int max_per_unit;      /* kernels per translation unit; 0 = 8 */
+} rlt_build_opts;
+
+#define RLT_DEFAULT_CFLAGS "-O3 -march=native -mprefer-vector-width=512 -ffp-contract=fast"
+
+/* How kernels are run and timed. Zero fields take the defaults. */
+typedef struct rlt_run_opts {
+    int number;           /* calls per timed sample; 0 = 1 (grown to meet min_repeat_ms) */
+    int repeat;           /* timed samples; 0 = 5 */
+    double min_repeat_ms; /* a sample lasts at least this long; 0 = 20 */
+    int warmup;           /* untimed calls after the checked one; 0 = 1 */
+    double timeout_s;     /* whole child run, load to last sample; 0 = 10 */
+    int n_threads;        /* run-time threads for parallel loops; 0 = 1 */
+    bool no_pin;          /* do not pin the child to CPUs */
+    double slow_cutoff_ms; /* > 0: a kernel whose checked call and up to 4 calls
+                              after it (warm: caches, pages, OpenMP threads) all take
+                              longer is timed by the fastest of them, one sample:
+                              tuning does not spend careful timing on clearly slow
+                              candidates */
+} rlt_run_opts;
+
+/* One nest's measurement. */
+typedef struct rlt_run_result {
+    rlt_status status;    /* OK, BUILD_ERROR, BUILD_TIMEOUT, RUN_ERROR, RUN_TIMEOUT or WRONG_ANSWER
+                             (IO_ERROR when no child process could be started) */
+    bool is_correct;      /* output within tolerance of the reference */
+    double time_min_ms;
+    double time_median_ms;
+    double gflops;        /* the op's flops / median time; 0 unless OK */
+    int n_samples;
+    int number;           /* calls per sample actually used */
+    double max_error;     /* largest |out - ref| / tolerance seen (<= 1 passes) */
+    char message[512];    /* why it failed: the signal, the first wrong element, ... */
+    double build_s;       /* compile wall time of the kernel (0 if cached) */
+} rlt_run_result;
+
+/* An op's inputs (filled from `seed`) and reference output, shared with
+ * every run of its kernels. */
+typedef struct rlt_workload rlt_workload;
+
+/* Fills the inputs, builds the op's reference kernel (double precision,
+ * no contraction) and runs it in a child process. `op` is borrowed and
+ * must outlive the workload; `opts` may be NULL. Errors: the reference's
+ * build or run (BUILD_*, RUN_*, IO_ERROR), OUT_OF_MEMORY. Free with
+ * rlt_workload_destroy. */
+RLT_API rlt_status rlt_workload_create(const rlt_op *op, const rlt_build_opts *opts, uint64_t seed,
+                                       rlt_workload **out, rlt_diag *diag);
+RLT_API void rlt_workload_destroy(rlt_workload *w); /* NULL ok */
+
+/* Measures n nests of the workload's op: all built first (nothing is timed
+ * while compiling), then run one at a time; out[i] is nests[i]'s result.
+ * bopts and ropts may be NULL. Returns non-OK only when measuring itself
+ * cannot work (the compiler cannot be started, the cache directory cannot
+ * be made, out of memory): a failing kernel is its out[i].status. Threads:
+ * one measurement at a time per process (the child pins itself to a CPU). */
+RLT_API rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
+                               const rlt_nest *const *nests, rlt_run_result *out, rlt_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RLTUNE_MEASURE_H */

@@ -1,0 +1,355 @@
+/* Unit tests of the public API (include/rltune.h and the rltune/ headers) through
+ * the public headers alone: versions; ops and their accessors; schedules
+ * from typed steps, refused when malformed, their text read back; nests,
+ * legal and not; measuring nest handles; records' JSON and target text;
+ * a tuning session opened from options (each option it refuses named by
+ * rlt_session_open), stepped to its end, summarised, as JSON, with its
+ * last error. Nothing here includes a src/ header. */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rltune.h>
+
+#include "../common/tmp.h"
+
+static char temp_dir[64];
+
+static void remove_temp_dir(void)
+{
+    if (temp_dir[0]) tmp_remove_tree(temp_dir);
+}
+
+TestSuite(api, .fini = remove_temp_dir, .timeout = 300);
+
+static char *temp_path(const char *name)
+{
+    if (!temp_dir[0]) {
+        char *dir = tmp_dir_make("/tmp/rlt_api_XXXXXX");
+        snprintf(temp_dir, sizeof temp_dir, "%s", dir);
+        free(dir);
+    }
+    char *path = malloc(256);
+    snprintf(path, 256, "%s/%s", temp_dir, name);
+    return path;
+}
+
+static rlt_op *op_of(const char *spec)
+{
+    rlt_op *op = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s: %s", spec, d.message);
+    return op;
+}
+
+Test(api, the_version_of_the_headers_is_the_librarys)
+{
+    cr_assert_str_eq(rlt_version(), RLTUNE_VERSION);
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", RLTUNE_VERSION_MAJOR, RLTUNE_VERSION_MINOR, RLTUNE_VERSION_PATCH);
+    cr_assert_str_eq(want, RLTUNE_VERSION);
+}
+
+Test(api, ops_answer_their_spec_kind_flops_and_text)
+{
+    rlt_op *op = op_of("matmul:M=4,N=8,K=2");
+    cr_assert_str_eq(rlt_op_spec(op), "matmul:M=4,N=8,K=2");
+    cr_assert_str_eq(rlt_op_kind(op), "matmul");
+    cr_assert_eq(rlt_op_flops(op), 2.0 * 4 * 8 * 2);
+    char *text = rlt_op_text(op);
+    cr_assert(strstr(text, "C[i,j] += A[i,k] * B[k,j]"), "%s", text);
+    rlt_free(text);
+    rlt_op_destroy(op);
+    rlt_op *e = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_op_from_expr("Y[i] = X[i] * 2", "i=8", &e, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_str_eq(rlt_op_kind(e), "expr");
+    rlt_op *again = op_of(rlt_op_spec(e));
+    cr_assert_str_eq(rlt_op_spec(again), rlt_op_spec(e), "an expression's spec parses back");
+    rlt_op_destroy(again);
+    rlt_op_destroy(e);
+    int n = 0;
+    const rlt_op_info *lib = rlt_op_library(&n);
+    cr_assert_gt(n, 3);
+    for (int i = 0; i < n; i++) {
+        rlt_op *x = op_of(lib[i].example);
+        cr_assert_str_eq(rlt_op_kind(x), lib[i].name);
+        rlt_op_destroy(x);
+    }
+}
+
+Test(api, typed_steps_make_the_schedule_the_text_says)
+{
+    rlt_sched *s = rlt_sched_create();
+    rlt_diag d = {0};
+    const char *const order[] = {"i", "j.o", "k", "j.i"};
+    cr_assert_eq(rlt_sched_add_split(s, "j", 8, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_add_reorder(s, 4, order, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_add_cache_write(s, "k", &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_add_unroll(s, "k", &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_sched_add_vectorize(s, "j.i", &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_sched_add_parallel(s, "i", 2, &d), RLT_STATUS_OK);
+    const int dims[] = {1};
+    const int64_t blocks[] = {8};
+    cr_assert_eq(rlt_sched_add_pack(s, "B", 1, dims, blocks, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_add_pad(s, "A", &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_sched_n_steps(s), 8);
+    char *text = rlt_sched_text(s);
+    cr_assert_str_eq(text, "# rltune schedule v1\nsplit j 8\nreorder i j.o k j.i\ncache_write k\nunroll k\n"
+                           "vectorize j.i\nparallel i 2\npack B 1 8\npad A\n");
+    /* read back, the same text */
+    rlt_sched *back = NULL;
+    cr_assert_eq(rlt_sched_parse(text, "test", &back, &d), RLT_STATUS_OK, "%s", d.message);
+    char *again = rlt_sched_text(back);
+    cr_assert_str_eq(again, text);
+    rlt_free(again);
+    rlt_free(text);
+    rlt_sched_destroy(back);
+    /* malformed steps are refused and leave the schedule as it was */
+    struct {
+        rlt_status st;
+        const char *needle;
+    } refused[6];
+    const char *const one[] = {"i"};
+    refused[0].st = rlt_sched_add_split(s, "j", 0, &d);
+    refused[0].needle = "factor 0 is out of range";
+    refused[1].st = rlt_sched_add_split(s, "", 4, &d);
+    refused[1].needle = "the loop is empty";
+    refused[2].st = rlt_sched_add_unroll(s, "has space", &d);
+    refused[2].needle = "holds character 0x20";
+    refused[3].st = rlt_sched_add_reorder(s, 1, one, &d);
+    refused[3].needle = "reorder: 1 loops";
+    refused[4].st = rlt_sched_add_parallel(s, "i", 1000, &d);
+    refused[4].needle = "thread count 1000";
+    char long_name[300];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    refused[5].st = rlt_sched_add_vectorize(s, long_name, &d);
+    refused[5].needle = "longer than";
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        cr_assert_eq(refused[i].st, RLT_STATUS_INVALID_ARGUMENT, "case %zu", i);
+    rlt_diag e = {0}, f = {0};
+    rlt_sched_add_split(s, "j", 0, &e);
+    cr_assert(strstr(e.message, refused[0].needle), "%s", e.message);
+    rlt_sched_add_reorder(s, 1, one, &f);
+    cr_assert(strstr(f.message, refused[3].needle), "%s", f.message);
+    cr_assert_eq(rlt_sched_n_steps(s), 8);
+    rlt_sched_destroy(s);
+}
+
+Test(api, nests_check_each_step_and_print_their_tree_and_c)
+{
+    rlt_op *op = op_of("matmul:M=16,N=16,K=16");
+    rlt_diag d = {0};
+    rlt_nest *plain = NULL;
+    cr_assert_eq(rlt_nest_create(op, NULL, &plain, &d), RLT_STATUS_OK, "%s", d.message);
+    char *tree = rlt_nest_tree(plain);
+    cr_assert_str_eq(tree, "for i in 0..16\n  for j in 0..16\n    for k in 0..16  reduce\n      C[i,j] += A[i,k] * B[k,j]\n");
+    rlt_free(tree);
+    char *code = NULL;
+    cr_assert_eq(rlt_nest_c_source(plain, &code, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(strstr(code, "void rlt_k_"), "%s", code);
+    rlt_free(code);
+    rlt_sched *bad = NULL;
+    cr_assert_eq(rlt_sched_parse("vectorize k\n", "bad.sched", &bad, &d), RLT_STATUS_OK);
+    rlt_nest *n = (rlt_nest *)&n;
+    cr_assert_eq(rlt_nest_create(op, bad, &n, &d), RLT_STATUS_ILLEGAL_SCHEDULE);
+    cr_assert_null(n);
+    cr_assert(strstr(d.message, "vectorize"), "%s", d.message);
+    rlt_sched_destroy(bad);
+    rlt_nest_destroy(plain);
+    rlt_op_destroy(op);
+}
+
+Test(api, measuring_nest_handles)
+{
+    rlt_op *op = op_of("matmul:M=16,N=16,K=16"), *other = op_of("matmul:M=8,N=8,K=8");
+    rlt_diag d = {0};
+    rlt_sched *s = NULL;
+    cr_assert_eq(rlt_sched_parse("split j 8\nreorder i j.o k j.i\nvectorize j.i\n", "t", &s, &d), RLT_STATUS_OK);
+    rlt_nest *a = NULL, *b = NULL, *c = NULL;
+    cr_assert_eq(rlt_nest_create(op, s, &a, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_nest_create(op, NULL, &b, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_nest_create(other, NULL, &c, &d), RLT_STATUS_OK);
+    rlt_build_opts bo = {.cflags = "-O1 -march=native"};
+    rlt_run_opts ro = {.repeat = 1, .min_repeat_ms = 0.5};
+    rlt_workload *w = NULL;
+    cr_assert_eq(rlt_workload_create(op, &bo, 0, &w, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_run_result r[2];
+    const rlt_nest *const two[] = {a, b};
+    cr_assert_eq(rlt_measure(w, &bo, &ro, 2, two, r, &d), RLT_STATUS_OK, "%s", d.message);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(r[i].status, RLT_STATUS_OK, "%d: %s", i, r[i].message);
+        cr_assert_gt(r[i].gflops, 0);
+    }
+    const rlt_nest *const wrong[] = {c};
+    cr_assert_eq(rlt_measure(w, &bo, &ro, 1, wrong, r, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "workload"), "%s", d.message);
+    rlt_workload_destroy(w);
+    rlt_nest_destroy(a);
+    rlt_nest_destroy(b);
+    rlt_nest_destroy(c);
+    rlt_sched_destroy(s);
+    rlt_op_destroy(op);
+    rlt_op_destroy(other);
+}
+
+Test(api, a_records_json_and_target_text_read_back)
+{
+    rlt_record r = {.id = 3, .status = RLT_STATUS_RUN_TIMEOUT, .is_final = true, .seed = 77, .created_s = 1.5};
+    snprintf(r.spec, sizeof r.spec, "add:N=8");
+    snprintf(r.tuner, sizeof r.tuner, "ga");
+    snprintf(r.message, sizeof r.message, "ran past 10 s");
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_record_target_parse("cpu=x;vec=16;threads=2;weights=prepacked;codegen=9;cc=gcc -O2", &r.target,
+                                         &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    char *key = rlt_record_target_text(&r.target);
+    cr_assert_str_eq(key, "cpu=x;vec=16;threads=2;weights=prepacked;codegen=9;cc=gcc -O2");
+    rlt_free(key);
+    char *json = rlt_record_json(&r);
+    cJSON *o = cJSON_Parse(json);
+    cr_assert_not_null(o, "%s", json);
+    cr_assert_str_eq(cJSON_GetObjectItem(o, "status")->valuestring, "RUN_TIMEOUT");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(o, "final")));
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "target"), "threads")->valueint, 2);
+    cJSON_Delete(o);
+    rlt_record back;
+    cr_assert_eq(rlt_record_from_json(json, "test", &back, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(rlt_record_target_equal(&back.target, &r.target));
+    cr_assert_eq(back.status, r.status);
+    cr_assert_eq(back.seed, 77);
+    cr_assert_str_eq(back.message, r.message);
+    rlt_free(json);
+    cr_assert_eq(rlt_record_target_parse("cpu=x;vec=16;cc=gcc", &r.target, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert(strstr(d.message, "'threads' is missing"), "%s", d.message);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static rlt_session_options small_options(const char *db)
+{
+    rlt_session_options o;
+    rlt_session_options_init(&o);
+    o.tuner = "random";
+    o.n_trials = 10;
+    o.batch_size = 4;
+    o.seed = 2;
+    o.n_seeds = 2;
+    o.n_final = 2;
+    o.db_path = db;
+    o.build.cflags = "-O1 -march=native";
+    o.run = (rlt_run_opts){.repeat = 1, .min_repeat_ms = 0.5};
+    return o;
+}
+
+/* rlt_session_open refuses o naming `which`, with a message holding needle. */
+static void expect_refused(const rlt_op *op, const rlt_session_options *o, rlt_session_option which,
+                           const char *needle)
+{
+    rlt_session *s = (rlt_session *)&s;
+    rlt_session_option bad = RLT_OPTION_NONE;
+    rlt_diag d = {0};
+    rlt_status st = rlt_session_open(op, o, &s, &bad, &d);
+    cr_assert_neq(st, RLT_STATUS_OK, "refused: %s", needle);
+    cr_assert_null(s);
+    cr_assert_eq(bad, which, "'%s': option %d refused, not %d (%s)", needle, bad, which, d.message);
+    cr_assert(strstr(d.message, needle), "no '%s' in: %s", needle, d.message);
+}
+
+Test(api, a_session_names_the_option_it_refuses)
+{
+    rlt_op *op = op_of("matmul:M=16,N=16,K=16");
+    char *db = temp_path("s.db"), *junk = temp_path("junk.json");
+    tmp_file_write_text(junk, "[1, 2]");
+    rlt_session_options o = small_options(db);
+    o.tuner = "annealing";
+    expect_refused(op, &o, RLT_OPTION_TUNER, "unknown tuner 'annealing'");
+    o = small_options(db);
+    o.batch_size = 1000;
+    expect_refused(op, &o, RLT_OPTION_NUMBERS, "batch_size");
+    o = small_options(temp_dir);
+    expect_refused(op, &o, RLT_OPTION_DB, temp_dir);
+    o = small_options(db);
+    o.transfer_path = db;
+    expect_refused(op, &o, RLT_OPTION_TRANSFER, "needs a tuner with one");
+    o = small_options(db);
+    o.agent_out = junk;
+    expect_refused(op, &o, RLT_OPTION_AGENT, "has no agent");
+    o = small_options(db);
+    o.start_key = "v1;nonsense=1";
+    expect_refused(op, &o, RLT_OPTION_START, "nonsense");
+    o = small_options(db);
+    o.tuner_config_path = junk;
+    expect_refused(op, &o, RLT_OPTION_TUNER_CONFIG, "not a JSON object");
+    o = small_options(db);
+    o.tuner_options = "ga_dqn_lr=0.1";
+    expect_refused(op, &o, RLT_OPTION_TUNER_OPTIONS, "not of random");
+    o = small_options(db);
+    o.replay_path = junk;
+    expect_refused(op, &o, RLT_OPTION_DB, "a replay stores no records");
+    o = small_options(NULL);
+    o.replay_path = junk;
+    expect_refused(op, &o, RLT_OPTION_REPLAY, "junk.json");
+    o = small_options(db);
+    o.policy_path = junk;
+    expect_refused(op, &o, RLT_OPTION_POLICY, "junk.json");
+    cr_assert_eq(access(db, F_OK), -1, "a refused session made its database");
+    free(db);
+    free(junk);
+    rlt_op_destroy(op);
+}
+
+Test(api, a_session_steps_to_its_end_and_says_where_it_stands)
+{
+    rlt_op *op = op_of("matmul:M=16,N=16,K=16");
+    char *db = temp_path("steps.db");
+    rlt_session_options o = small_options(db);
+    rlt_session *s = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_session_open(op, &o, &s, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_str_eq(rlt_session_last_error(s), "");
+    rlt_session_summary sum;
+    int n_steps = 0;
+    while (!rlt_session_is_done(s)) {
+        cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_session_summary_get(s, &sum);
+        n_steps++;
+        cr_assert_eq(sum.n_trials, 2 + 4 * (n_steps - 1), "step %d: the seeds alone first, then batches of 4",
+                     n_steps);
+        cr_assert_eq(sum.n_total, 10);
+        cr_assert_eq(sum.curve[sum.n_trials - 1], sum.best_gflops);
+    }
+    cr_assert_eq(n_steps, 3);
+    cr_assert_eq(rlt_session_finish(s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_session_summary_get(s, &sum);
+    cr_assert_eq(sum.n_measured, 10);
+    cr_assert_eq(sum.n_seeds, 2);
+    cr_assert_eq(sum.n_final, 2);
+    cr_assert_gt(sum.best_gflops, 0);
+    cr_assert(strstr(sum.best_schedule, "# rltune schedule v1"), "%s", sum.best_schedule);
+    char *json = rlt_session_json(s);
+    cJSON *j = cJSON_Parse(json);
+    cr_assert_not_null(j, "%s", json);
+    cr_assert_eq(cJSON_GetObjectItem(j, "trials")->valueint, 10);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "tuner")->valuestring, "random");
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "db")->valuestring, db);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "curve")), 10);
+    cJSON_Delete(j);
+    rlt_free(json);
+    /* a call after the end fails, and the handle keeps its message */
+    cr_assert_eq(rlt_session_step(s, NULL), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(rlt_session_last_error(s), "has ended"), "%s", rlt_session_last_error(s));
+    rlt_session_destroy(s);
+    /* the records are there: 10 trials, 2 final picks */
+    rlt_db *rdb = NULL;
+    cr_assert_eq(rlt_db_open(db, &(rlt_db_opts){.is_read_only = true}, &rdb, &d), RLT_STATUS_OK, "%s", d.message);
+    int64_t n = 0;
+    cr_assert_eq(rlt_db_count(rdb, rlt_op_spec(op), &n, &d), RLT_STATUS_OK);
+    cr_assert_eq(n, 12);
+    rlt_db_close(rdb);
+    free(db);
+    rlt_op_destroy(op);
+}
