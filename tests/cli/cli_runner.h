@@ -3,7 +3,8 @@
  * captured under a time limit, or started in the background (cli_spawn,
  * cli_wait) for a test that signals it; and the assertions the CLI tests share
  * (exit 0; a usage error: exit 2, nothing on stdout, one "rltune: error:"
- * line naming the problem). Shared by tests/cli/test_*.c. */
+ * line naming the problem); the argv these runs build (cli_argv_fill).
+ * Shared by tests/cli/test_*.c. */
 #ifndef RLT_TESTS_CLI_RUNNER_H
 #define RLT_TESTS_CLI_RUNNER_H
 
@@ -40,18 +41,27 @@ static inline void append_bytes(char **buf, size_t *len, const char *data, size_
     (*buf)[*len] = '\0';
 }
 
+#define CLI_MAX_ARGS 62 /* arguments after the program's name */
+
+/* argv for execv: RLTUNE_BINARY, then `args` (NULL-terminated, at most
+ * CLI_MAX_ARGS of them, borrowed), then NULL. */
+static inline void cli_argv_fill(const char *argv[CLI_MAX_ARGS + 2], const char *const *args)
+{
+    int argc = 0;
+    argv[argc++] = RLTUNE_BINARY;
+    for (int i = 0; args[i]; i++) {
+        cr_assert_lt(argc, CLI_MAX_ARGS + 1);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+}
+
 /* Runs RLTUNE_BINARY with `args` (NULL-terminated), feeding `in` (may be
  * NULL: /dev/null) on stdin. */
 static inline cli_run run_cli_argv(const char *in, const char *const *args)
 {
-    const char *argv[64];
-    int argc = 0;
-    argv[argc++] = RLTUNE_BINARY;
-    for (int i = 0; args[i]; i++) {
-        cr_assert_lt(argc, 63);
-        argv[argc++] = args[i];
-    }
-    argv[argc] = NULL;
+    const char *argv[CLI_MAX_ARGS + 2];
+    cli_argv_fill(argv, args);
 
     int out_pipe[2], err_pipe[2], in_pipe[2];
     cr_assert_eq(pipe(out_pipe), 0);
@@ -138,14 +148,8 @@ static inline cli_run run_cli_argv(const char *in, const char *const *args)
  * environment is the caller's. Wait for it with cli_wait. */
 static inline pid_t cli_spawn(const char *const *args, const char *out_path, const char *err_path)
 {
-    const char *argv[64];
-    int argc = 0;
-    argv[argc++] = RLTUNE_BINARY;
-    for (int i = 0; args[i]; i++) {
-        cr_assert_lt(argc, 63);
-        argv[argc++] = args[i];
-    }
-    argv[argc] = NULL;
+    const char *argv[CLI_MAX_ARGS + 2];
+    cli_argv_fill(argv, args);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/json.h"
 #include "../common/tmp.h"
 #include "cli_runner.h"
 #include "ir/ir.h"
@@ -30,7 +31,7 @@
 
 static char tmp_dir[] = "/tmp/rlt_cli_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
@@ -40,10 +41,7 @@ TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);
  * (static storage, one per name). */
 static const char *write_tmp(const char *name, const char *text)
 {
-    static char paths[8][256];
-    static int n_paths;
-    char *path = paths[n_paths++ % 8];
-    snprintf(path, 256, "%s/%s", tmp_dir, name);
+    const char *path = tmp_path(name);
     tmp_file_write_text(path, text);
     return path;
 }
@@ -279,26 +277,20 @@ static cJSON *parse_result(const cli_run *r)
     return o;
 }
 
-static double number_at(const cJSON *o, const char *key) { return cJSON_GetNumberValue(cJSON_GetObjectItem(o, key)); }
-static const char *string_at(const cJSON *o, const char *key)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
-}
-
 static void assert_measured_ok(const cJSON *o, const char *spec)
 {
-    cr_assert_str_eq(string_at(o, "op"), spec);
-    cr_assert_str_eq(string_at(o, "status"), "OK", "message: %s", string_at(o, "message"));
+    cr_assert_str_eq(json_string_at(o, "op"), spec);
+    cr_assert_str_eq(json_string_at(o, "status"), "OK", "message: %s", json_string_at(o, "message"));
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(o, "correct")));
-    cr_assert_str_empty(string_at(o, "message"));
-    cr_assert_gt(number_at(o, "gflops"), 0.0);
+    cr_assert_str_empty(json_string_at(o, "message"));
+    cr_assert_gt(json_number_at(o, "gflops"), 0.0);
     cJSON *t = cJSON_GetObjectItem(o, "time_ms");
-    double t_min = number_at(t, "min"), t_median = number_at(t, "median");
+    double t_min = json_number_at(t, "min"), t_median = json_number_at(t, "median");
     cr_assert_gt(t_min, 0.0);
     cr_assert_leq(t_min, t_median);
-    cr_assert_eq(number_at(o, "n_samples"), 2);
-    cr_assert_geq(number_at(o, "number"), 1);
-    cr_assert_leq(number_at(o, "max_error"), 1.0);
+    cr_assert_eq(json_number_at(o, "n_samples"), 2);
+    cr_assert_geq(json_number_at(o, "number"), 1);
+    cr_assert_leq(json_number_at(o, "max_error"), 1.0);
 }
 
 Test(cli, measure_json_default_schedule)
@@ -309,9 +301,9 @@ Test(cli, measure_json_default_schedule)
     cJSON *o = parse_result(&r);
     assert_measured_ok(o, "matmul:M=32,N=32,K=32");
     cr_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "schedule")));
-    cr_assert_eq(number_at(o, "flops"), 2.0 * 32 * 32 * 32);
-    cr_assert_eq(number_at(o, "seed"), 7);
-    cr_assert_eq(number_at(o, "threads"), 1);
+    cr_assert_eq(json_number_at(o, "flops"), 2.0 * 32 * 32 * 32);
+    cr_assert_eq(json_number_at(o, "seed"), 7);
+    cr_assert_eq(json_number_at(o, "threads"), 1);
     cJSON_Delete(o);
     cli_run_free(&r);
 }
@@ -324,7 +316,7 @@ Test(cli, measure_json_tiled_schedule)
     assert_ok(&r);
     cJSON *o = parse_result(&r);
     assert_measured_ok(o, "matmul:M=32,N=32,K=32");
-    const char *sched = string_at(o, "schedule");
+    const char *sched = json_string_at(o, "schedule");
     cr_assert_not_null(sched);
     assert_has(sched, "split i 4", "schedule");
     assert_has(sched, "vectorize j.i", "schedule");
@@ -340,8 +332,8 @@ Test(cli, measure_parallel_on_two_threads)
     assert_ok(&r);
     cJSON *o = parse_result(&r);
     assert_measured_ok(o, "matmul:M=32,N=32,K=32");
-    cr_assert_eq(number_at(o, "threads"), 2);
-    assert_has(string_at(o, "compiler"), "-fopenmp", "compiler");
+    cr_assert_eq(json_number_at(o, "threads"), 2);
+    assert_has(json_string_at(o, "compiler"), "-fopenmp", "compiler");
     cJSON_Delete(o);
     cli_run_free(&r);
 }
@@ -363,13 +355,13 @@ Test(cli, measure_failed_build_exits_1_with_result)
                     "--repeat", "2", "--min-repeat-ms", "1");
     cr_assert_eq(r.exit_code, 1, "exit %d, stderr:\n%s", r.exit_code, r.err);
     cJSON *o = parse_result(&r);
-    cr_assert_str_eq(string_at(o, "status"), "BUILD_ERROR");
+    cr_assert_str_eq(json_string_at(o, "status"), "BUILD_ERROR");
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(o, "correct")));
-    cr_assert_eq(number_at(o, "gflops"), 0.0);
+    cr_assert_eq(json_number_at(o, "gflops"), 0.0);
     cJSON *t = cJSON_GetObjectItem(o, "time_ms");
     cr_assert(cJSON_IsNull(cJSON_GetObjectItem(t, "min")));
     cr_assert(cJSON_IsNull(cJSON_GetObjectItem(t, "median")));
-    assert_has(string_at(o, "message"), "no-such-flag-rltune", "message");
+    assert_has(json_string_at(o, "message"), "no-such-flag-rltune", "message");
     cJSON_Delete(o);
     cli_run_free(&r);
 }
@@ -495,10 +487,8 @@ Test(cli, unreadable_schedule_files)
 /* The one JSON object on stdout of a tune run. */
 static cJSON *parse_tune_json(const cli_run *r)
 {
-    cJSON *o = cJSON_Parse(r->out);
-    cr_assert_not_null(o, "stdout is not one JSON object: %s", r->out);
-    cr_assert(cJSON_IsObject(o));
-    cr_assert_str_eq(string_at(o, "tuner"), "random");
+    cJSON *o = json_parse_object(r->out);
+    cr_assert_str_eq(json_string_at(o, "tuner"), "random");
     return o;
 }
 
@@ -515,23 +505,23 @@ Test(cli, tune_json_then_resume_measures_nothing_new)
     assert_ok(&r);
     cr_assert(strstr(r.out, "[tune]") == NULL, "no progress line when stdout is not a terminal");
     cJSON *o = parse_tune_json(&r);
-    cr_assert_eq(number_at(o, "trials"), 6);
-    cr_assert_eq(number_at(o, "measured"), 6);
-    cr_assert_eq(number_at(o, "from_records"), 0);
+    cr_assert_eq(json_number_at(o, "trials"), 6);
+    cr_assert_eq(json_number_at(o, "measured"), 6);
+    cr_assert_eq(json_number_at(o, "from_records"), 0);
     cJSON *best = cJSON_GetObjectItem(o, "best");
-    cr_assert_gt(number_at(best, "gflops"), 0);
-    cr_assert(strstr(string_at(best, "config"), "v1;") == string_at(best, "config"));
+    cr_assert_gt(json_number_at(best, "gflops"), 0);
+    cr_assert(strstr(json_string_at(best, "config"), "v1;") == json_string_at(best, "config"));
     cJSON *curve = cJSON_GetObjectItem(o, "curve");
     cr_assert_eq(cJSON_GetArraySize(curve), 6);
-    cr_assert(number_at(o, "measurements_per_s") > 0 && number_at(o, "wall_s") > 0);
+    cr_assert(json_number_at(o, "measurements_per_s") > 0 && json_number_at(o, "wall_s") > 0);
     cJSON_Delete(o);
     cli_run_free(&r);
 
     r = run_cli_argv(NULL, args);
     assert_ok(&r);
     o = parse_tune_json(&r);
-    cr_assert_eq(number_at(o, "measured"), 0, "a resumed run measures nothing it measured before");
-    cr_assert_eq(number_at(o, "from_records"), 6);
+    cr_assert_eq(json_number_at(o, "measured"), 0, "a resumed run measures nothing it measured before");
+    cr_assert_eq(json_number_at(o, "from_records"), 6);
     cJSON_Delete(o);
     cli_run_free(&r);
 }

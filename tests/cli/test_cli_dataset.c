@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli_runner.h"
+#include "../common/json.h"
 #include "../common/tmp.h"
 
 #define EXPR "B[i] = A[i] * 2"
@@ -24,42 +25,11 @@
 
 static char tmp_dir[] = "/tmp/rlt_cli_ds_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_dataset, .init = setup, .fini = teardown, .timeout = 120);
-
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
-
-static void write_bytes(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(data, 1, len, f), len);
-    fclose(f);
-}
-
-static cJSON *parse_json(const cli_run *r)
-{
-    cJSON *j = cJSON_Parse(r->out);
-    cr_assert(cJSON_IsObject(j), "stdout is not one JSON object:\n%s", r->out);
-    return j;
-}
-
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItem(o, key);
-    cr_assert(cJSON_IsNumber(v), "no number \"%s\"", key);
-    return v->valuedouble;
-}
-
-static const char *str(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItem(o, key);
-    cr_assert(cJSON_IsString(v), "no string \"%s\"", key);
-    return v->valuestring;
-}
 
 /* `rltune dataset` of the tiny expression into `path`, its JSON. */
 static cJSON *make_dataset(const char *path, const char *samples)
@@ -67,7 +37,7 @@ static cJSON *make_dataset(const char *path, const char *samples)
     cli_run r = CLI("dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path, "--samples", samples, "--seed", "3",
                     "--cflags", CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--batch", "8", "--json");
     assert_ok(&r);
-    cJSON *j = parse_json(&r);
+    cJSON *j = json_parse_object(r.out);
     cli_run_free(&r);
     return j;
 }
@@ -80,7 +50,7 @@ static cJSON *replay(const char *path, const char *tuner, const char *trials)
     cli_run r = CLI("tune", "--final", "0", "--expr", EXPR, "--shape", SHAPE, "--measure", measure, "--tuner", tuner, "--trials",
                     trials, "--seed", "5", "--cflags", CFLAGS, "--json");
     assert_ok(&r);
-    cJSON *j = parse_json(&r);
+    cJSON *j = json_parse_object(r.out);
     cli_run_free(&r);
     return j;
 }
@@ -93,24 +63,25 @@ Test(cli_dataset, a_complete_dataset_measures_each_configuration_once)
     cJSON *j = make_dataset(path, "4096");
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "complete")));
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "finished")));
-    cr_assert_eq(num(j, "n_configs"), N_VALID);
-    cr_assert_eq(num(j, "n_valid"), N_VALID);
-    cr_assert_eq(num(j, "measured"), N_VALID);
-    cr_assert_eq(num(j, "from_records"), 0);
-    cr_assert_gt(num(cJSON_GetObjectItem(j, "best"), "gflops"), 0);
+    cr_assert_eq(json_number_at(j, "n_configs"), N_VALID);
+    cr_assert_eq(json_number_at(j, "n_valid"), N_VALID);
+    cr_assert_eq(json_number_at(j, "measured"), N_VALID);
+    cr_assert_eq(json_number_at(j, "from_records"), 0);
+    cr_assert_gt(json_number_at(cJSON_GetObjectItem(j, "best"), "gflops"), 0);
     cJSON_Delete(j);
 
     /* history: one record per configuration, each configuration once */
     cli_run h = CLI("history", "--expr", EXPR, "--shape", SHAPE, "--db", path, "--cflags", CFLAGS, "--json");
     assert_ok(&h);
-    cJSON *hist = parse_json(&h);
+    cJSON *hist = json_parse_object(h.out);
     cJSON *recs = cJSON_GetObjectItem(hist, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), N_VALID);
     for (int a = 0; a < N_VALID; a++) {
         cJSON *ra = cJSON_GetObjectItem(cJSON_GetArrayItem(recs, a), "record");
-        cr_assert_str_eq(str(ra, "tuner"), "dataset");
+        cr_assert_str_eq(json_string_at(ra, "tuner"), "dataset");
         for (int b = 0; b < a; b++)
-            cr_assert_str_neq(str(ra, "config"), str(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, b), "record"), "config"),
+            cr_assert_str_neq(json_string_at(ra, "config"),
+                              json_string_at(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, b), "record"), "config"),
                               "config measured twice");
     }
     cJSON_Delete(hist);
@@ -118,8 +89,8 @@ Test(cli_dataset, a_complete_dataset_measures_each_configuration_once)
 
     /* the same command again measures nothing */
     j = make_dataset(path, "4096");
-    cr_assert_eq(num(j, "measured"), 0);
-    cr_assert_eq(num(j, "from_records"), N_VALID);
+    cr_assert_eq(json_number_at(j, "measured"), 0);
+    cr_assert_eq(json_number_at(j, "from_records"), N_VALID);
     cJSON_Delete(j);
 }
 
@@ -131,7 +102,7 @@ Test(cli_dataset, replays_find_the_datasets_best_reproducibly_without_compiling)
     cJSON_Delete(make_dataset(path, "4096"));
     cli_run b = CLI("best", "--expr", EXPR, "--shape", SHAPE, "--db", path, "--cflags", CFLAGS, "--json");
     assert_ok(&b);
-    cJSON *best = parse_json(&b);
+    cJSON *best = json_parse_object(b.out);
     cli_run_free(&b);
 
     const char *cache = tmp_path("no-cache");
@@ -140,23 +111,24 @@ Test(cli_dataset, replays_find_the_datasets_best_reproducibly_without_compiling)
     for (size_t t = 0; t < sizeof tuners / sizeof tuners[0]; t++) {
         cJSON *x = replay(path, tuners[t], "40");
         cJSON *y = replay(path, tuners[t], "40");
-        cr_assert_str_eq(str(x, "measure"), "replay");
-        cr_assert_str_eq(str(x, "dataset"), path);
+        cr_assert_str_eq(json_string_at(x, "measure"), "replay");
+        cr_assert_str_eq(json_string_at(x, "dataset"), path);
         cr_assert(cJSON_IsNull(cJSON_GetObjectItem(x, "db")), "a replay writes no records");
-        cr_assert_eq(num(x, "trials"), N_VALID, "%s: the space has %d configurations", tuners[t], N_VALID);
+        cr_assert_eq(json_number_at(x, "trials"), N_VALID, "%s: the space has %d configurations", tuners[t], N_VALID);
         cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(x, "space_exhausted")));
-        cr_assert_eq(num(x, "replayed"), N_VALID);
-        cr_assert_eq(num(x, "n_absent"), 0);
-        cr_assert_eq(num(x, "measured"), 0);
-        cr_assert_eq(num(x, "from_records"), 0);
+        cr_assert_eq(json_number_at(x, "replayed"), N_VALID);
+        cr_assert_eq(json_number_at(x, "n_absent"), 0);
+        cr_assert_eq(json_number_at(x, "measured"), 0);
+        cr_assert_eq(json_number_at(x, "from_records"), 0);
         cJSON *xb = cJSON_GetObjectItem(x, "best");
-        cr_assert_eq(num(xb, "gflops"), num(best, "gflops"), "%s: best %g, the dataset's %g", tuners[t],
-                     num(xb, "gflops"), num(best, "gflops"));
-        cr_assert_str_eq(str(xb, "config"), str(best, "config"));
+        cr_assert_eq(json_number_at(xb, "gflops"), json_number_at(best, "gflops"), "%s: best %g, the dataset's %g",
+                     tuners[t], json_number_at(xb, "gflops"), json_number_at(best, "gflops"));
+        cr_assert_str_eq(json_string_at(xb, "config"), json_string_at(best, "config"));
         char *cx = cJSON_PrintUnformatted(cJSON_GetObjectItem(x, "curve"));
         char *cy = cJSON_PrintUnformatted(cJSON_GetObjectItem(y, "curve"));
         cr_assert_str_eq(cx, cy, "%s: the same seed gave another curve", tuners[t]);
-        cr_assert_lt(num(x, "wall_s"), 5.0, "%s: %g s for %d trials", tuners[t], num(x, "wall_s"), N_VALID);
+        cr_assert_lt(json_number_at(x, "wall_s"), 5.0, "%s: %g s for %d trials", tuners[t], json_number_at(x, "wall_s"),
+                     N_VALID);
         free(cx);
         free(cy);
         cJSON_Delete(x);
@@ -184,18 +156,18 @@ Test(cli_dataset, a_sampled_dataset_keeps_every_tuner_inside_it)
     const char *path = tmp_path("sample.db");
     cJSON *j = make_dataset(path, "10");
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "complete")));
-    cr_assert_eq(num(j, "n_configs"), 10);
-    cr_assert_eq(num(j, "n_valid"), N_VALID);
-    cr_assert_eq(num(j, "measured"), 10);
-    double best = num(cJSON_GetObjectItem(j, "best"), "gflops");
+    cr_assert_eq(json_number_at(j, "n_configs"), 10);
+    cr_assert_eq(json_number_at(j, "n_valid"), N_VALID);
+    cr_assert_eq(json_number_at(j, "measured"), 10);
+    double best = json_number_at(cJSON_GetObjectItem(j, "best"), "gflops");
     cJSON_Delete(j);
     static const char *const tuners[] = {"random", "grid", "ga", "xgb", "xgb-rank"};
     for (size_t t = 0; t < sizeof tuners / sizeof tuners[0]; t++) {
         cJSON *x = replay(path, tuners[t], "30");
-        cr_assert_eq(num(x, "n_absent"), 0, "%s proposed configurations outside the sample", tuners[t]);
-        cr_assert_eq(num(x, "trials"), 10, "%s", tuners[t]);
-        cr_assert_eq(num(x, "replayed"), 10);
-        cr_assert_eq(num(cJSON_GetObjectItem(x, "best"), "gflops"), best, "%s", tuners[t]);
+        cr_assert_eq(json_number_at(x, "n_absent"), 0, "%s proposed configurations outside the sample", tuners[t]);
+        cr_assert_eq(json_number_at(x, "trials"), 10, "%s", tuners[t]);
+        cr_assert_eq(json_number_at(x, "replayed"), 10);
+        cr_assert_eq(json_number_at(cJSON_GetObjectItem(x, "best"), "gflops"), best, "%s", tuners[t]);
         cJSON_Delete(x);
     }
 }
@@ -209,31 +181,32 @@ Test(cli_dataset, a_fixed_dataset_is_the_complete_sub_space)
     cli_run r = CLI("dataset", "--expr", EXPR, "--shape", SHAPE, "--out", path, "--fix", "cc=gcc", "--cflags", CFLAGS,
                     "--repeat", "1", "--min-repeat-ms", "0.5", "--batch", "8", "--json");
     assert_ok(&r);
-    cJSON *j = parse_json(&r);
+    cJSON *j = json_parse_object(r.out);
     cli_run_free(&r);
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "complete")));
-    cr_assert_str_eq(str(j, "fixed"), "cc=gcc");
-    cr_assert_eq(num(j, "n_configs"), N_VALID / 2, "half the space: the gcc half");
-    cr_assert_eq(num(j, "measured"), N_VALID / 2);
-    double best = num(cJSON_GetObjectItem(j, "best"), "gflops");
+    cr_assert_str_eq(json_string_at(j, "fixed"), "cc=gcc");
+    cr_assert_eq(json_number_at(j, "n_configs"), N_VALID / 2, "half the space: the gcc half");
+    cr_assert_eq(json_number_at(j, "measured"), N_VALID / 2);
+    double best = json_number_at(cJSON_GetObjectItem(j, "best"), "gflops");
     cJSON_Delete(j);
 
     cli_run h = CLI("history", "--expr", EXPR, "--shape", SHAPE, "--db", path, "--cflags", CFLAGS, "--json");
     assert_ok(&h);
-    cJSON *hist = parse_json(&h);
+    cJSON *hist = json_parse_object(h.out);
     cJSON *recs = cJSON_GetObjectItem(hist, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), N_VALID / 2);
     for (int a = 0; a < N_VALID / 2; a++)
-        cr_assert(strstr(str(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, a), "record"), "config"), ";cc=gcc"), "a record outside the sub-space");
+        cr_assert(strstr(json_string_at(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, a), "record"), "config"), ";cc=gcc"),
+                  "a record outside the sub-space");
     cJSON_Delete(hist);
     cli_run_free(&h);
 
     static const char *const tuners[] = {"ga", "xgb-rank"};
     for (size_t t = 0; t < sizeof tuners / sizeof tuners[0]; t++) {
         cJSON *x = replay(path, tuners[t], "30");
-        cr_assert_eq(num(x, "n_absent"), 0, "%s left the sub-space", tuners[t]);
-        cr_assert_eq(num(x, "trials"), N_VALID / 2, "%s", tuners[t]);
-        cr_assert_eq(num(cJSON_GetObjectItem(x, "best"), "gflops"), best, "%s", tuners[t]);
+        cr_assert_eq(json_number_at(x, "n_absent"), 0, "%s left the sub-space", tuners[t]);
+        cr_assert_eq(json_number_at(x, "trials"), N_VALID / 2, "%s", tuners[t]);
+        cr_assert_eq(json_number_at(cJSON_GetObjectItem(x, "best"), "gflops"), best, "%s", tuners[t]);
         cJSON_Delete(x);
     }
 
@@ -281,7 +254,7 @@ Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
 
     /* a file that is not a database, and a damaged one */
     const char *junk = tmp_path("junk.db");
-    write_bytes(junk, "not a dataset\n", 14);
+    tmp_file_write(junk, "not a dataset\n", 14);
     expect_replay_refused(junk, EXPR, CFLAGS, "not an SQLite database");
     char *text = tmp_file_read(junk, &len_after);
     cr_assert_str_eq(text, "not a dataset\n");
@@ -290,7 +263,7 @@ Test(cli_dataset, bad_datasets_are_refused_and_left_as_they_were)
     char *damaged = malloc(len);
     memcpy(damaged, before, len);
     memset(damaged + 100, 0xA5, len > 2048 ? 1900 : len - 100); /* the first page's b-tree */
-    write_bytes(broken, damaged, len);
+    tmp_file_write(broken, damaged, len);
     expect_replay_refused(broken, EXPR, CFLAGS, "broken.db");
     after = tmp_file_read(broken, &len_after);
     cr_assert(len == len_after && memcmp(damaged, after, len) == 0, "a refused replay changed the damaged file");

@@ -12,34 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/text.h"
 #include "../common/tmp.h"
 #include "cli_runner.h"
 
 static char tmp_dir[] = "/tmp/rlt_cli_env_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_env, .init = setup, .fini = teardown, .timeout = 180);
 
-static const char *tmp_path(const char *name)
-{
-    static char paths[4][256];
-    static int n_paths;
-    char *path = paths[n_paths++ % 4];
-    snprintf(path, 256, "%s/%s", tmp_dir, name);
-    return path;
-}
-
 #define FAST "--peak", "100", "--cflags", "-O1 -march=native", "--repeat", "1", "--min-repeat-ms", "1"
-
-static int count(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-    return n;
-}
 
 Test(cli_env, scripted_session)
 {
@@ -75,7 +60,7 @@ Test(cli_env, scripted_session)
                "      for k in 0..8  reduce\n"
                ">       vectorize j.i in 0..8\n",
                "stdout");
-    cr_assert_eq(count(r.out, ", OK\n"), 6, "every state measured OK:\n%s", r.out); /* start + 5 actions */
+    cr_assert_eq(text_count(r.out, ", OK\n"), 6, "every state measured OK:\n%s", r.out); /* start + 5 actions */
     /* unknown and illegal actions: a message on stderr, and the session goes on */
     assert_has(r.err, "rltune: unknown action 'foo'; actions: up, down, swap_up,", "stderr");
     assert_has(r.err, "rltune: split_256 is not legal here: split_256: loop 'j.o' has extent 2", "stderr");
@@ -143,7 +128,7 @@ Test(cli_env, step_limit_and_start_schedule)
     assert_has(r.out, "\n(step limit reached: --max-steps 2)\n", "stdout");
     assert_has(r.out, "> unroll i in 0..8\n", "stdout"); /* merge keeps the inner half's unroll */
     assert_has(r.out, "# rltune schedule v1\nunroll i\n", "stdout");
-    cr_assert_eq(count(r.out, "\n> up\n"), 0, "actions after the limit were read:\n%s", r.out);
+    cr_assert_eq(text_count(r.out, "\n> up\n"), 0, "actions after the limit were read:\n%s", r.out);
     cli_run_free(&r);
 }
 

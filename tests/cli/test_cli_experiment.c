@@ -18,7 +18,9 @@
 #include <sys/stat.h>
 
 #include "cli_runner.h"
+#include "../common/json.h"
 #include "../common/procs.h"
+#include "../common/text.h"
 #include "../common/tmp.h"
 #include "../common/xml_check.h"
 
@@ -29,32 +31,16 @@
 
 static char tmp_dir[] = "/tmp/rlt_cli_exp_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_experiment, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static int count_of_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
 static char *read_in(const char *dir, const char *name)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    cr_assert(exists(path), "%s was not written", path);
+    const char *path = tmp_path_in(dir, name);
+    cr_assert(tmp_exists(path), "%s was not written", path);
     return tmp_file_read(path, NULL);
 }
 
@@ -72,8 +58,7 @@ static double dataset_best(void)
 {
     cli_run r = CLI("best", "--op", OP, "--db", tmp_path("ds.db"), "--cflags", CFLAGS, "--json");
     assert_ok(&r);
-    cJSON *j = cJSON_Parse(r.out);
-    cr_assert_not_null(j);
+    cJSON *j = json_parse(r.out);
     double best = cJSON_GetObjectItem(j, "gflops")->valuedouble;
     cJSON_Delete(j);
     cli_run_free(&r);
@@ -206,7 +191,7 @@ Test(cli_experiment, a_replayed_comparison_writes_every_output)
     snprintf(png_path, sizeof png_path, "%s/%s.png", out, STEM);
     if (strstr(r.err, "gnuplot not found")) {
         cr_log_warn("gnuplot is not installed: no PNG checked");
-        cr_assert_not(exists(png_path));
+        cr_assert_not(tmp_exists(png_path));
     } else {
         cr_assert_str_empty(r.err, "stderr: %s", r.err);
         size_t len = 0;
@@ -232,14 +217,13 @@ Test(cli_experiment, the_same_config_gives_the_same_results_also_without_gnuplot
     /* gnuplot's absence is said once, and nothing else is */
     const char *note = "rltune: note: gnuplot not found: PNG plots skipped";
     cr_assert_eq(strncmp(b.err, note, strlen(note)), 0, "stderr: %s", b.err);
-    cr_assert_eq(count_of_lines(b.err), 1, "stderr: %s", b.err);
-    cr_assert_not(exists(tmp_path("b/" STEM ".png")));
-    cr_assert(exists(tmp_path("b/" STEM ".svg")));
-    cr_assert(exists(tmp_path("b/" STEM ".gp")), "the script is written all the same");
+    cr_assert_eq(text_count(b.err, "\n"), 1, "stderr: %s", b.err);
+    cr_assert_not(tmp_exists(tmp_path("b/" STEM ".png")));
+    cr_assert(tmp_exists(tmp_path("b/" STEM ".svg")));
+    cr_assert(tmp_exists(tmp_path("b/" STEM ".gp")), "the script is written all the same");
 
     /* --json: one object, results.json's plus "out" */
-    cJSON *j = cJSON_Parse(b.out);
-    cr_assert(cJSON_IsObject(j), "stdout is not one JSON object:\n%s", b.out);
+    cJSON *j = json_parse_object(b.out);
     cr_assert_str_eq(cJSON_GetObjectItem(j, "out")->valuestring, tmp_path("b"));
     cJSON_Delete(j);
 
@@ -270,8 +254,7 @@ Test(cli_experiment, a_live_experiment_measures_into_its_database)
     tmp_file_write_text(config, LIVE_CONFIG("4") " \"seeds\": 2, \"tuners\": [\"random\", \"ga\"]}");
     cli_run r = CLI("experiment", "--config", config, "--json");
     assert_ok(&r);
-    cJSON *j = cJSON_Parse(r.out);
-    cr_assert(cJSON_IsObject(j), "stdout:\n%s", r.out);
+    cJSON *j = json_parse_object(r.out);
     cr_assert_str_eq(cJSON_GetObjectItem(j, "measure")->valuestring, "live");
     cr_assert_str_eq(cJSON_GetObjectItem(j, "db")->valuestring, tmp_path("records.db"));
     cr_assert_eq(cJSON_GetObjectItem(j, "runs_done")->valueint, 4);
@@ -291,7 +274,7 @@ Test(cli_experiment, a_live_experiment_measures_into_its_database)
     assert_has(cJSON_GetObjectItem(known, "source")->valuestring, "records in", "best_known.source");
     assert_has(cJSON_GetObjectItem(w0, "target")->valuestring, "cc=gcc -O1 -march=native", "target");
     cJSON_Delete(j);
-    cr_assert(exists(tmp_path("live/report.html")));
+    cr_assert(tmp_exists(tmp_path("live/report.html")));
 
     /* the records are there for `best` */
     cli_run b = CLI("best", "--op", OP, "--db", tmp_path("records.db"), "--cflags", CFLAGS, "--json");
@@ -308,18 +291,17 @@ Test(cli_experiment, ctrl_c_finishes_the_run_in_flight_and_writes_the_report)
     pid_t pid = cli_spawn(args, tmp_path("stdout"), tmp_path("stderr"));
     /* the output directory is made just before the runs start */
     double t0 = now_s();
-    while (!exists(tmp_path("live")) && now_s() - t0 < 60)
-        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
-    cr_assert(exists(tmp_path("live")), "the experiment never started");
-    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
+    while (!tmp_exists(tmp_path("live")) && now_s() - t0 < 60)
+        sleep_ms(20);
+    cr_assert(tmp_exists(tmp_path("live")), "the experiment never started");
+    sleep_ms(300);
     cr_assert_eq(kill(pid, SIGINT), 0);
     int status = cli_wait(pid, 90);
     char *err = tmp_file_read(tmp_path("stderr"), NULL);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d, stderr:\n%s", status, err);
     free(err);
     char *out = tmp_file_read(tmp_path("stdout"), NULL);
-    cJSON *j = cJSON_Parse(out);
-    cr_assert(cJSON_IsObject(j), "stdout:\n%s", out);
+    cJSON *j = json_parse_object(out);
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "interrupted")));
     int done = cJSON_GetObjectItem(j, "runs_done")->valueint;
     cr_assert(done >= 1 && done < 60, "%d runs done", done);
@@ -331,7 +313,7 @@ Test(cli_experiment, ctrl_c_finishes_the_run_in_flight_and_writes_the_report)
     char *json = read_in(tmp_path("live"), "results.json");
     assert_has(json, "\"interrupted\":true", "results.json");
     free(json);
-    cr_assert(exists(tmp_path("live/report.html")));
+    cr_assert(tmp_exists(tmp_path("live/report.html")));
 }
 
 /* ---- bad configs -------------------------------------------------------------------- */
@@ -346,8 +328,8 @@ static void expect_refused(const char *text, const char *needle)
     assert_usage_error(&r, needle);
     assert_has(r.err, "bad.json", "stderr");
     cli_run_free(&r);
-    cr_assert_not(exists(tmp_path("out")), "a refused config made its output directory");
-    cr_assert_not(exists(tmp_path("records.db")), "a refused config made its database");
+    cr_assert_not(tmp_exists(tmp_path("out")), "a refused config made its output directory");
+    cr_assert_not(tmp_exists(tmp_path("records.db")), "a refused config made its database");
 }
 
 /* carry_agent: seed by seed, the agent a run ends with starts the same
@@ -374,8 +356,7 @@ Test(cli_experiment, a_carried_agent_starts_the_next_workload)
     cr_assert_eq(setenv("TMPDIR", agents, 1), 0);
     cli_run r = CLI("experiment", "--config", config, "--json");
     assert_ok(&r);
-    cJSON *j = cJSON_Parse(r.out);
-    cr_assert(cJSON_IsObject(j), "stdout:\n%s", r.out);
+    cJSON *j = json_parse_object(r.out);
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tuners"), 0), "carry_agent")));
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tuners"), 1), "carry_agent")));
     cJSON *run;
@@ -442,7 +423,7 @@ Test(cli_experiment, bad_configs_are_refused_before_anything_runs)
                    " {\"op\": \"conv2d:N=1,C=2,H=5,W=5,K=2,R=3,S=3,stride=1,pad=1\"}],"
                    " \"tuners\": [{\"name\": \"ga-dqn\", \"carry_agent\": true}]}",
                    "tuners[0].carry_agent: workloads[1] (conv2d");
-    cr_assert(!exists(tmp_path("records.db")), "a refused live config created its database");
+    cr_assert(!tmp_exists(tmp_path("records.db")), "a refused live config created its database");
     /* a dataset is not a records database to measure into */
     expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
                    " \"db\": \"ds.db\", \"workloads\": [{\"op\": \"" OP "\"}], \"tuners\": [\"ga\"]}",

@@ -17,13 +17,11 @@
 
 static char tmp_dir[] = "/tmp/rlt_cli_gen_dataset_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_gen_dataset, .init = setup, .fini = teardown, .timeout = 120);
-
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 /* Loads `path`, which must be a shape dataset of n shapes, n_test of them
  * for testing. */

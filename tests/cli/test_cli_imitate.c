@@ -12,6 +12,7 @@
 
 #include "policy/imitate.h"
 
+#include "../common/json.h"
 #include "../common/tmp.h"
 #include "cli_runner.h"
 
@@ -20,7 +21,7 @@ static char dataset[300], demos[300], policy[300];
 
 static void setup(void)
 {
-    tmp_dir_make_in(tmp_dir);
+    tmp_dir_use(tmp_dir);
     snprintf(dataset, sizeof dataset, "%s/mm.shapes", tmp_dir);
     snprintf(demos, sizeof demos, "%s/mm.demos", tmp_dir);
     snprintf(policy, sizeof policy, "%s/bc.rlp", tmp_dir);
@@ -59,8 +60,7 @@ Test(cli_imitate, demonstrations_a_cloned_policy_and_its_one_measurement_rollout
 
     r = CLI("imitate", "--demos", demos, "--out", policy, "--epochs", "60", "--hidden", "32", "--json");
     assert_ok(&r);
-    cJSON *o = cJSON_Parse(r.out);
-    cr_assert(cJSON_IsObject(o), "%s", r.out);
+    cJSON *o = json_parse_object(r.out);
     cr_assert_eq(cJSON_GetObjectItem(o, "demos")->valueint, 3);
     cr_assert_gt(cJSON_GetObjectItem(o, "samples")->valueint, 0);
     cr_assert_lt(cJSON_GetObjectItem(o, "loss_last")->valuedouble, cJSON_GetObjectItem(o, "loss_first")->valuedouble);
@@ -79,16 +79,14 @@ Test(cli_imitate, demonstrations_a_cloned_policy_and_its_one_measurement_rollout
     snprintf(both, sizeof both, "%s,%s", demos, demos);
     r = CLI("imitate", "--demos", both, "--out", policy, "--epochs", "20", "--hidden", "32", "--json");
     assert_ok(&r);
-    o = cJSON_Parse(r.out);
-    cr_assert(cJSON_IsObject(o), "%s", r.out);
+    o = json_parse_object(r.out);
     cr_assert_eq(cJSON_GetObjectItem(o, "demos")->valueint, 6);
     cJSON_Delete(o);
     cli_run_free(&r);
 
     r = CLI("optimize", "--op", "matmul:M=32,N=32,K=16", "--policy", policy, "--json", FAST);
     assert_ok(&r);
-    o = cJSON_Parse(r.out);
-    cr_assert(cJSON_IsObject(o), "%s", r.out);
+    o = json_parse_object(r.out);
     cr_assert_leq(cJSON_GetObjectItem(o, "n_evaluations")->valueint, 1, "a blind rollout measures its end only");
     assert_has(cJSON_GetObjectItem(o, "method")->valuestring, "bc, greedy rollout", "method");
     cJSON_Delete(o);
@@ -104,7 +102,7 @@ Test(cli_imitate, bad_input_is_one_error_line)
     EXPECT_USAGE_ERROR("--demos", "imitate", "--out", policy);
     EXPECT_USAGE_ERROR("not a demonstrations file", "imitate", "--demos", dataset, "--out", policy);
     EXPECT_USAGE_ERROR("--hidden", "imitate", "--demos", dataset, "--out", policy, "--hidden", "0");
-    const char *illegal = tmp_path_in(tmp_dir, "illegal.demos");
+    const char *illegal = tmp_path("illegal.demos");
     tmp_file_write_text(illegal, "# rltune demos v1\nmatmul:M=16,N=16,K=16\t1\t1\tswap_up\n");
     EXPECT_USAGE_ERROR("demonstration 1 (matmul:M=16,N=16,K=16): action 1, swap_up, is illegal there", "imitate",
                        "--demos", illegal, "--out", policy);

@@ -12,6 +12,7 @@
 
 #include "policy/policy.h"
 
+#include "../common/json.h"
 #include "../common/tmp.h"
 #include "cli_runner.h"
 
@@ -37,29 +38,15 @@ TestSuite(cli_optimize, .init = setup, .fini = teardown, .timeout = 300);
 #define MM "matmul:M=16,N=16,K=8"
 #define FAST "--peak", "100", "--cflags", "-O1 -march=native", "--repeat", "1", "--min-repeat-ms", "1"
 
-static cJSON *parse_json(const cli_run *r)
-{
-    cJSON *j = cJSON_Parse(r->out);
-    cr_assert_not_null(j, "stdout is not one JSON object:\n%s", r->out);
-    return j;
-}
-
-static double number_of(const cJSON *j, const char *key)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, key);
-    cr_assert(cJSON_IsNumber(x), "no number '%s'", key);
-    return x->valuedouble;
-}
-
 Test(cli_optimize, a_policy_rollout_gives_a_schedule_that_replays)
 {
     cli_run r = CLI("optimize", "--op", MM, "--policy", policy_path, "--steps", "6", "--json", FAST);
     assert_ok(&r);
-    cJSON *j = parse_json(&r);
-    cr_assert_gt(number_of(j, "gflops"), 0);
-    cr_assert_geq(number_of(j, "gflops"), number_of(j, "start_gflops"), "the result is the best state seen");
-    cr_assert_gt(number_of(j, "time_ms"), 0);
-    cr_assert_geq(number_of(j, "wall_s"), 0);
+    cJSON *j = json_parse_object(r.out);
+    cr_assert_gt(json_number_at(j, "gflops"), 0);
+    cr_assert_geq(json_number_at(j, "gflops"), json_number_at(j, "start_gflops"), "the result is the best state seen");
+    cr_assert_gt(json_number_at(j, "time_ms"), 0);
+    cr_assert_geq(json_number_at(j, "wall_s"), 0);
     const cJSON *trace = cJSON_GetObjectItemCaseSensitive(j, "trace");
     cr_assert(cJSON_IsArray(trace) && cJSON_GetArraySize(trace) <= 6);
     const cJSON *sched = cJSON_GetObjectItemCaseSensitive(j, "schedule");
@@ -84,7 +71,7 @@ Test(cli_optimize, the_searches_run_and_print_the_tree)
     cli_run_free(&r);
     cli_run b = CLI("optimize", "--op", MM, "--search", "beam", "--beam", "2", "--steps", "2", "--json", FAST);
     assert_ok(&b);
-    cJSON *j = parse_json(&b);
+    cJSON *j = json_parse_object(b.out);
     cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "method")->valuestring, "beam search (width 2)");
     cJSON_Delete(j);
     cli_run_free(&b);
@@ -119,13 +106,13 @@ Test(cli_optimize, tune_starts_from_the_policys_result)
     cli_run r = CLI("tune", "--final", "0", "--op", MM, "--tuner", "policy", "--policy", policy_path, "--policy-base", "random",
                     "--trials", "6", "--db", db, "--json", "--cflags", "-O1 -march=native");
     assert_ok(&r);
-    cJSON *j = parse_json(&r);
+    cJSON *j = json_parse_object(r.out);
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "policy");
     cr_assert(cJSON_IsObject(p), "no policy object:\n%s", r.out);
-    cr_assert_gt(number_of(p, "gflops"), 0);
+    cr_assert_gt(json_number_at(p, "gflops"), 0);
     const cJSON *start = cJSON_GetObjectItemCaseSensitive(p, "start_config");
     cr_assert(cJSON_IsString(start) && strncmp(start->valuestring, "v1;", 3) == 0, "%s", r.out);
-    cr_assert_eq(number_of(j, "trials"), 6);
+    cr_assert_eq(json_number_at(j, "trials"), 6);
     cJSON_Delete(j);
     cli_run_free(&r);
     EXPECT_USAGE_ERROR("--tuner policy needs --policy FILE", "tune", "--op", MM, "--tuner", "policy");

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
+#include "../common/json.h"
 #include "../common/tmp.h"
 #include "cli_runner.h"
 
@@ -24,15 +25,13 @@ static char db_path[300];
 
 static void setup(void)
 {
-    tmp_dir_make_in(tmp_dir);
+    tmp_dir_use(tmp_dir);
     snprintf(db_path, sizeof db_path, "%s/t.db", tmp_dir);
 }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_records, .init = setup, .fini = teardown, .timeout = 120);
-
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 /* Tunes `spec` for `trials` trials into the test's database. */
 static void tune(const char *spec, const char *trials)
@@ -49,13 +48,6 @@ static cJSON *rec_of(const cJSON *entry)
     cJSON *rec = cJSON_GetObjectItem(entry, "record");
     cr_assert(cJSON_IsObject(rec), "a history entry without its record");
     return rec;
-}
-
-static cJSON *parse_json(const cli_run *r)
-{
-    cJSON *j = cJSON_Parse(r->out);
-    cr_assert_not_null(j, "stdout is not one JSON value:\n%s", r->out);
-    return j;
 }
 
 /* Runs a shell command (make, the example) and returns its exit status,
@@ -90,7 +82,7 @@ Test(cli_records, best_is_the_fastest_of_history)
     tune(MATMUL, "4");
     cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&b);
-    cJSON *best = parse_json(&b);
+    cJSON *best = json_parse(b.out);
     const char *keys[] = {"op", "target", "gflops", "time_ms", "config", "schedule", "tuner", "created_s", "status"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         cr_assert_not_null(cJSON_GetObjectItem(best, keys[i]), "best --json lacks %s", keys[i]);
@@ -101,7 +93,7 @@ Test(cli_records, best_is_the_fastest_of_history)
 
     cli_run h = CLI("history", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&h);
-    cJSON *hist = parse_json(&h);
+    cJSON *hist = json_parse(h.out);
     cJSON *recs = cJSON_GetObjectItem(hist, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), 4);
     cr_assert_eq(cJSON_GetObjectItem(hist, "n_records")->valueint, 4);
@@ -140,7 +132,7 @@ Test(cli_records, best_is_the_fastest_of_history)
     assert_has(other.err, "other targets", "best on another target");
     cli_run all = CLI("best", "--op", MATMUL, "--db", db_path, "--all-targets", "--json");
     assert_ok(&all);
-    cJSON *any = parse_json(&all);
+    cJSON *any = json_parse(all.out);
     cr_assert_eq(cJSON_GetObjectItem(any, "gflops")->valuedouble, best_gflops);
 
     cJSON_Delete(any);
@@ -163,14 +155,14 @@ Test(cli_records, the_final_pick_at_two_threads_includes_the_best_serial_configu
                     "--final", "1", "--threads", "2", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms",
                     "0.5", "--db", db_path, "--json");
     assert_ok(&r);
-    cJSON *o = parse_json(&r);
+    cJSON *o = json_parse(r.out);
     int n_final = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "final"), "candidates")->valueint;
     cJSON_Delete(o);
     cli_run_free(&r);
 
     cli_run h = CLI("history", "--op", op, "--db", db_path, "--cflags", TUNE_CFLAGS, "--threads", "2", "--json");
     assert_ok(&h);
-    cJSON *ho = parse_json(&h);
+    cJSON *ho = json_parse(h.out);
     cJSON *recs = cJSON_GetObjectItem(ho, "records");
     /* the tuning records: the best, and the best without a parallel loop */
     const char *best = NULL, *serial = NULL;
@@ -210,7 +202,7 @@ Test(cli_records, the_final_pick_measures_the_best_again_and_best_goes_by_it)
                                 "--db", db_path, "--json", NULL};
     cli_run r = run_cli_argv(NULL, args);
     assert_ok(&r);
-    cJSON *o = parse_json(&r);
+    cJSON *o = json_parse(r.out);
     cJSON *final = cJSON_GetObjectItem(o, "final");
     cr_assert_not_null(final);
     cr_assert_eq(cJSON_GetObjectItem(final, "candidates")->valueint, 2);
@@ -226,7 +218,7 @@ Test(cli_records, the_final_pick_measures_the_best_again_and_best_goes_by_it)
 
     cli_run h = CLI("history", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&h);
-    cJSON *ho = parse_json(&h);
+    cJSON *ho = json_parse(h.out);
     cJSON *recs = cJSON_GetObjectItem(ho, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), 8, "6 trials and 2 re-measured");
     bool has_picked = false;
@@ -242,7 +234,7 @@ Test(cli_records, the_final_pick_measures_the_best_again_and_best_goes_by_it)
 
     cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&b);
-    cJSON *bo = parse_json(&b);
+    cJSON *bo = json_parse(b.out);
     cr_assert_str_eq(cJSON_GetObjectItem(bo, "config")->valuestring, picked);
     cr_assert_float_eq(cJSON_GetObjectItem(bo, "gflops")->valuedouble, picked_gflops, 1e-6 * picked_gflops);
     cJSON_Delete(bo);
@@ -250,7 +242,7 @@ Test(cli_records, the_final_pick_measures_the_best_again_and_best_goes_by_it)
 
     cli_run again = run_cli_argv(NULL, args);
     assert_ok(&again);
-    cJSON *ao = parse_json(&again);
+    cJSON *ao = json_parse(again.out);
     cr_assert_eq(cJSON_GetObjectItem(ao, "measured")->valueint, 0);
     cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(ao, "final"), "candidates")->valueint, 0);
     cJSON_Delete(ao);
@@ -262,11 +254,11 @@ Test(cli_records, measure_best_measures_the_best_record_again)
     tune(MATMUL, "4");
     cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&b);
-    cJSON *best = parse_json(&b);
+    cJSON *best = json_parse(b.out);
     cli_run m = CLI("measure", "--op", MATMUL, "--best", "--db", db_path, "--cflags", TUNE_CFLAGS, "--repeat", "2",
                     "--json");
     assert_ok(&m);
-    cJSON *meas = parse_json(&m);
+    cJSON *meas = json_parse(m.out);
     cr_assert_str_eq(cJSON_GetObjectItem(meas, "status")->valuestring, "OK");
     cr_assert_gt(cJSON_GetObjectItem(meas, "gflops")->valuedouble, 0);
     cJSON *rec = cJSON_GetObjectItem(meas, "record");
@@ -301,7 +293,7 @@ Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
                     TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--transfer", db_path,
                     "--json");
     assert_ok(&r);
-    cJSON *j = parse_json(&r);
+    cJSON *j = json_parse(r.out);
     int rows = cJSON_GetObjectItem(j, "transfer_rows")->valueint;
     cr_assert(rows >= 1 && rows <= 6, "transfer_rows %d", rows);
     cr_assert_eq(cJSON_GetObjectItem(j, "transfer_workloads")->valueint, 1);
@@ -310,7 +302,7 @@ Test(cli_records, tune_transfer_learns_from_other_workloads_of_the_kind)
     cli_run n = CLI("tune", "--final", "0", "--op", other, "--tuner", "xgb-rank", "--trials", "2", "--batch", "2", "--cflags",
                     TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--json");
     assert_ok(&n);
-    cJSON *k = parse_json(&n);
+    cJSON *k = json_parse(n.out);
     cr_assert_eq(cJSON_GetObjectItem(k, "transfer_rows")->valueint, 0);
     EXPECT_USAGE_ERROR("needs a tuner with one (xgb, xgb-rank, ppo)", "tune", "--op", other, "--tuner", "ga", "--db", db_path,
                        "--transfer", db_path);
@@ -336,7 +328,7 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
     tune(MATMUL, "4");
     cli_run b = CLI("best", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&b);
-    cJSON *bo = parse_json(&b);
+    cJSON *bo = json_parse(b.out);
     char best1[1024];
     snprintf(best1, sizeof best1, "%s", cJSON_GetObjectItem(bo, "config")->valuestring);
     cJSON_Delete(bo);
@@ -347,7 +339,7 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
                     "--threads", "2", "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db",
                     db_path, "--json");
     assert_ok(&r);
-    cJSON *j = parse_json(&r);
+    cJSON *j = json_parse(r.out);
     int n_other = cJSON_GetObjectItem(j, "other_threads")->valueint;
     /* up to RLT_TUNE_OTHER_THREADS (3) configurations, each at parallel none, i or j where valid */
     cr_assert(n_other >= 1 && n_other <= 9, "other_threads %d", n_other);
@@ -355,7 +347,7 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
     cli_run_free(&r);
     cli_run h = CLI("history", "--op", MATMUL, "--threads", "2", "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&h);
-    cJSON *ho = parse_json(&h);
+    cJSON *ho = json_parse(h.out);
     cJSON *recs = cJSON_GetObjectItem(ho, "records");
     cr_assert_eq(cJSON_GetArraySize(recs), 2);
     char first[1024], second[1024];
@@ -370,7 +362,7 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
     if (n_other >= 2) { /* the second trial came from the queue too: a 1-thread configuration */
         cli_run h1 = CLI("history", "--op", MATMUL, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
         assert_ok(&h1);
-        cJSON *h1o = parse_json(&h1);
+        cJSON *h1o = json_parse(h1.out);
         bool is_found = false;
         cJSON *rec;
         cJSON_ArrayForEach(rec, cJSON_GetObjectItem(h1o, "records"))
@@ -388,7 +380,7 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
     cli_run back = CLI("tune", "--final", "0", "--op", MATMUL, "--tuner", "random", "--trials", "1", "--batch", "1",
                        "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--json");
     assert_ok(&back);
-    cJSON *k = parse_json(&back);
+    cJSON *k = json_parse(back.out);
     cr_assert_geq(cJSON_GetObjectItem(k, "other_threads")->valueint, 1);
     cr_assert_eq(cJSON_GetObjectItem(k, "from_records")->valueint, 1, "the 1-thread best, read back");
     cJSON_Delete(k);
@@ -399,7 +391,7 @@ Test(cli_records, a_run_at_two_threads_starts_from_the_best_at_one)
                       "--threads", "2", "--no-other-threads", "--cflags", TUNE_CFLAGS, "--repeat", "1",
                       "--min-repeat-ms", "0.5", "--db", db_path, "--json");
     assert_ok(&off);
-    cJSON *f = parse_json(&off);
+    cJSON *f = json_parse(off.out);
     cr_assert_eq(cJSON_GetObjectItem(f, "other_threads")->valueint, 0);
     cJSON_Delete(f);
     cli_run_free(&off);
@@ -410,7 +402,7 @@ static void history_configs(const char *db, char *out, size_t cap)
 {
     cli_run h = CLI("history", "--op", CONV, "--db", db, "--cflags", TUNE_CFLAGS, "--json");
     assert_ok(&h);
-    cJSON *ho = parse_json(&h);
+    cJSON *ho = json_parse(h.out);
     cJSON *rec;
     out[0] = '\0';
     cJSON_ArrayForEach(rec, cJSON_GetObjectItem(ho, "records"))
@@ -433,7 +425,7 @@ Test(cli_records, a_run_measures_the_rule_built_seeds_first)
                         "--seeds", "3", "--trials", "3", "--batch", "3", "--cflags", TUNE_CFLAGS, "--repeat", "1",
                         "--min-repeat-ms", "0.5", "--db", dbs[i], "--json");
         assert_ok(&r);
-        cJSON *j = parse_json(&r);
+        cJSON *j = json_parse(r.out);
         cr_assert_eq(cJSON_GetObjectItem(j, "seeds")->valueint, 3);
         cr_assert_eq(cJSON_GetObjectItem(j, "measured")->valueint, 3);
         cJSON_Delete(j);
@@ -449,7 +441,7 @@ Test(cli_records, a_run_measures_the_rule_built_seeds_first)
     cli_run off = CLI("tune", "--final", "0", "--op", CONV, "--tuner", "random", "--seeds", "0", "--trials", "1",
                       "--cflags", TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db_path, "--json");
     assert_ok(&off);
-    cJSON *f = parse_json(&off);
+    cJSON *f = json_parse(off.out);
     cr_assert_eq(cJSON_GetObjectItem(f, "seeds")->valueint, 0);
     cJSON_Delete(f);
     cli_run_free(&off);
@@ -482,7 +474,7 @@ static char *history_without_ids(const char *db)
 {
     cli_run h = CLI("history", "--op", MATMUL, "--db", db, "--all-targets", "--json");
     assert_ok(&h);
-    cJSON *j = parse_json(&h);
+    cJSON *j = json_parse(h.out);
     cJSON *rec;
     cJSON_ArrayForEach(rec, cJSON_GetObjectItem(j, "records")) cJSON_DeleteItemFromObject(rec_of(rec), "id");
     char *text = cJSON_PrintUnformatted(j);

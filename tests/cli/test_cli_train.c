@@ -14,6 +14,8 @@
 
 #include "policy/policy.h"
 
+#include "../common/json.h"
+#include "../common/procs.h"
 #include "../common/tmp.h"
 #include "../common/xml_check.h"
 #include "cli_runner.h"
@@ -23,7 +25,7 @@ static char dataset[300];
 
 static void setup(void)
 {
-    tmp_dir_make_in(tmp_dir);
+    tmp_dir_use(tmp_dir);
     snprintf(dataset, sizeof dataset, "%s/mm.txt", tmp_dir);
     static const char text[] = "# rltune shapes v1\n"
                                "# kind mm dims 16,32 test-fraction 0.3 seed 0\n"
@@ -36,15 +38,6 @@ static void setup(void)
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(cli_train, .init = setup, .fini = teardown, .timeout = 240);
-
-static const char *tmp_path(const char *name)
-{
-    static char paths[8][300];
-    static int n_paths;
-    char *path = paths[n_paths++ % 8];
-    snprintf(path, sizeof paths[0], "%s/%s", tmp_dir, name);
-    return path;
-}
 
 #define FAST "--peak", "100", "--cflags", "-O1 -march=native", "--repeat", "1", "--min-repeat-ms", "1"
 
@@ -60,21 +53,6 @@ static rlt_policy *load_policy(const char *path)
     rlt_diag d = {0};
     cr_assert_eq(rlt_policy_load(path, &p, &d), RLT_STATUS_OK, "%s: %s", path, d.message);
     return p;
-}
-
-static double number_at(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    cr_assert(cJSON_IsNumber(v), "no number '%s'", name);
-    return v->valuedouble;
-}
-
-static cJSON *parse_json(const char *out)
-{
-    cJSON *o = cJSON_Parse(out);
-    cr_assert(cJSON_IsObject(o), "stdout is not one JSON object:\n%s", out);
-    cr_assert_eq(strchr(out, '\n'), out + strlen(out) - 1, "more than one line:\n%s", out);
-    return o;
 }
 
 Test(cli_train, a_run_writes_the_policy_the_checkpoint_and_the_curve)
@@ -116,14 +94,14 @@ Test(cli_train, json_resume_and_a_mismatched_resume)
     cli_run r = CLI("train", "--dataset", dataset, "--algo", "ppo", "--steps", "20", "--envs", "2", "--hidden",
                     "32,32", "--seed", "3", "--out", out, "--checkpoint", ckpt, "--curve", curve, "--json", FAST);
     assert_ok(&r);
-    cJSON *o = parse_json(r.out);
+    cJSON *o = json_parse_object_line(r.out);
     cr_assert_str_eq(cJSON_GetObjectItem(o, "algo")->valuestring, "ppo");
     cr_assert_str_eq(cJSON_GetObjectItem(o, "seed")->valuestring, "3");
-    cr_assert_eq(number_at(o, "steps"), 20);
-    cr_assert_eq(number_at(o, "steps_resumed"), 0);
-    cr_assert_eq(number_at(o, "train_shapes"), 2);
-    cr_assert_gt(number_at(o, "n_evaluations"), 0);
-    cr_assert_geq(number_at(o, "wall_s"), 0);
+    cr_assert_eq(json_number_at(o, "steps"), 20);
+    cr_assert_eq(json_number_at(o, "steps_resumed"), 0);
+    cr_assert_eq(json_number_at(o, "train_shapes"), 2);
+    cr_assert_gt(json_number_at(o, "n_evaluations"), 0);
+    cr_assert_geq(json_number_at(o, "wall_s"), 0);
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(o, "interrupted")));
     cr_assert_str_eq(cJSON_GetObjectItem(o, "policy")->valuestring, out);
     cr_assert_str_eq(cJSON_GetObjectItem(o, "checkpoint")->valuestring, ckpt);
@@ -138,10 +116,10 @@ Test(cli_train, json_resume_and_a_mismatched_resume)
     r = CLI("train", "--dataset", dataset, "--steps", "30", "--out", out, "--checkpoint", ckpt, "--resume", ckpt,
             "--curve", curve, "--json", FAST);
     assert_ok(&r);
-    o = parse_json(r.out);
+    o = json_parse_object_line(r.out);
     cr_assert_str_eq(cJSON_GetObjectItem(o, "algo")->valuestring, "ppo");
-    cr_assert_eq(number_at(o, "steps"), 30);
-    cr_assert_eq(number_at(o, "steps_resumed"), 20);
+    cr_assert_eq(json_number_at(o, "steps"), 30);
+    cr_assert_eq(json_number_at(o, "steps_resumed"), 20);
     cJSON_Delete(o);
     cli_run_free(&r);
     rlt_policy *p = load_policy(out);
@@ -161,21 +139,6 @@ Test(cli_train, json_resume_and_a_mismatched_resume)
                        tmp_path("r.rlp"), "--resume", out, FAST);
 }
 
-/* Whether `pid` has a handler for SIGINT (SigCgt in /proc/PID/status):
- * train installs it just before training starts. */
-static bool catches_sigint(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    unsigned long long mask = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "SigCgt: %llx", &mask) == 1) break;
-    fclose(f);
-    return mask & (1ull << (SIGINT - 1));
-}
-
 Test(cli_train, ctrl_c_stops_with_a_checkpoint_and_the_policy)
 {
     const char *out = tmp_path("c.rlp"), *ckpt = tmp_path("c.rlp.ckpt");
@@ -185,11 +148,11 @@ Test(cli_train, ctrl_c_stops_with_a_checkpoint_and_the_policy)
     pid_t pid = cli_spawn(args, so, se);
     /* once the handler is there, training runs; half a second later it is
      * measuring (a first periodic checkpoint would take 500 steps) */
-    for (int i = 0; !catches_sigint(pid); i++) {
+    for (int i = 0; !process_catches_sigint(pid); i++) {
         cr_assert_lt(i, 3000, "no SIGINT handler after 30 s");
-        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+        sleep_ms(10);
     }
-    nanosleep(&(struct timespec){.tv_nsec = 500 * 1000 * 1000}, NULL);
+    sleep_ms(500);
     cr_assert_eq(kill(pid, SIGINT), 0);
     int status = cli_wait(pid, RUN_LIMIT_S);
     char *o = tmp_file_read(so, NULL), *e = tmp_file_read(se, NULL);
@@ -204,9 +167,9 @@ Test(cli_train, ctrl_c_stops_with_a_checkpoint_and_the_policy)
     snprintf(steps, sizeof steps, "%ld", step + 4);
     cli_run r = CLI("train", "--dataset", dataset, "--steps", steps, "--out", out, "--resume", ckpt, "--json", FAST);
     assert_ok(&r);
-    cJSON *j = parse_json(r.out);
-    cr_assert_eq(number_at(j, "steps"), step + 4);
-    cr_assert_eq(number_at(j, "steps_resumed"), step);
+    cJSON *j = json_parse_object_line(r.out);
+    cr_assert_eq(json_number_at(j, "steps"), step + 4);
+    cr_assert_eq(json_number_at(j, "steps_resumed"), step);
     cJSON_Delete(j);
     cli_run_free(&r);
 }

@@ -26,12 +26,13 @@
 #include <dirent.h>
 #include <math.h>
 #include <pty.h>
-#include <sqlite3.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "../common/tmp.h"
+#include "../common/db_check.h"
+#include "../common/json.h"
 #include "../common/procs.h"
+#include "../common/tmp.h"
 #include "cli_runner.h"
 #include "db/db.h"
 
@@ -45,12 +46,7 @@
 
 static char tmp_dir[] = "/tmp/rlt_cli_tune_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
-
-static void sleep_ms(long ms)
-{
-    nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000}, NULL);
-}
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 /* The runs this test started (cli_spawn), so that teardown can end those
  * a failed assertion left running. */
@@ -82,17 +78,6 @@ static void teardown(void)
 }
 
 TestSuite(cli_tune, .init = setup, .fini = teardown, .timeout = 120);
-
-/* A path in the test's directory, in one of 16 static buffers used in
- * turn: keep what must last in a buffer of its own. */
-static const char *tmp_path(const char *name)
-{
-    static char paths[16][320];
-    static int n_paths;
-    char *path = paths[n_paths++ % 16];
-    snprintf(path, 320, "%s/%s", tmp_dir, name);
-    return path;
-}
 
 /* The compile cache of this test's runs (inherited by the processes it
  * starts): new and empty, so every batch compiles. */
@@ -127,14 +112,7 @@ static int64_t db_count_checked(const char *path, const char *spec)
     cr_assert_eq(rlt_db_count(db, spec, &n, &d), RLT_STATUS_OK, "count: %s", d.message);
     rlt_db_close(db);
 
-    sqlite3 *c = NULL;
-    cr_assert_eq(sqlite3_open_v2(path, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(c, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok", "SQLite finds the database damaged");
-    sqlite3_finalize(st);
-    sqlite3_close(c);
+    assert_db_sound(path);
     return n;
 }
 
@@ -192,29 +170,6 @@ static time_span db_span(const char *path, const char *spec)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-/* The one JSON object a tune --json run printed. */
-static cJSON *parse_tune_json(const char *text)
-{
-    cJSON *o = cJSON_Parse(text);
-    cr_assert_not_null(o, "stdout is not one JSON object:\n%s", text);
-    cr_assert(cJSON_IsObject(o));
-    return o;
-}
-
-static double number_at(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    cr_assert(cJSON_IsNumber(v), "no number '%s'", key);
-    return v->valuedouble;
-}
-
-static bool bool_at(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    cr_assert(cJSON_IsBool(v), "no boolean '%s'", key);
-    return cJSON_IsTrue(v);
-}
-
 /* ---- kill -9 -------------------------------------------------------------- */
 
 Test(cli_tune, kill_9_loses_at_most_the_batch_in_flight_and_the_rerun_resumes)
@@ -241,12 +196,12 @@ Test(cli_tune, kill_9_loses_at_most_the_batch_in_flight_and_the_rerun_resumes)
     /* The same command again: what was stored is read back, the rest measured. */
     cli_run r = run_cli_argv(NULL, args);
     assert_ok(&r);
-    cJSON *o = parse_tune_json(r.out);
-    cr_assert_eq(number_at(o, "trials"), TRIALS);
-    cr_assert_eq(number_at(o, "from_records"), (double)n, "read back %g of the %lld stored",
-                 number_at(o, "from_records"), (long long)n);
-    cr_assert_eq(number_at(o, "measured"), (double)(TRIALS - n));
-    cr_assert_not(bool_at(o, "interrupted"));
+    cJSON *o = json_parse_object(r.out);
+    cr_assert_eq(json_number_at(o, "trials"), TRIALS);
+    cr_assert_eq(json_number_at(o, "from_records"), (double)n, "read back %g of the %lld stored",
+                 json_number_at(o, "from_records"), (long long)n);
+    cr_assert_eq(json_number_at(o, "measured"), (double)(TRIALS - n));
+    cr_assert_not(json_bool_at(o, "interrupted"));
     cJSON_Delete(o);
     cli_run_free(&r);
     cr_assert_eq(db_count_checked(db, OP), TRIALS, "the rerun stored something twice or not at all");
@@ -268,9 +223,9 @@ Test(cli_tune, an_identical_rerun_measures_nothing_new)
                                 TUNE_CFLAGS, "--repeat", "1", "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
     cli_run r = run_cli_argv(NULL, args);
     assert_ok(&r);
-    cJSON *o = parse_tune_json(r.out);
-    cr_assert_eq(number_at(o, "measured"), 48);
-    cr_assert_gt(number_at(cJSON_GetObjectItemCaseSensitive(o, "final"), "candidates"), 0,
+    cJSON *o = json_parse_object(r.out);
+    cr_assert_eq(json_number_at(o, "measured"), 48);
+    cr_assert_gt(json_number_at(cJSON_GetObjectItemCaseSensitive(o, "final"), "candidates"), 0,
                  "the first run must make a final pick for the rerun to be tested against it");
     cJSON_Delete(o);
     cli_run_free(&r);
@@ -278,9 +233,9 @@ Test(cli_tune, an_identical_rerun_measures_nothing_new)
     for (int again = 0; again < 2; again++) {
         r = run_cli_argv(NULL, args);
         assert_ok(&r);
-        o = parse_tune_json(r.out);
-        cr_assert_eq(number_at(o, "measured"), 0, "rerun %d measured %g", again, number_at(o, "measured"));
-        cr_assert_eq(number_at(o, "from_records"), 48);
+        o = json_parse_object(r.out);
+        cr_assert_eq(json_number_at(o, "measured"), 0, "rerun %d measured %g", again, json_number_at(o, "measured"));
+        cr_assert_eq(json_number_at(o, "from_records"), 48);
         cJSON_Delete(o);
         cli_run_free(&r);
         cr_assert_eq(db_count_checked(db, op), n_first, "rerun %d added records", again);
@@ -316,11 +271,11 @@ Test(cli_tune, two_runs_writing_one_database_at_once_both_store_everything)
     time_span spans[2];
     for (int i = 0; i < 2; i++) {
         char *text = tmp_file_read(out[i], NULL);
-        cJSON *o = parse_tune_json(text);
+        cJSON *o = json_parse_object(text);
         cr_assert_str_eq(cJSON_GetObjectItem(o, "op")->valuestring, specs[i]);
-        cr_assert_eq(number_at(o, "trials"), 8);
-        cr_assert_eq(number_at(o, "measured"), 8);
-        cr_assert_eq(number_at(o, "from_records"), 0);
+        cr_assert_eq(json_number_at(o, "trials"), 8);
+        cr_assert_eq(json_number_at(o, "measured"), 8);
+        cr_assert_eq(json_number_at(o, "from_records"), 0);
         cJSON_Delete(o);
         free(text);
         cr_assert_eq(db_count_checked(db, specs[i]), 8, "records of %s", specs[i]);
@@ -339,14 +294,8 @@ Test(cli_tune, two_runs_writing_one_database_at_once_both_store_everything)
  * status. */
 static char *run_on_terminal(const char *const *args, int *out_status)
 {
-    const char *argv[64];
-    int argc = 0;
-    argv[argc++] = RLTUNE_BINARY;
-    for (int i = 0; args[i]; i++) {
-        cr_assert_lt(argc, 63);
-        argv[argc++] = args[i];
-    }
-    argv[argc] = NULL;
+    const char *argv[CLI_MAX_ARGS + 2];
+    cli_argv_fill(argv, args);
     struct winsize ws = {.ws_row = 24, .ws_col = 200};
     int master = -1;
     pid_t pid = forkpty(&master, NULL, NULL, &ws);
@@ -537,16 +486,16 @@ Test(cli_tune, ctrl_c_stops_after_the_batch_in_flight_with_everything_stored)
               err_text);
     cr_assert_null(strstr(err_text, "rltune: error"), "stderr:\n%s", err_text);
 
-    cJSON *o = parse_tune_json(out_text);
-    cr_assert(bool_at(o, "interrupted"));
-    int n_trials = (int)number_at(o, "trials");
+    cJSON *o = json_parse_object(out_text);
+    cr_assert(json_bool_at(o, "interrupted"));
+    int n_trials = (int)json_number_at(o, "trials");
     cr_log_info("Ctrl-C with %lld records stored and a batch in flight: stopped after %d trials", (long long)n_stored,
                 n_trials);
     cr_assert_lt(n_trials, TRIALS, "ran to the end after Ctrl-C");
     cr_assert_eq(n_trials, n_stored + BATCH, "%lld trials stored before Ctrl-C, %d after: the batch in flight was %s",
                  (long long)n_stored, n_trials, n_trials <= n_stored ? "dropped" : "not the last");
-    cr_assert_eq(number_at(o, "measured"), n_trials);
-    cr_assert_eq(number_at(o, "from_records"), 0);
+    cr_assert_eq(json_number_at(o, "measured"), n_trials);
+    cr_assert_eq(json_number_at(o, "from_records"), 0);
     cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "curve")), n_trials);
     cJSON_Delete(o);
     free(out_text);
@@ -556,20 +505,6 @@ Test(cli_tune, ctrl_c_stops_after_the_batch_in_flight_with_everything_stored)
     cr_assert_eq(db_count_checked(db, OP), n_trials);
     time_span s = db_span(db, OP);
     cr_assert_eq(s.n_not_ok, 0, "%d records not OK, e.g. %s", s.n_not_ok, s.first_not_ok);
-}
-
-/* Whether `pid` has a handler for SIGINT (SigCgt in /proc/PID/status). */
-static bool catches_sigint(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    unsigned long long mask = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "SigCgt: %llx", &mask) == 1) break;
-    fclose(f);
-    return mask & (1ull << (SIGINT - 1));
 }
 
 Test(cli_tune, a_second_ctrl_c_ends_the_run_at_once)
@@ -582,13 +517,13 @@ Test(cli_tune, a_second_ctrl_c_ends_the_run_at_once)
     pid_t pid = start_run(args, out, err);
     wait_for_batch_in_flight(pid, db, err);
     int64_t n_stored = db_count(db, OP);
-    cr_assert(catches_sigint(pid), "tune has no SIGINT handler while it runs");
+    cr_assert(process_catches_sigint(pid), "tune has no SIGINT handler while it runs");
     cr_assert_eq(kill(pid, SIGINT), 0);
     /* The first Ctrl-C is taken when the handler is gone (it resets itself;
      * a handler still there at the end of the batch would make a second
      * Ctrl-C a no-op): only then is another one a second one. */
     double t0 = now_s();
-    while (catches_sigint(pid)) {
+    while (process_catches_sigint(pid)) {
         cr_assert_lt(now_s() - t0, SLOW_CC_S / 3, "the SIGINT handler is still there after the first Ctrl-C");
         sleep_ms(1);
     }
@@ -653,7 +588,7 @@ Test(cli_tune, an_agent_saved_on_one_workload_starts_the_next)
     cli_run r = CLI("tune", "--final", "0", "--op", OP, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db,
                     "--agent-out", agent, "--json");
     assert_ok(&r);
-    cJSON *o = parse_tune_json(r.out);
+    cJSON *o = json_parse_object(r.out);
     cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "agent_out")->valuestring, agent);
     cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "agent_in")));
     cJSON_Delete(o);
@@ -665,8 +600,8 @@ Test(cli_tune, an_agent_saved_on_one_workload_starts_the_next)
     r = CLI("tune", "--final", "0", "--op", OP2, "--tuner", "dqn", "--trials", "8", "--batch", BATCH_TEXT, "--db", db, "--agent-in",
             agent, "--agent-out", agent, "--json");
     assert_ok(&r);
-    o = parse_tune_json(r.out);
-    cr_assert_eq(number_at(o, "trials"), 8);
+    o = json_parse_object(r.out);
+    cr_assert_eq(json_number_at(o, "trials"), 8);
     cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "agent_in")->valuestring, agent);
     cJSON_Delete(o);
     cli_run_free(&r);

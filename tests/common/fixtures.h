@@ -1,11 +1,16 @@
 /* fixtures.h - the op and nest fixtures several test files share: each
  * asserts (Criterion) that its input is valid, so a test reads as what it
- * checks. Header-only: every test file is its own executable. */
+ * checks; a nest's loops as text (assert_loops); and a synthetic search
+ * problem for tuners. Header-only: every test file is its own executable.
+ * Shared by tests/unit/test_nest.c, test_sched.c, test_codegen.c,
+ * test_run.c, test_space.c, test_session.c, test_dataset.c and the tuner
+ * tests (test_tuner.c, test_bandit.c, ...; also through tuners.h). */
 #ifndef RLT_TEST_FIXTURES_H
 #define RLT_TEST_FIXTURES_H
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "sched/sched.h"
 #include "space/space.h"
@@ -35,9 +40,36 @@ static inline rlt_nest fixture_scheduled(const rlt_op *op, const char *text)
     rlt_diag d = {0};
     cr_assert_eq(rlt_sched_parse(text, "test", &s, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_nest n;
-    cr_assert_eq(rlt_sched_apply(s, op, &n, &d), RLT_STATUS_OK, "%s:\n%s", d.message, text);
+    cr_assert_eq(rlt_sched_apply(s, op, &n, &d), RLT_STATUS_OK, "%s: %s:\n%s", op->spec, d.message, text);
     rlt_sched_destroy(s);
     return n;
+}
+
+/* The loops of `n` as "i.o:3 i.i:3 j:6 k:4r": name, extent, r for a
+ * reduction, and the annotation: u unroll, v vectorize, pN parallel with N
+ * threads. Written into got (size bytes, cut short if need be). */
+static inline void fixture_loops_text(const rlt_nest *n, char *got, size_t size)
+{
+    size_t used = 0;
+    got[0] = '\0';
+    for (int l = 0; l < n->n_loops && used < size; l++) {
+        const rlt_loop *loop = &n->loops[l];
+        const rlt_var *v = &n->vars[loop->var];
+        used += (size_t)snprintf(got + used, size - used, "%s%s:%lld%s", l ? " " : "", v->name, (long long)v->extent,
+                                 v->is_reduce ? "r" : "");
+        if (loop->kind == RLT_LOOP_UNROLL) used += (size_t)snprintf(got + used, size - used, "u");
+        if (loop->kind == RLT_LOOP_VECTORIZE) used += (size_t)snprintf(got + used, size - used, "v");
+        if (loop->kind == RLT_LOOP_PARALLEL)
+            used += (size_t)snprintf(got + used, size - used, "p%d", loop->n_threads);
+    }
+}
+
+/* Asserts that the loops of `n` are `want` (fixture_loops_text). */
+static inline void assert_loops(const rlt_nest *n, const char *want)
+{
+    char got[1024];
+    fixture_loops_text(n, got, sizeof got);
+    cr_assert_str_eq(got, want);
 }
 
 /* ---- a synthetic search problem for tuners ------------------------------ */

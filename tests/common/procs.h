@@ -1,12 +1,16 @@
 /* procs.h - looking at processes from a test: how many processes mention
  * a string on their command line (compilers or measuring children left
- * behind), and a monotonic clock. Header-only, like fixtures.h. Shared by
- * tests/unit/test_build.c and tests/cli/test_cli_tune.c. */
+ * behind), whether a process has a SIGINT handler yet; and time: a
+ * monotonic clock, sleeping. Header-only, like fixtures.h. Shared by
+ * tests/unit/test_build.c, test_run.c, test_db.c and
+ * tests/cli/test_cli_tune.c, test_cli_train.c, test_cli_experiment.c. */
 #ifndef RLT_TESTS_PROCS_H
 #define RLT_TESTS_PROCS_H
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -35,12 +39,33 @@ static inline int count_processes_with(const char *needle)
     return n;
 }
 
+/* Whether process `pid` (a child not yet waited for) has a handler for
+ * SIGINT: the SigCgt mask in /proc/PID/status, which must be readable. */
+static inline bool process_catches_sigint(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    unsigned long long mask = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "SigCgt: %llx", &mask) == 1) break;
+    fclose(f);
+    return mask & (1ull << (SIGINT - 1));
+}
+
 /* Seconds on the monotonic clock. */
 static inline double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Sleeps `ms` milliseconds (less if a signal comes). */
+static inline void sleep_ms(long ms)
+{
+    nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000}, NULL);
 }
 
 #endif /* RLT_TESTS_PROCS_H */

@@ -3,8 +3,8 @@
  * a knob by name, and runs on a scored problem (fixtures.h's synthetic
  * score, or a test's own) in batches of 16, every proposal checked to be
  * valid. Header-only, like fixtures.h. Shared by tests/unit/test_tuner.c,
- * test_transfer.c, test_ga_dqn.c, test_dqn.c, test_bandit.c, test_ppo.c and
- * test_agent_file.c. */
+ * test_transfer.c, test_ga_dqn.c, test_dqn.c, test_bandit.c, test_ppo.c,
+ * test_agent_file.c and test_dataset.c. */
 #ifndef RLT_TESTS_TUNERS_H
 #define RLT_TESTS_TUNERS_H
 

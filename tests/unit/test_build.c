@@ -14,31 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/tmp.h"
+#include "../common/kernels.h"
 #include "../common/procs.h"
+#include "../common/tmp.h"
 #include "measure/measure.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-/* A kernel from a template where '@' stands for the symbol, which is derived
- * from the template (as codegen derives it from the code). */
-static rlt_kernel_src make_kernel(const char *tmpl, bool needs_openmp)
-{
-    rlt_kernel_src k = {0};
-    snprintf(k.symbol, sizeof k.symbol, "rlt_t_%016" PRIx64, rlt_hash_str(RLT_HASH_SEED, tmpl));
-    rlt_str s;
-    rlt_str_init(&s);
-    for (const char *p = tmpl; *p; p++) {
-        if (*p == '@')
-            rlt_str_append(&s, k.symbol);
-        else
-            rlt_str_appendn(&s, p, 1);
-    }
-    k.code = rlt_str_take(&s);
-    k.needs_openmp = needs_openmp;
-    cr_assert_not_null(k.code);
-    return k;
-}
 
 /* A trivial good kernel; `c` makes each one distinct. */
 static rlt_kernel_src good_kernel(int c)
@@ -49,16 +30,10 @@ static rlt_kernel_src good_kernel(int c)
              "void @(float *const *t, void *ws, int n_threads)\n"
              "{ (void)ws; (void)n_threads; t[1][0] = t[0][0] + %d.0f; }\n",
              c);
-    return make_kernel(tmpl, false);
+    return kernel_from_template(tmpl, false);
 }
 
 static char *make_temp_dir(void) { return tmp_dir_make("/tmp/rlt_build_XXXXXX"); }
-
-static void write_script(const char *path, const char *text)
-{
-    tmp_file_write_text(path, text);
-    cr_assert_eq(chmod(path, 0755), 0);
-}
 
 static bool on_path(const char *prog)
 {
@@ -90,7 +65,7 @@ Test(build, batch_compiles_two_at_a_time_and_loads)
              "rm -f %s/running/$$\n"
              "exec gcc \"$@\"\n",
              dir, dir, dir, dir, dir);
-    write_script(probe, script);
+    tmp_script_write(probe, script);
 
     enum { N = 10 };
     rlt_kernel_src k[N];
@@ -148,10 +123,10 @@ Test(build, bad_kernel_fails_alone_with_the_compiler_message)
     char *dir = make_temp_dir();
     rlt_kernel_src k[3] = {
         good_kernel(1),
-        make_kernel("size_t @_workspace_bytes(void) { return 0; }\n"
-                    "void @(float *const *t, void *ws, int n_threads)\n"
-                    "{ (void)ws; (void)n_threads; t[1][0] = undeclared_thing_xyz; }\n",
-                    false),
+        kernel_from_template("size_t @_workspace_bytes(void) { return 0; }\n"
+                             "void @(float *const *t, void *ws, int n_threads)\n"
+                             "{ (void)ws; (void)n_threads; t[1][0] = undeclared_thing_xyz; }\n",
+                             false),
         good_kernel(2),
     };
     rlt_build_result r[3];
@@ -178,7 +153,7 @@ Test(build, long_compiler_output_is_cut_to_fit)
     rlt_str_append(&s, "size_t @_workspace_bytes(void) { return 0; }\nvoid @(float *const *t, void *ws, int n)\n{\n");
     for (int i = 0; i < 300; i++) rlt_str_printf(&s, "  t[1][%d] = missing_%d;\n", i, i);
     rlt_str_append(&s, "}\n");
-    rlt_kernel_src k = make_kernel(s.data, false);
+    rlt_kernel_src k = kernel_from_template(s.data, false);
     rlt_str_free(&s);
     rlt_build_result r;
     rlt_build_opts opts = {.cache_dir = dir};
@@ -262,7 +237,7 @@ Test(build, hanging_compiler_times_out_and_leaves_nothing_behind)
     snprintf(cc, sizeof cc, "%s/hang-cc", dir);
     /* The sleep is a grandchild of the builder: killing only the script
      * would leave it running. */
-    write_script(cc, "#!/bin/sh\nsleep 31.4159\n");
+    tmp_script_write(cc, "#!/bin/sh\nsleep 31.4159\n");
     rlt_kernel_src k = good_kernel(1);
     rlt_build_result r;
     rlt_build_opts opts = {.cc = cc, .cache_dir = dir, .timeout_s = 1.0};
@@ -323,11 +298,11 @@ Test(build, openmp_kernels_get_their_own_units)
     char *dir = make_temp_dir();
     rlt_kernel_src k[2] = {
         good_kernel(1),
-        make_kernel("size_t @_workspace_bytes(void) { return 0; }\n"
-                    "void @(float *const *t, void *ws, int n_threads)\n"
-                    "{\n  (void)ws;\n#pragma omp parallel for num_threads(n_threads)\n"
-                    "  for (int i = 0; i < 4; i++) t[1][i] = t[0][i];\n}\n",
-                    true),
+        kernel_from_template("size_t @_workspace_bytes(void) { return 0; }\n"
+                             "void @(float *const *t, void *ws, int n_threads)\n"
+                             "{\n  (void)ws;\n#pragma omp parallel for num_threads(n_threads)\n"
+                             "  for (int i = 0; i < 4; i++) t[1][i] = t[0][i];\n}\n",
+                             true),
     };
     rlt_build_result r[2];
     rlt_build_opts opts = {.cache_dir = dir};

@@ -15,27 +15,9 @@
 #include "measure/measure.h"
 #include "sched/sched.h"
 
+#include "../common/fixtures.h"
+
 /* ---- helpers ------------------------------------------------------------ */
-
-static rlt_op *make_op(const char *spec_or_expr, const char *shape)
-{
-    rlt_op *op = NULL;
-    rlt_diag d = {0};
-    rlt_status st = shape ? rlt_op_from_expr(spec_or_expr, shape, &op, &d) : rlt_op_parse(spec_or_expr, &op, &d);
-    cr_assert_eq(st, RLT_STATUS_OK, "%s: %s", spec_or_expr, d.message);
-    return op;
-}
-
-static rlt_nest scheduled(const rlt_op *op, const char *text)
-{
-    rlt_sched *s = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_sched_parse(text, "test", &s, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_nest n;
-    cr_assert_eq(rlt_sched_apply(s, op, &n, &d), RLT_STATUS_OK, "%s: %s:\n%s", op->spec, d.message, text);
-    rlt_sched_destroy(s);
-    return n;
-}
 
 static rlt_kernel_src lower(const rlt_nest *n)
 {
@@ -88,9 +70,9 @@ static int syntax_check(const char *compiler, const char *flags, const char *cod
 
 Test(codegen, symbols_are_a_function_of_the_code)
 {
-    rlt_op *op = make_op("matmul:M=16,N=16,K=16", NULL);
+    rlt_op *op = fixture_op("matmul:M=16,N=16,K=16");
     const char *base = "split i 4\nsplit j 8\nreorder i.o j.o i.i k j.i\nvectorize j.i\n";
-    rlt_nest a = scheduled(op, base);
+    rlt_nest a = fixture_scheduled(op, base);
     rlt_kernel_src k1 = lower(&a), k2 = lower(&a);
     cr_assert_str_eq(k1.code, k2.code, "lowering is deterministic");
     cr_assert_str_eq(k1.symbol, k2.symbol);
@@ -105,8 +87,8 @@ Test(codegen, symbols_are_a_function_of_the_code)
     cr_assert_null(strstr(k1.code, "PLACEHOLDER"));
 
     /* A nest reached another way but equal gives the same kernel. */
-    rlt_nest b = scheduled(op, "split i 4\nsplit j 8\nreorder i.o j.o i.i k j.i\nreorder k i.i\nreorder i.i k\n"
-                               "vectorize j.i\n");
+    rlt_nest b = fixture_scheduled(op, "split i 4\nsplit j 8\nreorder i.o j.o i.i k j.i\nreorder k i.i\nreorder i.i k\n"
+                                       "vectorize j.i\n");
     rlt_kernel_src kb = lower(&b);
     cr_assert_str_eq(kb.symbol, k1.symbol);
     rlt_kernel_src_free(&kb);
@@ -126,7 +108,7 @@ Test(codegen, symbols_are_a_function_of_the_code)
     char symbols[RLT_ARRAY_LEN(others) + 1][RLT_SYMBOL_MAX];
     snprintf(symbols[0], sizeof symbols[0], "%s", k1.symbol);
     for (size_t i = 0; i < RLT_ARRAY_LEN(others); i++) {
-        rlt_nest n = scheduled(op, others[i]);
+        rlt_nest n = fixture_scheduled(op, others[i]);
         rlt_kernel_src k = lower(&n);
         snprintf(symbols[i + 1], sizeof symbols[i + 1], "%s", k.symbol);
         bool is_parallel = strstr(others[i], "parallel") != NULL;
@@ -142,7 +124,7 @@ Test(codegen, symbols_are_a_function_of_the_code)
     rlt_kernel_src_free(NULL);
 
     /* Reference kernels: their own prefix, deterministic, per op. */
-    rlt_op *other = make_op("matmul:M=16,N=16,K=8", NULL);
+    rlt_op *other = fixture_op("matmul:M=16,N=16,K=8");
     rlt_kernel_src r1, r2, r3;
     cr_assert_eq(rlt_codegen_reference(op, &r1, NULL), RLT_STATUS_OK);
     cr_assert_eq(rlt_codegen_reference(op, &r2, NULL), RLT_STATUS_OK);
@@ -161,7 +143,7 @@ Test(codegen, symbols_are_a_function_of_the_code)
 
 Test(codegen, refuses_nests_that_fail_the_check)
 {
-    rlt_op *op = make_op("matmul:M=8,N=8,K=8", NULL);
+    rlt_op *op = fixture_op("matmul:M=8,N=8,K=8");
     rlt_nest n;
     rlt_nest_init(&n, op);
     n.loops[2].kind = RLT_LOOP_VECTORIZE; /* a reduction: the check refuses it */
@@ -208,8 +190,8 @@ Test(codegen, workspace_holds_every_staged_tensor_64_byte_aligned, .timeout = 12
     rlt_kernel_src kernels[RLT_ARRAY_LEN(cases)];
     rlt_op *ops[RLT_ARRAY_LEN(cases)];
     for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
-        ops[i] = make_op(cases[i].spec, NULL);
-        rlt_nest n = scheduled(ops[i], cases[i].sched);
+        ops[i] = fixture_op(cases[i].spec);
+        rlt_nest n = fixture_scheduled(ops[i], cases[i].sched);
         kernels[i] = lower(&n);
         cr_assert_eq(declared_workspace(&kernels[i]), cases[i].bytes, "%s / %s", cases[i].spec, cases[i].sched);
         if (cases[i].offset_decl)
@@ -268,8 +250,8 @@ Test(codegen, reserved_names_still_compile_and_compute, .timeout = 300)
 {
     enum { N = (int)RLT_ARRAY_LEN(reserved_cases) };
     for (int i = 0; i < N; i++) {
-        rlt_op *op = make_op(reserved_cases[i].expr, reserved_cases[i].shape);
-        rlt_nest n = scheduled(op, reserved_cases[i].sched);
+        rlt_op *op = fixture_expr_op(reserved_cases[i].expr, reserved_cases[i].shape);
+        rlt_nest n = fixture_scheduled(op, reserved_cases[i].sched);
         rlt_kernel_src k = lower(&n);
         cr_expect_eq(syntax_check("gcc", "", k.code), 0, "gcc: %s / %s", reserved_cases[i].expr,
                      reserved_cases[i].sched);
@@ -339,8 +321,8 @@ Test(codegen, transposed_write_back_computes_with_gcc_and_clang, .timeout = 300)
     } builds[] = {{"gcc", "-O1 -march=native"}, {"clang", "-O1 -march=native"}, {"gcc", "-O1 -mno-avx"}};
     bool is_used[RLT_ARRAY_LEN(helpers)] = {false};
     for (size_t i = 0; i < RLT_ARRAY_LEN(cases); i++) {
-        rlt_op *op = make_op(cases[i].spec, NULL);
-        rlt_nest nest = scheduled(op, cases[i].sched);
+        rlt_op *op = fixture_op(cases[i].spec);
+        rlt_nest nest = fixture_scheduled(op, cases[i].sched);
         rlt_kernel_src src;
         rlt_diag d = {0};
         cr_assert_eq(rlt_codegen_kernel(&nest, &src, &d), RLT_STATUS_OK, "%s", d.message);
@@ -398,10 +380,10 @@ Test(codegen, every_primitive_builds_and_runs_with_clang, .timeout = 300)
         /* The cases of one op in one batch. */
         size_t end = i;
         while (end < RLT_ARRAY_LEN(clang_cases) && strcmp(clang_cases[end].spec, clang_cases[i].spec) == 0) end++;
-        rlt_op *op = make_op(clang_cases[i].spec, NULL);
+        rlt_op *op = fixture_op(clang_cases[i].spec);
         rlt_nest nests[RLT_ARRAY_LEN(clang_cases)];
         rlt_run_result results[RLT_ARRAY_LEN(clang_cases)];
-        for (size_t c = i; c < end; c++) nests[c - i] = scheduled(op, clang_cases[c].sched);
+        for (size_t c = i; c < end; c++) nests[c - i] = fixture_scheduled(op, clang_cases[c].sched);
         rlt_workload *w = NULL;
         rlt_diag d = {0};
         cr_assert_eq(rlt_workload_create(op, &bopts, 11, &w, &d), RLT_STATUS_OK, "%s", d.message);

@@ -21,29 +21,21 @@
 
 #include "../common/fixtures.h"
 #include "../common/tmp.h"
+#include "../common/tuners.h"
 
 static char tmp_dir[] = "/tmp/rlt_dataset_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(dataset, .init = setup, .fini = teardown, .timeout = 120);
-
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 /* ---- helpers ---------------------------------------------------------------- */
 
 #define TINY_EXPR "B[i] = A[i] * 2"
 #define TINY_SHAPE "i=2"
 #define FAKE_TARGET "cpu=made up;vec=8;threads=1;cc=made up"
-
-static void make_space(const rlt_op *op, rlt_space *s)
-{
-    rlt_diag d = {0};
-    rlt_space_opts o = {.n_threads = 1, .vector_floats = 8, .no_clang = true};
-    cr_assert_eq(rlt_space_create(op, &o, s, &d), RLT_STATUS_OK, "%s", d.message);
-}
 
 static uint64_t count_valid(const rlt_space *s)
 {
@@ -77,7 +69,7 @@ typedef struct fake_dataset {
 static fake_dataset make_fake_dataset(const char *path, const rlt_op *op, int n_samples, uint64_t seed, int n_written)
 {
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_diag d = {0};
     fake_dataset f = {0};
     snprintf(f.info.spec, sizeof f.info.spec, "%s", op->spec);
@@ -141,7 +133,7 @@ Test(dataset, plan_of_a_small_space_is_every_valid_configuration_shuffled)
 {
     rlt_op *op = fixture_expr_op(TINY_EXPR, TINY_SHAPE);
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_diag d = {0};
     rlt_dataset_info a = {0}, b = {0}, c = {0};
     rlt_config *pa, *pb, *pc;
@@ -175,7 +167,7 @@ Test(dataset, plan_samples_when_the_space_has_more_valid_configurations)
 {
     rlt_op *op = fixture_expr_op(TINY_EXPR, TINY_SHAPE);
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_diag d = {0};
     rlt_dataset_info info = {0};
     rlt_config *p;
@@ -197,7 +189,7 @@ Test(dataset, plan_of_a_large_space_is_a_rejection_sample)
 {
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     cr_assert_gt(rlt_space_size(&s), RLT_DATASET_ENUMERATE_MAX);
     rlt_diag d = {0};
     rlt_dataset_info info = {0};
@@ -222,7 +214,7 @@ Test(dataset, a_fixing_parses_prints_back_and_refuses_what_is_not_a_choice)
 {
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_diag d = {0};
     rlt_space_fixing f;
     cr_assert_eq(rlt_space_fixing_parse(&s, "unroll=1;vec=j*8;order.s=j,i", &f, &d), RLT_STATUS_OK, "%s", d.message);
@@ -257,7 +249,7 @@ Test(dataset, a_fixed_plan_is_every_valid_configuration_of_the_sub_space)
 {
     rlt_op *op = fixture_op("matmul:M=64,N=64,K=64");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_diag d = {0};
     rlt_space_fixing f;
     cr_assert_eq(rlt_space_fixing_parse(&s, "vec=j*8;order.s=i,j;unroll=1;pack.A=off;pack.B=off;k.tile=8", &f, &d),
@@ -315,7 +307,7 @@ Test(dataset, a_fixed_plan_is_every_valid_configuration_of_the_sub_space)
     rlt_op_destroy(op);
     /* a sample of a sub-space too large to enumerate keeps its fixed knobs too */
     op = fixture_op("matmul:M=256,N=256,K=256");
-    make_space(op, &s);
+    tuner_space(op, &s);
     cr_assert_eq(rlt_space_fixing_parse(&s, "unroll=1", &f, &d), RLT_STATUS_OK);
     cr_assert_gt(rlt_space_fixing_size(&s, &f), RLT_DATASET_ENUMERATE_MAX);
     cr_assert_eq(rlt_dataset_plan(&s, &f, 200, 4, &p, &n, &info, &d), RLT_STATUS_OK);
@@ -336,7 +328,7 @@ Test(dataset, a_restricted_space_is_its_members)
 {
     rlt_op *op = fixture_op("matmul:M=4,N=2,K=2");
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_diag d = {0};
     rlt_dataset_info info = {0};
     rlt_config *p;
@@ -413,7 +405,7 @@ Test(dataset, replay_of_a_sample_keeps_tuners_inside_it, .timeout = 300)
     cr_assert(!rlt_replay_info(rp)->is_complete);
     /* every planned configuration is answered as recorded */
     rlt_space full;
-    make_space(op, &full);
+    tuner_space(op, &full);
     for (int i = 0; i < f.n; i++) {
         const rlt_replay_entry *e = rlt_replay_find(rp, &f.plan[i]);
         cr_assert_not_null(e);
@@ -496,7 +488,7 @@ Test(dataset, replay_leaves_out_configurations_the_space_no_longer_allows)
     const char *path = tmp_path("older.db");
     fake_dataset f = make_fake_dataset(path, op, 64, 0, -1);
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     rlt_config ruled_out;
     bool found = false;
     for (uint64_t i = 0; i < rlt_space_size(&s) && !found; i++) {
@@ -543,7 +535,7 @@ Test(dataset, a_start_key_is_evaluated_first)
     const char *path = tmp_path("start.db");
     fake_dataset f = make_fake_dataset(path, op, 4096, 0, -1);
     rlt_space s;
-    make_space(op, &s);
+    tuner_space(op, &s);
     int best = 0;
     for (int i = 1; i < f.n; i++)
         if (fake_gflops(&s, &f.plan[i]) > fake_gflops(&s, &f.plan[best])) best = i;

@@ -22,39 +22,33 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/db_check.h"
 #include "../common/leaks.h"
+#include "../common/procs.h"
 #include "../common/tmp.h"
 #include "db/db.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* The test's directory, also removed by the suite's fini when a failed
- * assertion ends the test before its own cleanup. */
-static char temp_dir[64];
+/* The test's own directory (tmp.h), as a copy the test frees; the suite's
+ * fini removes it too, when a failed assertion ends the test before its own
+ * cleanup. */
+static char temp_dir[] = "/tmp/rlt_db_XXXXXX";
 
 static char *make_temp_dir(void)
 {
-    char *dir = tmp_dir_make("/tmp/rlt_db_XXXXXX");
-    snprintf(temp_dir, sizeof temp_dir, "%s", dir);
+    char *dir = strdup(tmp_dir_use(temp_dir));
+    cr_assert_not_null(dir);
     return dir;
 }
 
-static void remove_temp_dir(void)
-{
-    if (temp_dir[0]) tmp_remove_tree(temp_dir);
-}
-
-TestSuite(db, .fini = remove_temp_dir);
-
-static double now_s(void) { return (double)rlt_time_ns() * 1e-9; }
+TestSuite(db, .fini = tmp_dir_remove_used);
 
 static void sleep_s(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL);
 }
-
-static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 /* A whole file's bytes (free with rlt_free). */
 static char *slurp(const char *path, size_t *out_len)
@@ -334,7 +328,7 @@ Test(db, create_append_query_and_reopen)
 
         /* Reopen: everything is still there, and the WAL was folded back. */
         rlt_db_close(db);
-        cr_assert_not(file_exists(wal), "the -wal file outlived the last connection");
+        cr_assert_not(tmp_exists(wal), "the -wal file outlived the last connection");
         db = open_db(path, NULL);
     }
     rlt_db_close(db);
@@ -361,7 +355,7 @@ Test(db, empty_file_gets_the_schema_and_read_only_never_creates)
     tmp_file_write(path, "", 0);
     expect_open_refused(path, true, RLT_STATUS_INVALID_ARGUMENT, "empty");
     expect_open_refused(absent, true, RLT_STATUS_IO_ERROR, "No such file");
-    cr_assert_not(file_exists(absent));
+    cr_assert_not(tmp_exists(absent));
 
     rlt_db *db = open_db(path, NULL);
     rlt_record r = make_record("add:N=8", "", 0);
@@ -399,7 +393,7 @@ Test(db, file_uri_names_stay_file_names)
     rlt_record r = make_record("add:N=8", "", 0);
     append(db, 1, &r);
     rlt_db_close(db);
-    cr_assert(file_exists("file:x.db?mode=memory"));
+    cr_assert(tmp_exists("file:x.db?mode=memory"));
     db = open_db("file:x.db?mode=memory", NULL);
     cr_assert_eq(count(db, NULL), 1);
     rlt_db_close(db);
@@ -788,14 +782,7 @@ Test(db, kill_9_loses_only_the_open_batch)
     rlt_db_close(db);
 
     /* SQLite's own check agrees the file is sound. */
-    sqlite3 *c = NULL;
-    cr_assert_eq(sqlite3_open_v2(path, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(c, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
-    sqlite3_finalize(st);
-    sqlite3_close(c);
+    assert_db_sound(path);
     tmp_remove_tree(dir);
     free(dir);
 }
@@ -1248,7 +1235,7 @@ Test(db, a_v1_file_is_migrated_with_a_backup_beside_it)
     assert_file_is(path, before, len);
     char backup[700];
     snprintf(backup, sizeof backup, "%s.v1.bak", path);
-    cr_assert_not(file_exists(backup));
+    cr_assert_not(tmp_exists(backup));
 
     /* for writing: a backup of the v1 database, then the file is v2 */
     assert_fixture_records(path, NULL);

@@ -16,28 +16,19 @@
 
 #include "experiment/experiment.h"
 
+#include "../common/exp_config.h"
 #include "../common/leaks.h"
 #include "../common/tmp.h"
 
 static char tmp_dir[] = "/tmp/rlt_experiment_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(experiment, .init = setup, .fini = teardown, .timeout = 60);
 
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
-
 /* ---- the config ---------------------------------------------------------------------- */
-
-#define REPLAY_CONFIG                                                                                          \
-    "{\"name\": \"hand\", \"measure\": \"replay\", \"trials\": 6, \"seeds\": [3, 7],\n"                        \
-    " \"description\": \"a <b>bold</b> & 'quoted' test\",\n"                                                   \
-    " \"workloads\": [{\"op\": \"matmul:M=4,N=4,K=4\", \"dataset\": \"mm4.db\"},\n"                            \
-    "                 {\"expr\": \"B[i] = A[i] * 2\", \"shape\": \"i=2\", \"dataset\": \"/abs/b.db\"}],\n"     \
-    " \"tuners\": [\"random\", {\"name\": \"ga-dqn\", \"label\": \"ga-dqn <x & y>\", \"options\": "            \
-    "{\"ga_dqn_lr\": 0.003, \"population\": 8}}]}\n"
 
 static rlt_exp_config *parse_ok(const char *path, const char *text)
 {

@@ -12,19 +12,6 @@
 
 #include "../common/fixtures.h"
 
-/* The loops as "i:8 j:6 k:4r": name, extent, r for a reduction. */
-static void assert_loops(const rlt_nest *n, const char *want)
-{
-    char got[1024] = "";
-    size_t used = 0;
-    for (int l = 0; l < n->n_loops && used < sizeof got; l++) {
-        const rlt_var *v = &n->vars[n->loops[l].var];
-        used += (size_t)snprintf(got + used, sizeof got - used, "%s%s:%lld%s", l ? " " : "", v->name,
-                                 (long long)v->extent, v->is_reduce ? "r" : "");
-    }
-    cr_assert_str_eq(got, want);
-}
-
 static void assert_print(const rlt_nest *n, const char *want)
 {
     rlt_str s;

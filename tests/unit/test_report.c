@@ -22,19 +22,19 @@
 
 #include "report/report.h"
 
+#include "../common/exp_config.h"
 #include "../common/leaks.h"
+#include "../common/text.h"
 #include "../common/tmp.h"
 #include "../common/xml_check.h"
 
 static char tmp_dir[] = "/tmp/rlt_report_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(report, .init = setup, .fini = teardown, .timeout = 60);
-
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 /* ---- the XML checker ----------------------------------------------------------- */
 
@@ -120,13 +120,6 @@ static rlt_plot sample_plot(rlt_plot_series *series)
                       .reference_label = "best known & more"};
 }
 
-static size_t count_of(const char *text, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-    return n;
-}
-
 Test(report, the_svg_plot_is_well_formed_and_has_what_it_promises)
 {
     rlt_plot_series series[2];
@@ -141,8 +134,8 @@ Test(report, the_svg_plot_is_well_formed_and_has_what_it_promises)
     cr_assert_not_null(strstr(s.data, "ga &lt;&amp;&gt; &quot;x&quot; &#39;y&#39;"), "the label, escaped");
     cr_assert_not_null(strstr(s.data, "<title>matmul:M=4 &lt;&amp;&gt;</title>"));
     cr_assert_not_null(strstr(s.data, "best known &amp; more"));
-    cr_assert_eq(count_of(s.data, "<polyline"), 2, "one line per series");
-    cr_assert_eq(count_of(s.data, "<polygon"), 1, "a band only where lo and hi are given");
+    cr_assert_eq(text_count(s.data, "<polyline"), 2, "one line per series");
+    cr_assert_eq(text_count(s.data, "<polygon"), 1, "a band only where lo and hi are given");
     cr_assert_not_null(strstr(s.data, "fill-opacity=\"0.18\""), "translucent band");
     cr_assert_not_null(strstr(s.data, "stroke-dasharray=\"6,4\""), "the dashed reference");
     cr_assert_not_null(strstr(s.data, ">measurements</text>"));
@@ -267,15 +260,6 @@ Test(report, stats_take_medians_and_never_invent_a_reach)
 }
 
 /* ---- a hand-made experiment ------------------------------------------------------------ */
-
-/* The config the hand-made report says it ran, as given. */
-#define REPLAY_CONFIG                                                                                          \
-    "{\"name\": \"hand\", \"measure\": \"replay\", \"trials\": 6, \"seeds\": [3, 7],\n"                        \
-    " \"description\": \"a <b>bold</b> & 'quoted' test\",\n"                                                   \
-    " \"workloads\": [{\"op\": \"matmul:M=4,N=4,K=4\", \"dataset\": \"mm4.db\"},\n"                            \
-    "                 {\"expr\": \"B[i] = A[i] * 2\", \"shape\": \"i=2\", \"dataset\": \"/abs/b.db\"}],\n"     \
-    " \"tuners\": [\"random\", {\"name\": \"ga-dqn\", \"label\": \"ga-dqn <x & y>\", \"options\": "            \
-    "{\"ga_dqn_lr\": 0.003, \"population\": 8}}]}\n"
 
 /* A report and the arrays it borrows. */
 typedef struct hand_report {
@@ -474,13 +458,6 @@ static rlt_status gnuplot_with(const char *prog, double timeout_s, bool *is_abse
     return st;
 }
 
-static void write_script(const char *name, const char *body)
-{
-    const char *path = tmp_path(name);
-    tmp_file_write_text(path, body);
-    cr_assert_eq(chmod(path, 0755), 0);
-}
-
 Test(report, gnuplot_absent_failing_or_hanging_is_reported_never_waited_for)
 {
     rlt_diag d = {0};
@@ -498,13 +475,13 @@ Test(report, gnuplot_absent_failing_or_hanging_is_reported_never_waited_for)
     cr_assert_not_null(strstr(data, "\n4 4 3 6 ? ? ?\n"), "series 2 is shorter:\n%s", data);
     free(data);
 
-    write_script("fails.sh", "#!/bin/sh\necho 'line 3: boom' >&2\nexit 1\n");
+    tmp_script_write(tmp_path("fails.sh"), "#!/bin/sh\necho 'line 3: boom' >&2\nexit 1\n");
     d = (rlt_diag){0};
     cr_assert_eq(gnuplot_with(tmp_path("fails.sh"), 5, &is_absent, &d), RLT_STATUS_IO_ERROR);
     cr_assert_not(is_absent);
     cr_assert_not_null(strstr(d.message, "boom"), "%s", d.message);
 
-    write_script("hangs.sh", "#!/bin/sh\nexec sleep 30\n");
+    tmp_script_write(tmp_path("hangs.sh"), "#!/bin/sh\nexec sleep 30\n");
     d = (rlt_diag){0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -513,7 +490,7 @@ Test(report, gnuplot_absent_failing_or_hanging_is_reported_never_waited_for)
     cr_assert_not_null(strstr(d.message, "ran past"), "%s", d.message);
     cr_assert_lt((double)(t1.tv_sec - t0.tv_sec), 10.0, "waited for a hanging gnuplot");
 
-    write_script("silent.sh", "#!/bin/sh\nexit 0\n");
+    tmp_script_write(tmp_path("silent.sh"), "#!/bin/sh\nexit 0\n");
     d = (rlt_diag){0};
     cr_assert_eq(gnuplot_with(tmp_path("silent.sh"), 5, &is_absent, &d), RLT_STATUS_IO_ERROR);
     cr_assert_not_null(strstr(d.message, "wrote no p.png"), "%s", d.message);

@@ -16,8 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/tmp.h"
 #include "../common/fixtures.h"
+#include "../common/kernels.h"
+#include "../common/procs.h"
+#include "../common/tmp.h"
 #include "codegen/codegen.h"
 #include "measure/measure.h"
 
@@ -73,20 +75,7 @@ static const char *const good_matmul = MATMUL("", "16", "");
 /* Templates starting with "//omp" need OpenMP. */
 static rlt_kernel_src make_kernel(const char *tmpl)
 {
-    rlt_kernel_src k = {0};
-    snprintf(k.symbol, sizeof k.symbol, "rlt_t_%016" PRIx64, rlt_hash_str(RLT_HASH_SEED, tmpl));
-    rlt_str s;
-    rlt_str_init(&s);
-    for (const char *p = tmpl; *p; p++) {
-        if (*p == '@')
-            rlt_str_append(&s, k.symbol);
-        else
-            rlt_str_appendn(&s, p, 1);
-    }
-    k.code = rlt_str_take(&s);
-    cr_assert_not_null(k.code);
-    k.needs_openmp = strncmp(tmpl, "//omp\n", 6) == 0;
-    return k;
+    return kernel_from_template(tmpl, strncmp(tmpl, "//omp\n", 6) == 0);
 }
 
 /* Builds the templates in one batch; every one must compile. */
@@ -115,8 +104,6 @@ static void assert_message_has(const rlt_run_result *r, const char *needle)
 {
     cr_assert(strstr(r->message, needle) != NULL, "expected '%s' in: %s", needle, r->message);
 }
-
-static double now_s(void) { return (double)rlt_time_ns() * 1e-9; }
 
 /* ---- tests -------------------------------------------------------------- */
 

@@ -24,31 +24,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* The loops as "i.o:3 i.i:3 j:6 k:4r": name, extent, r for a reduction, and
- * the annotation: u unroll, v vectorize, pN parallel with N threads. */
-static void loops_text(const rlt_nest *n, char *got, size_t size)
-{
-    size_t used = 0;
-    got[0] = '\0';
-    for (int l = 0; l < n->n_loops && used < size; l++) {
-        const rlt_loop *loop = &n->loops[l];
-        const rlt_var *v = &n->vars[loop->var];
-        used += (size_t)snprintf(got + used, size - used, "%s%s:%lld%s", l ? " " : "", v->name, (long long)v->extent,
-                                 v->is_reduce ? "r" : "");
-        if (loop->kind == RLT_LOOP_UNROLL) used += (size_t)snprintf(got + used, size - used, "u");
-        if (loop->kind == RLT_LOOP_VECTORIZE) used += (size_t)snprintf(got + used, size - used, "v");
-        if (loop->kind == RLT_LOOP_PARALLEL)
-            used += (size_t)snprintf(got + used, size - used, "p%d", loop->n_threads);
-    }
-}
-
-static void assert_loops(const rlt_nest *n, const char *want)
-{
-    char got[1024];
-    loops_text(n, got, sizeof got);
-    cr_assert_str_eq(got, want);
-}
-
 /* The name of the accumulator's variable, "root" or "none". */
 static const char *acc_name(const rlt_nest *n)
 {

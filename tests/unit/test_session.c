@@ -18,26 +18,13 @@
 #include "../common/tuners.h"
 #include "search/tune.h"
 
-static char temp_dir[64];
+/* The test's own directory (tmp.h), made when a test first needs it. */
+static char temp_dir[] = "/tmp/rlt_session_XXXXXX";
 
-static void remove_temp_dir(void)
-{
-    if (temp_dir[0]) tmp_remove_tree(temp_dir);
-}
+TestSuite(session, .fini = tmp_dir_remove_used, .timeout = 300);
 
-TestSuite(session, .fini = remove_temp_dir, .timeout = 300);
-
-static const char *temp_path(const char *name)
-{
-    static char path[256];
-    if (!temp_dir[0]) {
-        char *dir = tmp_dir_make("/tmp/rlt_session_XXXXXX");
-        snprintf(temp_dir, sizeof temp_dir, "%s", dir);
-        free(dir);
-    }
-    snprintf(path, sizeof path, "%s/%s", temp_dir, name);
-    return path;
-}
+/* A path in the test's own directory, in tmp_path_in's buffers. */
+static const char *temp_path(const char *name) { return tmp_path_in(tmp_dir_use(temp_dir), name); }
 
 /* ---- a synthetic measurer --------------------------------------------------- */
 

@@ -22,13 +22,11 @@
 
 static char tmp_dir[] = "/tmp/rlt_shapes_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(shapes, .init = setup, .fini = teardown, .timeout = 60);
-
-static const char *tmp_path(const char *name) { return tmp_path_in(tmp_dir, name); }
 
 /* ---- helpers --------------------------------------------------------------- */
 

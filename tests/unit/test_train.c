@@ -22,20 +22,11 @@
 
 static char tmp_dir[] = "/tmp/rlt_train_XXXXXX";
 
-static void setup(void) { tmp_dir_make_in(tmp_dir); }
+static void setup(void) { tmp_dir_use(tmp_dir); }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }
 
 TestSuite(train, .init = setup, .fini = teardown, .timeout = 120);
-
-static const char *tmp_path(const char *name)
-{
-    static char paths[8][256];
-    static int n_paths;
-    char *path = paths[n_paths++ % 8];
-    snprintf(path, 256, "%s/%s", tmp_dir, name);
-    return path;
-}
 
 /* ---- the synthetic evaluator --------------------------------------------- */
 
