@@ -7,11 +7,16 @@
  *   rltune/op.h        operators: built-in specs, user expressions
  *   rltune/schedule.h  schedules (text or typed steps) and the nests they make
  *   rltune/measure.h   compile, run, check and time nests on this machine
- *   rltune/session.h   a tuning session, stepped batch by batch
+ *   rltune/session.h   a tuning session, stepped batch by batch; the tuners;
+ *                      datasets measured once for replayed tuning
+ *   rltune/experiment.h  tuners x workloads x seeds, and their report
  *   rltune/records.h   the records database: best, history, export, import
  *   rltune/export.h    a kernel as a stand-alone C library
  *   rltune/env.h       the LoopTune environment over a loop nest
- *   rltune/policy.h    trained LoopTune policies and their rollouts
+ *   rltune/policy.h    trained LoopTune policies and their rollouts; the
+ *                      search baselines over the same actions
+ *   rltune/train.h     training policies: shape datasets, demonstrations,
+ *                      imitation, DQN and PPO
  *
  * Build against an installed rltune with `pkg-config --cflags --libs rltune`.
  *
@@ -61,6 +66,7 @@
 
 #include "rltune/base.h"
 #include "rltune/env.h"
+#include "rltune/experiment.h"
 #include "rltune/export.h"
 #include "rltune/measure.h"
 #include "rltune/op.h"
@@ -68,5 +74,6 @@
 #include "rltune/records.h"
 #include "rltune/schedule.h"
 #include "rltune/session.h"
+#include "rltune/train.h"
 
 #endif /* RLTUNE_H */

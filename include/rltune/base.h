@@ -70,6 +70,28 @@ typedef struct rlt_diag {
 /* Frees memory handed out by rltune (strings, arrays). NULL is a no-op. */
 RLT_API void rlt_free(void *ptr);
 
+/* The shortest of %.15g, %.16g and %.17g that reads back as exactly `v`,
+ * for numbers written to files (rltune's JSON is written this way:
+ * cJSON's printer writes 15 digits whenever they read back within a few
+ * ulps, so a figure would change on its way through a file). cap >= 32. */
+RLT_API void rlt_format_double(double v, char *buf, size_t cap);
+
+#if defined(__GNUC__)
+#define RLT_API_PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
+#else
+#define RLT_API_PRINTF(fmt_idx, arg_idx)
+#endif
+
+/* Records a failure in `diag` (may be NULL) and returns `status`, so that a
+ * function can end with `return rlt_fail(diag, RLT_STATUS_..., "...", ...)`.
+ * The first failure recorded wins: a caller adding context uses
+ * rlt_diag_prefix instead. */
+RLT_API rlt_status rlt_fail(rlt_diag *diag, rlt_status status, const char *fmt, ...) RLT_API_PRINTF(3, 4);
+
+/* Puts "PREFIX: " in front of the message (where it came from: a file, an
+ * option), keeping the status. NULL diag ok. */
+RLT_API void rlt_diag_prefix(rlt_diag *diag, const char *fmt, ...) RLT_API_PRINTF(2, 3);
+
 #ifdef __cplusplus
 }
 #endif

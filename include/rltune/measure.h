@@ -34,6 +34,20 @@ typedef struct rlt_build_opts {
 
 #define RLT_DEFAULT_CFLAGS "-O3 -march=native -mprefer-vector-width=512 -ffp-contract=fast"
 
+/* The whole compiler command line a kernel is built with, for display
+ * ("gcc -O3 ... -shared -fPIC", with -fopenmp when with_openmp). Free with
+ * rlt_free; NULL when out of memory. */
+RLT_API char *rlt_build_command(const rlt_build_opts *opts, bool with_openmp);
+
+/* The machine kernels run on, as rltune sees it. */
+typedef struct rlt_machine {
+    char cpu[128];     /* the CPU's model name (/proc/cpuinfo) */
+    int n_cores;       /* online CPUs */
+    int vector_floats; /* floats in the widest vector register: 16 (AVX-512), 8 (AVX2), 4 */
+    bool has_fma;
+} rlt_machine;
+RLT_API void rlt_machine_detect(rlt_machine *out);
+
 /* How kernels are run and timed. Zero fields take the defaults. */
 typedef struct rlt_run_opts {
     int number;           /* calls per timed sample; 0 = 1 (grown to meet min_repeat_ms) */

@@ -119,6 +119,12 @@ RLT_API char *rlt_record_json(const rlt_record *r);
  * with `where` ("FILE:LINE"). */
 RLT_API rlt_status rlt_record_from_json(const char *text, const char *where, rlt_record *out, rlt_diag *diag);
 
+/* A field of a record's configuration key ("v1;vec=j*16;i.tile=8;...;cc=clang"),
+ * read without its search space: the value of field `name` ("cc") into
+ * buf. False when the key has no such field or its value does not fit in
+ * cap bytes. */
+RLT_API bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap);
+
 /* A target's key text. Free with rlt_free; NULL when out of memory. */
 RLT_API char *rlt_record_target_text(const rlt_record_target *t);
 

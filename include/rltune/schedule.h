@@ -28,6 +28,9 @@ extern "C" {
 typedef struct rlt_sched rlt_sched;
 typedef struct rlt_nest rlt_nest;
 
+/* The most run-time threads a parallel loop may use. */
+#define RLT_MAX_THREADS 256
+
 /* ---- schedules --------------------------------------------------------- */
 
 /* An empty schedule (NULL when out of memory). Free with rlt_sched_destroy. */
@@ -87,7 +90,15 @@ RLT_API char *rlt_nest_tree(const rlt_nest *n);
 /* The C kernel the nest lowers to (without the preamble every kernel
  * shares), as `rltune show --c-only` prints it. Free with rlt_free. Errors:
  * OUT_OF_MEMORY, INTERNAL (a bug). */
-RLT_API rlt_status rlt_nest_c_source(const rlt_nest *n, char **out, rlt_diag *diag);
+typedef struct rlt_c_source {
+    char *code;        /* the kernel function; free with rlt_free */
+    char symbol[64];   /* its name: "rlt_k_" and 16 hex digits of the code's hash */
+    bool needs_openmp; /* it has a parallel loop: compiled and linked with OpenMP */
+} rlt_c_source;
+RLT_API rlt_status rlt_nest_c_source(const rlt_nest *n, rlt_c_source *out, rlt_diag *diag);
+
+/* Whether the nest has a parallel loop (its kernel needs OpenMP). */
+RLT_API bool rlt_nest_is_parallel(const rlt_nest *n);
 
 #ifdef __cplusplus
 }

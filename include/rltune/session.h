@@ -31,6 +31,7 @@
 #include <signal.h>
 
 #include "rltune/measure.h"
+#include "rltune/records.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -153,6 +154,8 @@ typedef struct rlt_session_summary {
     int n_transfer_rows, n_transfer_workloads;
     const char *start_config;     /* where the search started ("" none) */
     int n_final, final_rounds;    /* the final pick: candidates measured again (0: none), rounds */
+    int final_repeat;             /* of final_min_repeat_ms-long samples per candidate and round */
+    double final_min_repeat_ms;
     double final_s;
     double tuning_best_gflops;    /* the best as tuning had measured it */
     const char *tuning_best_config;
@@ -175,8 +178,102 @@ RLT_API const char *rlt_session_last_error(const rlt_session *s);
 /* Frees the session and closes what it opened; NULL ok. */
 RLT_API void rlt_session_destroy(rlt_session *s);
 
-/* The tuners and their flags, for listing: names NULL-terminated. */
+/* The target a session with these build options and thread count records
+ * its measurements under: this machine, the thread count, the compiler's
+ * command line (its key text, rlt_record_target_text, is what
+ * rlt_db_best and rlt_db_history take). Errors: a compiler command that
+ * does not fit a record (INVALID_ARGUMENT). */
+RLT_API rlt_status rlt_session_target(const rlt_build_opts *build, int n_threads, rlt_record_target *out,
+                                      rlt_diag *diag);
+
+/* ---- datasets ------------------------------------------------------------
+ * An op's whole space, or a large uniform sample of it, measured once into
+ * a records file (a dataset) that sessions then replay
+ * (rlt_session_options.replay_path): tuners compared over many seeds in
+ * seconds, on the same measurements. Format: docs/datasets.md. */
+
+/* Default sample size: enough that runs of a few hundred to a thousand
+ * trials explore a small part of it (a tuner that exhausts the sample
+ * only finds the sample's best), and about 15 to 30 minutes of measuring
+ * for a small op on two cores (docs/datasets.md). */
+#define RLT_DATASET_DEFAULT_SAMPLES 4096
+#define RLT_DATASET_MAX_SAMPLES 1000000
+/* What the "dataset" meta value says. */
+typedef struct rlt_dataset_info {
+    char spec[512];       /* canonical op spec */
+    char target[512];     /* the target key its records are filed under */
+    int n_threads;        /* of the space and the measurements */
+    int vector_floats;    /* of the space: the measuring machine's vector width */
+    bool has_clang;       /* whether the space had the cc knob */
+    char fixed[512];      /* the knobs held at one choice ("cc=gcc;vec=j*16", space.h's fixings); "" none */
+    uint64_t space_size;  /* configurations of the space (of its sub-space when knobs are fixed), valid or not */
+    int64_t n_valid;      /* valid configurations; -1 when the space was too large to count */
+    bool is_complete;     /* the dataset is every valid configuration */
+    int n_samples;        /* the sample size asked for */
+    uint64_t seed;        /* of the sample and of the measuring order */
+    int n_configs;        /* configurations the dataset holds once finished */
+} rlt_dataset_info;
+
+typedef struct rlt_dataset_opts {
+    int n_samples;            /* 0 = RLT_DATASET_DEFAULT_SAMPLES */
+    const char *fix;          /* knobs to hold at one choice ("knob=value;..."; NULL or "": none) */
+    uint64_t seed;
+    int batch_size;           /* as a session's */
+    int n_threads;
+    rlt_build_opts build;
+    rlt_run_opts run;
+    const volatile sig_atomic_t *stop; /* stop after the batch in flight; run again to go on */
+    rlt_tune_progress_fn progress;
+    void *progress_ctx;
+} rlt_dataset_opts;
+
+/* What a rlt_dataset_measure run did. */
+typedef struct rlt_dataset_result {
+    int n_done;               /* configurations the file holds now */
+    int n_measured;           /* of them measured by this run */
+    int n_from_records;       /* measured by an earlier run */
+    int n_failed;             /* not OK (build, run, wrong answer) */
+    bool was_stopped;         /* by opts->stop: run it again to go on */
+    double best_gflops;       /* 0 when nothing measured OK */
+    double best_time_ms;
+    char best_config[1024];   /* the best configuration's key ("" none) */
+    char best_cc[16];         /* its compiler */
+    double wall_s;
+    double measurements_per_s;
+} rlt_dataset_result;
+
+/* Measures the dataset of `op` into the file `path` (created; or resumed
+ * when it holds this dataset: same op, target, fixed knobs, samples and
+ * seed, and only what it lacks is measured), exactly as a session measures:
+ * batches built together, then run one at a time, each batch stored before
+ * the next; opts->stop stops after the batch in flight. *out_info describes
+ * the dataset. Refused (INVALID_ARGUMENT, nothing written): a records file
+ * that is not a dataset and holds records, a dataset of other options or
+ * of a space that has changed since, fixed knobs that are not knobs of the
+ * space. Errors after measuring began leave what was stored (the message
+ * says how much). */
+RLT_API rlt_status rlt_dataset_measure(const rlt_op *op, const char *path, const rlt_dataset_opts *opts,
+                                       rlt_dataset_info *out_info, rlt_dataset_result *out, rlt_diag *diag);
+
+/* The tuners rlt_session_options.tuner takes, NULL-terminated. */
 RLT_API const char *const *rlt_tuner_names(void);
+
+/* One line on what a tuner does ("" for an unknown name). */
+RLT_API const char *rlt_tuner_summary(const char *tuner);
+
+/* The tuners' hyper-parameters (rlt_session_options.tuner_options and
+ * tuner_config_path set them), for listing. */
+typedef struct rlt_tuner_param {
+    const char *name;   /* "dqn_horizon" */
+    const char *tuners; /* the tuners that read it, space-separated: "ga ga-dqn" */
+    const char *def;    /* its default, as text */
+    const char *help;   /* one line */
+} rlt_tuner_param;
+RLT_API int rlt_tuner_param_count(void);
+/* The i-th, 0 <= i < rlt_tuner_param_count(); all NULL out of range. */
+RLT_API rlt_tuner_param rlt_tuner_param_at(int i);
+/* Whether `tuner` reads the parameter `name`. */
+RLT_API bool rlt_tuner_reads_param(const char *tuner, const char *name);
 
 #ifdef __cplusplus
 }

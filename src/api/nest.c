@@ -1,13 +1,16 @@
 /*
  * nest.c - the public face of nests and their measurement
  * (rltune/schedule.h, rltune/measure.h): a nest handle made from an op and
- * a schedule, its loop tree and C source, and rlt_measure over handles.
+ * a schedule, its loop tree and C source, rlt_measure over handles, and
+ * what the measurement's report shows (the compiler command, the machine).
  * Inside rltune a nest is a value (ir.h: a fixed-size struct that search
  * states copy freely); a handle is one such value on the heap.
  */
 #include "codegen/codegen.h"
 #include "measure/measure.h"
 #include "sched/sched.h"
+
+#include <stdio.h>
 
 rlt_status rlt_nest_create(const rlt_op *op, const rlt_sched *s, rlt_nest **out, rlt_diag *diag)
 {
@@ -41,17 +44,48 @@ char *rlt_nest_tree(const rlt_nest *n)
     return rlt_str_take(&s);
 }
 
-rlt_status rlt_nest_c_source(const rlt_nest *n, char **out, rlt_diag *diag)
+rlt_status rlt_nest_c_source(const rlt_nest *n, rlt_c_source *out, rlt_diag *diag)
 {
-    *out = NULL;
+    *out = (rlt_c_source){0};
     rlt_kernel_src k = {0};
     rlt_status st = rlt_codegen_kernel(n, &k, diag);
     if (st == RLT_STATUS_OK) {
-        *out = k.code;
+        _Static_assert(sizeof out->symbol >= RLT_SYMBOL_MAX, "rlt_c_source.symbol holds a kernel symbol");
+        out->code = k.code;
         k.code = NULL;
+        snprintf(out->symbol, sizeof out->symbol, "%s", k.symbol);
+        out->needs_openmp = k.needs_openmp;
     }
     rlt_kernel_src_free(&k);
     return st;
+}
+
+bool rlt_nest_is_parallel(const rlt_nest *n)
+{
+    for (int l = 0; l < n->n_loops; l++)
+        if (n->loops[l].kind == RLT_LOOP_PARALLEL) return true;
+    return false;
+}
+
+char *rlt_build_command(const rlt_build_opts *opts, bool with_openmp)
+{
+    rlt_str s;
+    rlt_str_init(&s);
+    rlt_build_opts o = opts ? *opts : (rlt_build_opts){0};
+    rlt_build_describe(&o, with_openmp, &s);
+    if (s.has_failed) {
+        rlt_str_free(&s);
+        return NULL;
+    }
+    return rlt_str_take(&s);
+}
+
+void rlt_machine_detect(rlt_machine *out)
+{
+    rlt_target t;
+    rlt_target_detect(&t);
+    *out = (rlt_machine){.n_cores = t.n_cores, .vector_floats = t.vector_floats, .has_fma = t.has_fma};
+    snprintf(out->cpu, sizeof out->cpu, "%s", t.cpu_model);
 }
 
 rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,

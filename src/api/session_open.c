@@ -10,6 +10,8 @@
 #include "search/replay.h"
 #include "search/tune.h"
 
+#include "core/json_number.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -378,6 +380,8 @@ void rlt_session_summary_get(const rlt_session *s, rlt_session_summary *out)
         .start_config = r->start_config,
         .n_final = r->n_final,
         .final_rounds = r->final_rounds,
+        .final_repeat = RLT_TUNE_FINAL_REPEAT,
+        .final_min_repeat_ms = RLT_TUNE_FINAL_MIN_MS,
         .final_s = r->final_s,
         .tuning_best_gflops = r->tuning_best_gflops,
         .tuning_best_config = r->tuning_best_config,
@@ -407,34 +411,34 @@ char *rlt_session_json(const rlt_session *s)
     if (!o) return NULL;
     is_ok &= cJSON_AddStringToObject(o, "op", rlt_session_op(s)->spec) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "tuner", a->tuner) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "trials", r->n_trials) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "measured", r->n_measured) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "from_records", r->n_from_db) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "failed", r->n_failed) != NULL;
+    is_ok &= rlt_json_add_number(o, "trials", r->n_trials) != NULL;
+    is_ok &= rlt_json_add_number(o, "measured", r->n_measured) != NULL;
+    is_ok &= rlt_json_add_number(o, "from_records", r->n_from_db) != NULL;
+    is_ok &= rlt_json_add_number(o, "failed", r->n_failed) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "measure", a->replay_path ? "replay" : "live") != NULL;
     is_ok &= add_string_or_null(o, "dataset", a->replay_path);
-    is_ok &= cJSON_AddNumberToObject(o, "replayed", r->n_replayed) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "n_absent", r->n_absent) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "transfer_rows", r->n_transfer_rows) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "other_threads", r->n_other_threads) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "seeds", r->n_seeds) != NULL;
+    is_ok &= rlt_json_add_number(o, "replayed", r->n_replayed) != NULL;
+    is_ok &= rlt_json_add_number(o, "n_absent", r->n_absent) != NULL;
+    is_ok &= rlt_json_add_number(o, "transfer_rows", r->n_transfer_rows) != NULL;
+    is_ok &= rlt_json_add_number(o, "transfer_workloads", r->n_transfer_workloads) != NULL;
+    is_ok &= rlt_json_add_number(o, "other_threads", r->n_other_threads) != NULL;
+    is_ok &= rlt_json_add_number(o, "seeds", r->n_seeds) != NULL;
     is_ok &= add_string_or_null(o, "agent_in", a->agent_in);
     is_ok &= add_string_or_null(o, "agent_out", a->agent_out);
     if (a->has_policy) {
         cJSON *p = cJSON_AddObjectToObject(o, "policy");
         if (!p) goto cleanup;
         is_ok &= cJSON_AddStringToObject(p, "file", a->policy_path ? a->policy_path : "") != NULL;
-        is_ok &= cJSON_AddNumberToObject(p, "gflops", a->policy_gflops) != NULL;
-        is_ok &= cJSON_AddNumberToObject(p, "wall_s", a->policy_wall_s) != NULL;
+        is_ok &= rlt_json_add_number(p, "gflops", a->policy_gflops) != NULL;
+        is_ok &= rlt_json_add_number(p, "wall_s", a->policy_wall_s) != NULL;
         is_ok &= cJSON_AddStringToObject(p, "schedule", a->policy_schedule ? a->policy_schedule : "") != NULL;
         is_ok &= add_string_or_null(p, "start_config", r->start_config[0] ? r->start_config : NULL);
     }
     cJSON *best = cJSON_AddObjectToObject(o, "best");
     if (!best) goto cleanup;
-    is_ok &= cJSON_AddNumberToObject(best, "gflops", r->best_gflops) != NULL;
+    is_ok &= rlt_json_add_number(best, "gflops", r->best_gflops) != NULL;
     if (r->best_gflops > 0) {
-        is_ok &= cJSON_AddNumberToObject(best, "time_ms", r->best_time_ms) != NULL;
+        is_ok &= rlt_json_add_number(best, "time_ms", r->best_time_ms) != NULL;
         is_ok &= cJSON_AddStringToObject(best, "config", r->best_config) != NULL;
         is_ok &= cJSON_AddStringToObject(best, "schedule", r->best_schedule) != NULL;
         is_ok &= cJSON_AddStringToObject(best, "cc", r->best_cc) != NULL;
@@ -444,20 +448,20 @@ char *rlt_session_json(const rlt_session *s)
     }
     cJSON *final = cJSON_AddObjectToObject(o, "final");
     if (!final) goto cleanup;
-    is_ok &= cJSON_AddNumberToObject(final, "candidates", r->n_final) != NULL;
-    is_ok &= cJSON_AddNumberToObject(final, "rounds", r->final_rounds) != NULL;
-    is_ok &= cJSON_AddNumberToObject(final, "wall_s", r->final_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(final, "tuning_best_gflops", r->tuning_best_gflops) != NULL;
+    is_ok &= rlt_json_add_number(final, "candidates", r->n_final) != NULL;
+    is_ok &= rlt_json_add_number(final, "rounds", r->final_rounds) != NULL;
+    is_ok &= rlt_json_add_number(final, "wall_s", r->final_s) != NULL;
+    is_ok &= rlt_json_add_number(final, "tuning_best_gflops", r->tuning_best_gflops) != NULL;
     is_ok &= add_string_or_null(final, "tuning_best_config", r->tuning_best_config[0] ? r->tuning_best_config : NULL);
     cJSON *curve = cJSON_AddArrayToObject(o, "curve");
     if (!curve) goto cleanup;
     for (int i = 0; i < r->n_trials; i++) {
-        cJSON *x = cJSON_CreateNumber(r->curve[i]);
+        cJSON *x = rlt_json_number(r->curve[i]);
         is_ok &= x && cJSON_AddItemToArray(curve, x);
     }
-    is_ok &= cJSON_AddNumberToObject(o, "wall_s", r->wall_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "tuner_s", r->tuner_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "measurements_per_s", r->measurements_per_s) != NULL;
+    is_ok &= rlt_json_add_number(o, "wall_s", r->wall_s) != NULL;
+    is_ok &= rlt_json_add_number(o, "tuner_s", r->tuner_s) != NULL;
+    is_ok &= rlt_json_add_number(o, "measurements_per_s", r->measurements_per_s) != NULL;
     is_ok &= add_string_or_null(o, "db", a->db_path);
     is_ok &= cJSON_AddBoolToObject(o, "interrupted", r->was_stopped) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "stopped_early", r->was_stopped_early) != NULL;

@@ -9,11 +9,24 @@
  */
 #include "cli/args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A whole decimal number, nothing before or after it. */
+static bool parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s || isspace((unsigned char)*s)) return false;
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || end == s) return false;
+    *out = (int64_t)v;
+    return true;
+}
 
 /* Index of option `name` (of length `len`) in the table, or -1. */
 static int find_opt(const rlt_cli_opt *opts, int n_opts, const char *name, size_t len)
@@ -39,7 +52,7 @@ static void list_opts(const rlt_cli_opt *opts, int n_opts, char *buf, size_t cap
 rlt_status rlt_cli_args_parse(const char *command, int n_opts, const rlt_cli_opt *opts, int argc, char **argv,
                               rlt_cli_args *out, rlt_diag *diag)
 {
-    RLT_ASSERT(n_opts >= 0 && n_opts <= RLT_CLI_MAX_OPTS && (n_opts == 0 || opts) && out);
+    RLT_CLI_ASSERT(n_opts >= 0 && n_opts <= RLT_CLI_MAX_OPTS && (n_opts == 0 || opts) && out);
     memset(out, 0, sizeof *out);
     out->command = command;
     out->n_opts = n_opts;
@@ -65,7 +78,7 @@ rlt_status rlt_cli_args_parse(const char *command, int n_opts, const rlt_cli_opt
         if (i < 0) {
             list_opts(opts, n_opts, valid, sizeof valid);
             return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                            "unknown option '--%.*s' for 'rltune %s'; valid options: %s", (int)RLT_MIN(len, 200),
+                            "unknown option '--%.*s' for 'rltune %s'; valid options: %s", (int)(len < 200 ? len : 200),
                             name, command, valid);
         }
         if (out->values[i])
@@ -97,7 +110,7 @@ rlt_status rlt_cli_args_parse(const char *command, int n_opts, const rlt_cli_opt
 static int index_of(const rlt_cli_args *args, const char *name)
 {
     int i = find_opt(args->opts, args->n_opts, name, strlen(name));
-    RLT_ASSERT(i >= 0); /* asking for an option the command does not declare is a bug */
+    RLT_CLI_ASSERT(i >= 0); /* asking for an option the command does not declare is a bug */
     return i;
 }
 
@@ -117,7 +130,7 @@ rlt_status rlt_cli_args_int(const rlt_cli_args *args, const char *name, int64_t 
         *out = def;
         return RLT_STATUS_OK;
     }
-    if (!rlt_parse_i64(text, &v))
+    if (!parse_i64(text, &v))
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "bad value '%.100s' for --%s: expected a whole number from %" PRId64 " to %" PRId64, text,
                         name, min, max);
@@ -185,7 +198,7 @@ void rlt_cli_usage_print(FILE *f, const char *command, const char *synopsis, con
     int width = (int)strlen("--help");
     for (int i = 0; i < n_opts; i++) {
         int w = (int)strlen(opts[i].name) + 2 + (opts[i].metavar ? (int)strlen(opts[i].metavar) + 1 : 0);
-        width = RLT_MAX(width, w);
+        width = RLT_CLI_MAX(width, w);
     }
     for (int i = 0; i < n_opts; i++) {
         char left[128];

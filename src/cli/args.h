@@ -14,11 +14,25 @@
 #ifndef RLT_CLI_ARGS_H
 #define RLT_CLI_ARGS_H
 
-#include "core/core.h"
+#include "rltune.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+/* The command is a program on rltune's public API (include/rltune.h) and
+ * these few helpers of its own. */
+#define RLT_CLI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define RLT_CLI_MAX(a, b) ((a) > (b) ? (a) : (b))
+/* Checked in every build: a broken assumption is a bug, reported and ended. */
+#define RLT_CLI_ASSERT(cond)                                                                    \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "rltune: internal error: %s:%d: %s is false\n", __FILE__, __LINE__, #cond); \
+            abort();                                                                            \
+        }                                                                                       \
+    } while (0)
 
 #define RLT_CLI_MAX_OPTS 32 /* options of one command */
 

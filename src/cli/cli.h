@@ -4,7 +4,8 @@
  * --shape, the schedule from --schedule, and the scheduled nest).
  *
  * The command only parses arguments and prints; everything it computes comes
- * from the library. Output contract: results on stdout, diagnostics on
+ * from the library, through the public API (include/rltune.h) alone, as any
+ * program using librltune would (CMakeLists.txt builds it that way). Output contract: results on stdout, diagnostics on
  * stderr, and on a usage error exactly one line "rltune: error: ..." on
  * stderr and nothing on stdout.
  */
@@ -12,13 +13,9 @@
 #define RLT_CLI_H
 
 #include "cli/args.h"
-#include "db/db.h"
-#include "measure/measure.h"
-#include "rltune/env.h"
-#include "sched/sched.h"
-#include "search/tune.h"
 
 #include <signal.h>
+#include <stdio.h>
 
 /* Exit codes, documented in docs/cli.md and `rltune --help`. */
 enum {
@@ -63,8 +60,23 @@ extern const rlt_cli_cmd rlt_cli_cmd_gen_demos;
 extern const rlt_cli_cmd rlt_cli_cmd_imitate;
 extern const rlt_cli_cmd rlt_cli_cmd_optimize;
 
+/* Reads a whole text file, or stdin for "-" ("<stdin>" in messages): at most
+ * 64 MiB and no NUL byte (PARSE_ERROR), so that parsers see all of it.
+ * *out_text is owned by the caller (free). */
+rlt_status rlt_cli_text_read(const char *path, char **out_text, rlt_diag *diag);
+
+/* Writes a file whole or not at all: to "PATH.tmp.PID", then renamed. */
+rlt_status rlt_cli_file_write(const char *path, const char *data, size_t len, rlt_diag *diag);
+
+/* Adds a number to a JSON object exactly (rlt_format_double; null for inf
+ * and nan), as the library writes its JSON, so that a figure one command
+ * prints equals the one another prints. The item, or NULL when out of
+ * memory. */
+struct cJSON;
+struct cJSON *rlt_cli_json_add_number(struct cJSON *object, const char *name, double v);
+
 /* Prints "rltune: error: MESSAGE" and a newline to stderr. */
-void rlt_cli_error(const char *fmt, ...) RLT_PRINTF(1, 2);
+void rlt_cli_error(const char *fmt, ...) RLT_API_PRINTF(1, 2);
 
 /* The exit code for a library failure: bad input (invalid argument, parse
  * error, illegal schedule) gives RLT_CLI_EXIT_USAGE, everything else
@@ -109,7 +121,7 @@ typedef struct rlt_cli_input {
     rlt_op *op;              /* owned */
     rlt_sched *sched;        /* owned; NULL: the default schedule */
     const char *sched_source; /* the --schedule argument (borrowed), or NULL */
-    rlt_nest nest;           /* the op's nest with the schedule applied */
+    rlt_nest *nest;          /* owned: the op's nest with the schedule applied */
 } rlt_cli_input;
 
 /* Builds the op from --op or --expr / --shape (options every command that
@@ -139,10 +151,10 @@ void rlt_cli_input_free(rlt_cli_input *in); /* frees what load made; the struct 
 int rlt_cli_db_open_read(const rlt_cli_args *args, rlt_db **out, const char **out_path);
 
 /* The target key the tune run with the same --threads / --cc / --cflags
- * used (rlt_tune_target_key), into `out`; NULL in *out_target when
+ * used (rlt_session_target_key), in *out_target (free it); NULL when
  * --all-targets was given. Prints the error and returns the exit code on
  * bad input, else RLT_CLI_EXIT_OK. */
-int rlt_cli_target_get(const rlt_cli_args *args, rlt_str *out, const char **out_target);
+int rlt_cli_target_get(const rlt_cli_args *args, char **out_target);
 
 /* The fastest OK record of `op` on the target of RLT_CLI_TARGET_OPTS.
  * Returns RLT_CLI_EXIT_OK with *out filled, or prints why not and returns
@@ -169,9 +181,10 @@ int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *
     {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10)"},                \
     {"timeout", "S", "time limit in seconds for one candidate's run, above 0 (default 10)"}
 
-/* Reads RLT_CLI_MEASURE_OPTS into o->batch_size, n_threads, build and run.
+/* Reads RLT_CLI_MEASURE_OPTS into o->batch_size, n_threads, build and run;
+ * options not given keep o's values (rlt_session_options_init's defaults).
  * Prints the error and returns the exit code on bad input. */
-int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_tune_opts *o);
+int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_session_options *o);
 
 /* The progress line redrawn after every batch on a terminal:
  * "[what] n/N unit, best ... GFLOP/s, ... unit/s, ETA ... s". The context

@@ -1,13 +1,12 @@
 /*
  * cmd_dataset.c - `rltune dataset`: measures an op's whole space (or a
- * large uniform sample of it) once into a dataset file (rlt_dataset_build,
- * search/dataset.h), which `rltune tune --measure replay:FILE` answers
+ * large uniform sample of it) once into a dataset file
+ * (rlt_dataset_measure, rltune/session.h), which `rltune tune --measure replay:FILE` answers
  * from. The measuring options, the progress line and Ctrl-C are tune's
  * (cmd_tune.c); so is resuming: running the same command again measures
  * only what the file lacks.
  */
 #include "cli/cli.h"
-#include "search/replay.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -32,7 +31,7 @@ static const rlt_cli_opt dataset_opts[] = {
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 
-static char *format_json(const char *path, const rlt_dataset_info *info, const rlt_tune_result *r)
+static char *format_json(const char *path, const rlt_dataset_info *info, const rlt_dataset_result *r)
 {
     char *text = NULL;
     bool is_ok = true;
@@ -47,36 +46,36 @@ static char *format_json(const char *path, const rlt_dataset_info *info, const r
     is_ok &= cJSON_AddStringToObject(o, "space_size", size) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "fixed", info->fixed) != NULL;
     if (info->n_valid >= 0)
-        is_ok &= cJSON_AddNumberToObject(o, "n_valid", (double)info->n_valid) != NULL;
+        is_ok &= rlt_cli_json_add_number(o, "n_valid", (double)info->n_valid) != NULL;
     else
         is_ok &= cJSON_AddNullToObject(o, "n_valid") != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "samples", info->n_samples) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "seed", (double)info->seed) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "n_configs", info->n_configs) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "measured", r->n_measured) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "from_records", r->n_from_db) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "failed", r->n_failed) != NULL;
-    is_ok &= cJSON_AddBoolToObject(o, "finished", r->n_trials == info->n_configs) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "samples", info->n_samples) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "seed", (double)info->seed) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "n_configs", info->n_configs) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "measured", r->n_measured) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "from_records", r->n_from_records) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "failed", r->n_failed) != NULL;
+    is_ok &= cJSON_AddBoolToObject(o, "finished", r->n_done == info->n_configs) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "interrupted", r->was_stopped) != NULL;
     cJSON *best = cJSON_AddObjectToObject(o, "best");
     if (!best) goto cleanup;
-    is_ok &= cJSON_AddNumberToObject(best, "gflops", r->best_gflops) != NULL;
+    is_ok &= rlt_cli_json_add_number(best, "gflops", r->best_gflops) != NULL;
     if (r->best_gflops > 0) {
-        is_ok &= cJSON_AddNumberToObject(best, "time_ms", r->best_time_ms) != NULL;
+        is_ok &= rlt_cli_json_add_number(best, "time_ms", r->best_time_ms) != NULL;
         is_ok &= cJSON_AddStringToObject(best, "config", r->best_config) != NULL;
     } else {
         is_ok &= cJSON_AddNullToObject(best, "time_ms") != NULL;
         is_ok &= cJSON_AddNullToObject(best, "config") != NULL;
     }
-    is_ok &= cJSON_AddNumberToObject(o, "wall_s", r->wall_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "configs_per_s", r->measurements_per_s) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "wall_s", r->wall_s) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "configs_per_s", r->measurements_per_s) != NULL;
     if (is_ok) text = cJSON_PrintUnformatted(o);
 cleanup:
     cJSON_Delete(o);
     return text;
 }
 
-static void print_report(const char *path, const rlt_dataset_info *info, const rlt_tune_result *r)
+static void print_report(const char *path, const rlt_dataset_info *info, const rlt_dataset_result *r)
 {
     printf("dataset:   %s\n", path);
     printf("op:        %s\n", info->spec);
@@ -92,9 +91,9 @@ static void print_report(const char *path, const rlt_dataset_info *info, const r
         printf("space:     sampled: %d valid configurations of %" PRIu64 " (valid ones not counted), seed %" PRIu64
                "\n",
                info->n_configs, info->space_size, info->seed);
-    printf("configs:   %d of %d (%d measured now, %d before, %d failed)%s\n", r->n_trials, info->n_configs,
-           r->n_measured, r->n_from_db, r->n_failed,
-           r->n_trials == info->n_configs ? "" : ", interrupted: run the same command again to finish");
+    printf("configs:   %d of %d (%d measured now, %d before, %d failed)%s\n", r->n_done, info->n_configs,
+           r->n_measured, r->n_from_records, r->n_failed,
+           r->n_done == info->n_configs ? "" : ", interrupted: run the same command again to finish");
     printf("wall time: %.1f s (%.2f configs/s)\n", r->wall_s, r->measurements_per_s);
     if (r->best_gflops > 0) {
         printf("best:      %.2f GFLOP/s, %.4f ms (compiler %s)\n", r->best_gflops, r->best_time_ms, r->best_cc);
@@ -109,12 +108,12 @@ static int run_dataset(const rlt_cli_args *args)
     int rc = RLT_CLI_EXIT_USAGE;
     rlt_diag d = {0};
     rlt_op *op = NULL;
-    rlt_db *db = NULL;
-    rlt_tune_result r = {0};
+    rlt_dataset_result r = {0};
     rlt_dataset_info info = {0};
     char *json = NULL;
     int64_t samples, seed;
-    rlt_tune_opts measure = {0};
+    rlt_session_options measure;
+    rlt_session_options_init(&measure);
     rlt_status st;
     if ((st = rlt_cli_args_int(args, "samples", RLT_DATASET_DEFAULT_SAMPLES, 1, RLT_DATASET_MAX_SAMPLES, &samples,
                                &d)) ||
@@ -135,11 +134,6 @@ static int run_dataset(const rlt_cli_args *args)
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    if ((st = rlt_db_open(path, &(rlt_db_opts){0}, &db, &d)) != RLT_STATUS_OK) {
-        rlt_cli_error("--out: %s", d.message);
-        rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
-        goto cleanup;
-    }
     rlt_cli_progress pc = {.is_tty = isatty(STDOUT_FILENO) && !rlt_cli_args_has(args, "json"),
                            .what = "dataset",
                            .unit = "configs"};
@@ -156,18 +150,18 @@ static int run_dataset(const rlt_cli_args *args)
         .progress_ctx = &pc,
     };
     rlt_cli_interrupt_catch();
-    st = rlt_dataset_build(op, db, path, &o, &info, &r, &d);
+    st = rlt_dataset_measure(op, path, &o, &info, &r, &d);
     rlt_cli_interrupt_release();
-    if (pc.is_tty && r.n_trials > 0) printf("\n");
+    if (pc.is_tty && r.n_done > 0) printf("\n");
     if (st != RLT_STATUS_OK) {
+        /* the library's messages name the file or the knobs */
         if (r.n_measured > 0)
-            rlt_cli_error("--out: dataset stopped (%s): %s (%d configurations stored in %s)", rlt_status_str(st),
-                          d.message, r.n_measured, path);
-        else if (strncmp(d.message, "fixed knobs", 11) == 0) /* --fix */
-            rlt_cli_error("%s", d.message);
+            rlt_cli_error("dataset stopped (%s): %s (%d configurations stored in %s)", rlt_status_str(st), d.message,
+                          r.n_measured, path);
         else
-            rlt_cli_error("--out: %s", d.message);
-        rc = rlt_cli_exit_for(st);
+            rlt_cli_error("%s", d.message);
+        /* the file is the user's argument: one that cannot be opened is bad input */
+        rc = st == RLT_STATUS_IO_ERROR && r.n_measured == 0 ? RLT_CLI_EXIT_USAGE : rlt_cli_exit_for(st);
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "json")) {
@@ -184,8 +178,6 @@ static int run_dataset(const rlt_cli_args *args)
     rc = RLT_CLI_EXIT_OK;
 cleanup:
     cJSON_free(json);
-    rlt_tune_result_free(&r);
-    rlt_db_close(db);
     rlt_op_destroy(op);
     return rc;
 }
@@ -208,7 +200,7 @@ const rlt_cli_cmd rlt_cli_cmd_dataset = {
                "space_size, n_valid (null when not counted), samples, seed, n_configs, measured,\n"
                "from_records, failed, finished, interrupted, best {gflops, time_ms, config}, wall_s,\n"
                "configs_per_s.",
-    .n_opts = (int)RLT_ARRAY_LEN(dataset_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(dataset_opts),
     .opts = dataset_opts,
     .run = run_dataset,
 };

@@ -108,7 +108,7 @@ static int finish(const rlt_env *env, const char *save_path)
     int rc = RLT_CLI_EXIT_OK;
     if (save_path) {
         rlt_diag d = {0};
-        if (rlt_file_write(save_path, text, strlen(text), &d) != RLT_STATUS_OK) {
+        if (rlt_cli_file_write(save_path, text, strlen(text), &d) != RLT_STATUS_OK) {
             fflush(stdout);
             rlt_cli_error("cannot save the schedule: %s", d.message);
             rc = RLT_CLI_EXIT_INTERNAL;
@@ -140,7 +140,7 @@ static int run_env(const rlt_cli_args *args)
     if ((rc = rlt_cli_env_start(args, op, &opts, &env)) != RLT_CLI_EXIT_OK) goto cleanup;
 
     bool is_tty = isatty(STDIN_FILENO) != 0, is_stopped = false;
-    printf("op:       %s\n", op->spec);
+    printf("op:       %s\n", rlt_op_spec(op));
     printf("peak:     %.2f GFLOP/s (one core, FP32 FMA%s)\n", rlt_env_peak_gflops(env),
            opts.peak_gflops > 0 ? ", given by --peak" : ", measured");
     printf("actions:  one a line; 'help' lists them; 'stop' or the end of input finishes\n");
@@ -220,7 +220,7 @@ const rlt_cli_cmd rlt_cli_cmd_env = {
                "Exit status: 0 when the session ends (stop or end of input); 2 bad input (the op, an\n"
                "option, a --schedule the env cannot express); 3 environment or internal error (no\n"
                "compiler, the reference cannot be built). Rules of the actions: docs/env.md.",
-    .n_opts = (int)RLT_ARRAY_LEN(env_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(env_opts),
     .opts = env_opts,
     .run = run_env,
 };

@@ -1,8 +1,8 @@
 /*
  * cmd_experiment.c - `rltune experiment --config FILE.json`: runs every
- * tuner of the config on every workload with every seed (rlt_exp_run_all,
- * experiment/experiment.h), live or replayed from datasets, and writes
- * the report (report/report.h) into the output directory: report.html,
+ * tuner of the config on every workload with every seed
+ * (rltune/experiment.h), live or replayed from datasets, and writes the
+ * report into the output directory: report.html,
  * results.json, table.md and a plot per workload (SVG, and PNG through
  * gnuplot when it is installed).
  * stdout gets the table (or one JSON object with --json).
@@ -15,13 +15,11 @@
  * the report of what finished; a second one ends the process at once.
  */
 #include "cli/cli.h"
-#include "experiment/experiment.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const rlt_cli_opt experiment_opts[] = {
@@ -35,23 +33,23 @@ typedef struct progress_state {
     bool has_line; /* a line in progress is on the terminal */
 } progress_state;
 
-static void show_progress(const rlt_exp_progress *p, void *ctx)
+static void show_progress(const rlt_experiment_progress *p, void *ctx)
 {
     progress_state *ps = ctx;
     if (!ps->is_tty) return;
-    int n = p->run ? p->n_done : p->n_done + 1;
-    if (p->run) {
+    int n = p->is_run_done ? p->n_done : p->n_done + 1;
+    if (p->is_run_done) {
         fprintf(stderr, "\r\033[K[experiment] run %d/%d: %s, seed %" PRIu64 ", %s: best %.2f GFLOP/s after %d trials, "
                         "%.2f s%s\n",
-                n, p->n_total, p->label, p->seed, p->spec, p->run->tune.best_gflops, p->run->tune.n_trials,
-                p->run->tune.wall_s, rlt_cli_stop_requested ? " (stopping: no further run starts)" : "");
+                n, p->n_total, p->label, p->seed, p->spec, p->best_gflops, p->n_trials_done, p->run_wall_s,
+                rlt_cli_stop_requested ? " (stopping: no further run starts)" : "");
         ps->has_line = false;
     } else {
         fprintf(stderr, "\r\033[K[experiment] run %d/%d: %s, seed %" PRIu64 ", %s", n, p->n_total, p->label, p->seed,
                 p->spec);
-        if (p->tune)
-            fprintf(stderr, ": %d/%d trials, best %.2f GFLOP/s", p->tune->n_done, p->tune->n_total,
-                    p->tune->best_gflops);
+        if (p->n_trials_done > 0)
+            fprintf(stderr, ": %d/%d trials, best %.2f GFLOP/s", p->n_trials_done, p->n_trials_total,
+                    p->best_gflops);
         if (rlt_cli_stop_requested) fprintf(stderr, " (stopping after this run)");
         ps->has_line = true;
     }
@@ -64,9 +62,9 @@ static int exit_for_config(rlt_status st)
     return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
 }
 
-static int print_json(const rlt_report *rep, const char *dir)
+static int print_json(rlt_experiment *e, const char *dir)
 {
-    char *text = rlt_report_json(rep);
+    char *text = rlt_experiment_json(e);
     cJSON *o = text ? cJSON_Parse(text) : NULL;
     rlt_free(text);
     char *printed = NULL;
@@ -85,13 +83,8 @@ static int run_experiment(const rlt_cli_args *args)
 {
     int rc = RLT_CLI_EXIT_USAGE;
     rlt_diag d = {0};
-    rlt_exp_config *c = NULL;
-    rlt_exp *e = NULL;
-    rlt_exp_result r = {0};
-    rlt_exp_report rep = {0};
-    rlt_str table;
-    rlt_str_init(&table);
-    char dir_buf[512];
+    rlt_experiment *e = NULL;
+    char *table = NULL;
     rlt_status st;
     const char *path = rlt_cli_args_get(args, "config");
     if (!path) {
@@ -99,46 +92,31 @@ static int run_experiment(const rlt_cli_args *args)
                       "examples/experiment_replay.json (its keys: docs/experiment.md)");
         goto cleanup;
     }
-    if ((st = rlt_exp_config_load(path, &c, &d)) != RLT_STATUS_OK) {
+    if ((st = rlt_experiment_open(path, &e, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("--config: %s", d.message);
         rc = exit_for_config(st);
         goto cleanup;
     }
     const char *dir = rlt_cli_args_get(args, "out");
-    if (!dir) dir = rlt_exp_config_out_dir(c, dir_buf, sizeof dir_buf);
-    if ((st = rlt_exp_open(c, &e, &d)) != RLT_STATUS_OK) {
-        rlt_cli_error("--config: %s", d.message);
-        rc = exit_for_config(st);
-        goto cleanup;
-    }
-    if ((st = rlt_mkdir_p(dir, &d)) != RLT_STATUS_OK) {
+    if (!dir) dir = rlt_experiment_out_dir(e);
+    if ((st = rlt_experiment_check_out_dir(dir, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("--out: %s", d.message);
-        rc = RLT_CLI_EXIT_INTERNAL;
-        goto cleanup;
-    }
-    /* found now, not after the runs: a file in the way, a directory we may not write */
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK) != 0) {
-        rlt_cli_error("--out: '%s' is not a directory this process can write into", dir);
-        rc = RLT_CLI_EXIT_USAGE;
+        rc = st == RLT_STATUS_INVALID_ARGUMENT ? RLT_CLI_EXIT_USAGE : RLT_CLI_EXIT_INTERNAL;
         goto cleanup;
     }
     progress_state ps = {.is_tty = isatty(STDERR_FILENO)};
-    rlt_exp_run_opts ro = {.stop = &rlt_cli_stop_requested, .progress = show_progress, .progress_ctx = &ps};
+    rlt_experiment_run_opts ro = {.stop = &rlt_cli_stop_requested, .progress = show_progress, .progress_ctx = &ps};
     rlt_cli_interrupt_catch();
-    rlt_status run_st = rlt_exp_run_all(e, &ro, &r, &d);
+    rlt_status run_st = rlt_experiment_run(e, &ro, &d);
     rlt_cli_interrupt_release();
     if (ps.has_line) fprintf(stderr, "\n");
     rlt_diag wd = {0};
-    rlt_report_files files;
-    rlt_status write_st = RLT_STATUS_OK;
-    bool has_result = r.runs && r.workloads; /* else run_all ran out of memory before any run */
-    if (has_result && (write_st = rlt_exp_report_make(c, &r, &rep, &wd)) == RLT_STATUS_OK)
-        write_st = rlt_report_write(&rep.report, dir, &files, &wd);
+    rlt_experiment_files files;
+    rlt_status write_st = rlt_experiment_write_report(e, dir, &files, &wd);
     if (run_st != RLT_STATUS_OK) {
-        if (write_st == RLT_STATUS_OK && has_result)
+        if (write_st == RLT_STATUS_OK)
             rlt_cli_error("experiment stopped (%s): %s; the report of the %d runs that finished is in %s",
-                          rlt_status_str(run_st), d.message, r.n_runs, dir);
+                          rlt_status_str(run_st), d.message, rlt_experiment_n_runs_done(e), dir);
         else
             rlt_cli_error("experiment stopped (%s): %s", rlt_status_str(run_st), d.message);
         rc = rlt_cli_exit_for(run_st);
@@ -155,23 +133,19 @@ static int run_experiment(const rlt_cli_args *args)
     else if (files.png_problem[0])
         fprintf(stderr, "rltune: note: PNG plots skipped: %s\n", files.png_problem);
     if (rlt_cli_args_has(args, "json")) {
-        rc = print_json(&rep.report, dir);
+        rc = print_json(e, dir);
         goto cleanup;
     }
-    rlt_report_table_md(&rep.report, &table);
-    if (table.has_failed) {
+    if (!(table = rlt_experiment_table_md(e))) {
         rlt_cli_error("out of memory formatting the table");
         rc = RLT_CLI_EXIT_INTERNAL;
         goto cleanup;
     }
-    printf("%s\nreport: %s/report.html (results.json, table.md and the plots beside it)\n", table.data, dir);
+    printf("%s\nreport: %s/report.html (results.json, table.md and the plots beside it)\n", table, dir);
     rc = RLT_CLI_EXIT_OK;
 cleanup:
-    rlt_str_free(&table);
-    rlt_exp_report_free(&rep);
-    rlt_exp_result_free(&r);
-    rlt_exp_close(e);
-    rlt_exp_config_destroy(c);
+    rlt_free(table);
+    rlt_experiment_destroy(e);
     return rc;
 }
 
@@ -195,7 +169,7 @@ const rlt_cli_cmd rlt_cli_cmd_experiment = {
                "that finished; a second Ctrl-C ends at once.\n"
                "stdout: the table (as table.md), or with --json one JSON object: results.json's\n"
                "fields (docs/formats.md) plus \"out\", the output directory.",
-    .n_opts = (int)RLT_ARRAY_LEN(experiment_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(experiment_opts),
     .opts = experiment_opts,
     .run = run_experiment,
 };

@@ -9,10 +9,10 @@
  * that also select the record's target.
  */
 #include "cli/cli.h"
-#include "export/export.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const rlt_cli_opt export_opts[] = {
@@ -33,8 +33,7 @@ static int run_export(const rlt_cli_args *args)
     rlt_op *op = NULL;
     rlt_sched *sched = NULL;
     rlt_record *r = NULL;
-    rlt_str origin;
-    rlt_str_init(&origin);
+    char *origin = NULL, *target = NULL;
     rlt_export_result res;
     rlt_status st;
     int64_t threads;
@@ -52,7 +51,7 @@ static int run_export(const rlt_cli_args *args)
                       "which choose a record");
         goto cleanup;
     }
-    if ((st = rlt_cli_args_int(args, "threads", 1, 1, 256, &threads, &d)) != RLT_STATUS_OK) {
+    if ((st = rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         goto cleanup;
     }
@@ -65,7 +64,8 @@ static int run_export(const rlt_cli_args *args)
         }
         op = in.op;
         sched = in.sched;
-        rlt_str_printf(&origin, "schedule file %s", strcmp(sched_path, "-") == 0 ? "<stdin>" : sched_path);
+        if (asprintf(&origin, "schedule file %s", strcmp(sched_path, "-") == 0 ? "<stdin>" : sched_path) < 0)
+            origin = NULL;
     } else {
         if ((st = rlt_cli_op_load(args, &in.op, &d)) != RLT_STATUS_OK) {
             rlt_cli_error("%s", d.message);
@@ -73,7 +73,7 @@ static int run_export(const rlt_cli_args *args)
             goto cleanup;
         }
         op = in.op;
-        if (!(r = rlt_calloc(1, sizeof *r))) {
+        if (!(r = calloc(1, sizeof *r))) {
             rlt_cli_error("out of memory");
             rc = RLT_CLI_EXIT_INTERNAL;
             goto cleanup;
@@ -84,31 +84,33 @@ static int run_export(const rlt_cli_args *args)
         sched = in.sched;
         if (cc) o.build.cc = cc;
         o.n_threads = r->target.n_threads;
-        rlt_str_printf(&origin, "record %" PRId64 " of %s: %.2f GFLOP/s, %.4f ms, tuner %s\ntarget ", r->id, db_path,
-                       r->gflops, r->time_median_ms, r->tuner);
-        rlt_record_target_key(&r->target, &origin);
-        rlt_str_printf(&origin, "\nconfig %s", r->config[0] ? r->config : "(a bare schedule)");
+        if (!(target = rlt_record_target_text(&r->target)) ||
+            asprintf(&origin, "record %" PRId64 " of %s: %.2f GFLOP/s, %.4f ms, tuner %s\ntarget %s\nconfig %s",
+                     r->id, db_path, r->gflops, r->time_median_ms, r->tuner, target,
+                     r->config[0] ? r->config : "(a bare schedule)") < 0)
+            origin = NULL;
     }
-    if (origin.has_failed) {
+    if (!origin) {
         rlt_cli_error("out of memory");
         rc = RLT_CLI_EXIT_INTERNAL;
         goto cleanup;
     }
-    o.origin = origin.data;
+    o.origin = origin;
     if ((st = rlt_export_kernel(op, sched, &o, &res, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s%s", st == RLT_STATUS_ILLEGAL_SCHEDULE ? "the schedule does not apply: " : "", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    printf("op:      %s\n", op->spec);
-    printf("from:    %s\n", sched_path ? origin.data : db_path);
+    printf("op:      %s\n", rlt_op_spec(op));
+    printf("from:    %s\n", sched_path ? origin : db_path);
     if (r) printf("best:    %.2f GFLOP/s (record %" PRId64 ")\n", r->gflops, r->id);
     printf("wrote:   %s/{%s.h, %s.c, lib%s.so, example.c, Makefile}\n", dir, res.name, res.name, res.name);
     printf("check:   make -C %s run\n", dir);
     rc = RLT_CLI_EXIT_OK;
 cleanup:
-    rlt_str_free(&origin);
-    rlt_free(r);
+    free(origin);
+    rlt_free(target);
+    free(r);
     rlt_cli_input_free(&in);
     return rc;
 }
@@ -125,7 +127,7 @@ const rlt_cli_cmd rlt_cli_cmd_export = {
                "the example without rltune.",
     .details = "Exit status 1 when there is no OK record to export (the message says what to run).\n"
                "Layout and the wrapper's contract: docs/formats.md, \"Exported kernels\".",
-    .n_opts = (int)RLT_ARRAY_LEN(export_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(export_opts),
     .opts = export_opts,
     .run = run_export,
 };

@@ -1,11 +1,10 @@
 /*
  * cmd_gen_dataset.c - `rltune gen-dataset`: writes a shape dataset
- * (rlt_shape_set_generate / _save, policy/shapes.h): every matmul or
+ * (rlt_shape_set_generate / _save, rltune/train.h): every matmul or
  * conv2d shape of the given ranges, or a seeded subset, split by shape into
  * a train and a test part for LoopTune policies. Measures nothing.
  */
 #include "cli/cli.h"
-#include "policy/shapes.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -105,7 +104,7 @@ const rlt_cli_cmd rlt_cli_cmd_gen_dataset = {
                "format: docs/formats.md (\"Shape datasets\").\n"
                "Exit status: 0 written; 2 bad input (an option, a range, an --out that cannot be written);\n"
                "3 internal error (out of memory).",
-    .n_opts = (int)RLT_ARRAY_LEN(gen_dataset_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(gen_dataset_opts),
     .opts = gen_dataset_opts,
     .run = run_gen_dataset,
 };

@@ -1,16 +1,15 @@
 /*
  * cmd_gen_demos.c - `rltune gen-demos`: demonstrations for imitation
- * (rlt_demos_make, policy/imitate.h): searches on some training shapes of
+ * (rlt_demos_make, rltune/train.h): searches on some training shapes of
  * a dataset, then labels more of them with the best trace any search found,
  * every state built, run and checked. Writes the demonstrations file that
  * `rltune imitate` trains on. The first Ctrl-C stops after the shape in
  * flight and writes what was labelled.
  */
 #include "cli/cli.h"
-#include "policy/imitate.h"
-#include "policy/shapes.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const rlt_cli_opt gen_demos_opts[] = {
@@ -87,8 +86,8 @@ static int run_gen_demos(const rlt_cli_args *args)
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    search = rlt_calloc((size_t)set.n, sizeof *search);
-    label = rlt_calloc((size_t)set.n, sizeof *label);
+    search = calloc((size_t)set.n, sizeof *search);
+    label = calloc((size_t)set.n, sizeof *label);
     if (!search || !label) {
         rlt_cli_error("out of memory");
         rc = RLT_CLI_EXIT_INTERNAL;
@@ -131,8 +130,8 @@ static int run_gen_demos(const rlt_cli_args *args)
     rc = RLT_CLI_EXIT_OK;
 cleanup:
     fflush(stdout);
-    rlt_free(label);
-    rlt_free(search);
+    free(label);
+    free(search);
     rlt_demo_set_free(&demos);
     rlt_shape_set_free(&set);
     rlt_policy_destroy(guide);
@@ -159,7 +158,7 @@ const rlt_cli_cmd rlt_cli_cmd_gen_demos = {
                "The file's format: docs/formats.md (\"Demonstrations\").\n"
                "Exit status: 0 written; 1 interrupted before a shape was labelled; 2 bad input (an\n"
                "option, an unreadable dataset or guide); 3 the environment (no compiler, ...).",
-    .n_opts = (int)RLT_ARRAY_LEN(gen_demos_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(gen_demos_opts),
     .opts = gen_demos_opts,
     .run = run_gen_demos,
 };

@@ -1,12 +1,11 @@
 /*
  * cmd_imitate.c - `rltune imitate`: trains a blind LoopTune policy (bc) on
  * a demonstrations file by behaviour cloning (rlt_policy_imitate,
- * policy/imitate.h) and writes it. Measures nothing: seconds of CPU.
+ * rltune/train.h) and writes it. Measures nothing: seconds of CPU.
  */
 #include "cli/cli.h"
-#include "policy/imitate.h"
 
-#include <cJSON.h>
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,31 +27,15 @@ static const rlt_cli_opt imitate_opts[] = {
 static rlt_status load_demos(const char *list, rlt_demo_set *out, rlt_diag *diag)
 {
     *out = (rlt_demo_set){0};
-    char *copy = rlt_strdup(list);
-    rlt_str about;
-    rlt_str_init(&about);
+    char *copy = strdup(list);
     rlt_status st = copy ? RLT_STATUS_OK : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory");
     for (char *path = copy, *next = NULL; st == RLT_STATUS_OK && path; path = next) {
         if ((next = strchr(path, ','))) *next++ = '\0';
         rlt_demo_set one = {0};
-        if ((st = rlt_demo_set_load(path, &one, diag)) != RLT_STATUS_OK) break;
-        rlt_demo *all = rlt_realloc(out->demos, (size_t)(out->n + one.n) * sizeof *all);
-        if (!all) {
-            rlt_demo_set_free(&one);
-            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading %s", path);
-            break;
-        }
-        memcpy(all + out->n, one.demos, (size_t)one.n * sizeof *all);
-        out->demos = all;
-        out->n += one.n;
-        rlt_str_printf(&about, "%s%s: %s", about.len ? " | " : "", path, one.about ? one.about : "no about line");
-        one.n = 0; /* the demonstrations moved */
+        if ((st = rlt_demo_set_load(path, &one, diag)) == RLT_STATUS_OK) st = rlt_demo_set_append(out, &one, path, diag);
         rlt_demo_set_free(&one);
     }
-    if (st == RLT_STATUS_OK && (about.has_failed || !(out->about = rlt_str_take(&about))))
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory");
-    rlt_str_free(&about);
-    rlt_free(copy);
+    free(copy);
     if (st != RLT_STATUS_OK) rlt_demo_set_free(out);
     return st;
 }
@@ -68,12 +51,12 @@ static int print_json(const char *out, const rlt_imitate_report *r)
     cJSON *o = cJSON_CreateObject();
     if (o) {
         cJSON_AddStringToObject(o, "policy", out);
-        cJSON_AddNumberToObject(o, "demos", r->n_demos);
-        cJSON_AddNumberToObject(o, "samples", r->n_samples);
-        cJSON_AddNumberToObject(o, "loss_first", r->loss_first);
-        cJSON_AddNumberToObject(o, "loss_last", r->loss_last);
-        cJSON_AddNumberToObject(o, "accuracy", r->accuracy);
-        cJSON_AddNumberToObject(o, "reproduced", r->n_reproduced);
+        rlt_cli_json_add_number(o, "demos", r->n_demos);
+        rlt_cli_json_add_number(o, "samples", r->n_samples);
+        rlt_cli_json_add_number(o, "loss_first", r->loss_first);
+        rlt_cli_json_add_number(o, "loss_last", r->loss_last);
+        rlt_cli_json_add_number(o, "accuracy", r->accuracy);
+        rlt_cli_json_add_number(o, "reproduced", r->n_reproduced);
     }
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
@@ -125,9 +108,8 @@ static int run_imitate(const rlt_cli_args *args)
     };
     if (st == RLT_STATUS_OK) st = rlt_policy_imitate(&demos, &o, &p, &rep, &d);
     if (st == RLT_STATUS_OK) {
-        rlt_str about;
-        rlt_str_init(&about);
-        rlt_str_printf(&about,
+        char *about = NULL;
+        if (asprintf(&about,
                        "trained by rltune %s imitate\n"
                        "demonstrations: %d (%s)\n"
                        "algo: bc, seed %lld, hidden %s, lr %g, %lld epochs, batch %lld\n"
@@ -135,10 +117,10 @@ static int run_imitate(const rlt_cli_args *args)
                        "%d of %d demonstrations repeated exactly\n",
                        RLTUNE_VERSION, demos.n, demos.about, (long long)seed,
                        hidden_text ? hidden_text : "256,128", lr, (long long)epochs, (long long)batch, rep.n_samples,
-                       rep.loss_first, rep.loss_last, 100 * rep.accuracy, rep.n_reproduced, rep.n_demos);
-        st = about.has_failed ? rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory")
-                              : rlt_policy_set_about(p, about.data, &d);
-        rlt_str_free(&about);
+                       rep.loss_first, rep.loss_last, 100 * rep.accuracy, rep.n_reproduced, rep.n_demos) < 0)
+            about = NULL;
+        st = !about ? rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory") : rlt_policy_set_about(p, about, &d);
+        free(about);
     }
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
@@ -183,7 +165,7 @@ const rlt_cli_cmd rlt_cli_cmd_imitate = {
                "The same file and options give the same policy, bit for bit. docs/policy.md, \"Imitation\".\n"
                "Exit status: 0 written; 2 bad input (an option, an unreadable demonstrations file, a\n"
                "demonstration illegal on its op); 3 internal error (out of memory).",
-    .n_opts = (int)RLT_ARRAY_LEN(imitate_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(imitate_opts),
     .opts = imitate_opts,
     .run = run_imitate,
 };

@@ -1,7 +1,7 @@
 /*
  * cmd_measure.c - `rltune measure`: builds the workload of an op
  * (rlt_workload_create), applies a schedule, and builds, runs, verifies and
- * times the kernel with rlt_measure_nests. Prints a short report, or with
+ * times the kernel with rlt_measure. Prints a short report, or with
  * --json exactly one JSON object on stdout.
  *
  * A kernel that fails (build error, crash, timeout, wrong answer) is still a
@@ -9,12 +9,12 @@
  * environment that cannot build or run anything (3) print nothing on stdout.
  */
 #include "cli/cli.h"
-#include "measure/measure.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const rlt_cli_opt measure_opts[] = {
@@ -38,7 +38,7 @@ static const rlt_cli_opt measure_opts[] = {
 typedef struct report {
     const rlt_cli_input *in;
     const rlt_run_result *r;
-    const rlt_target *target;
+    const rlt_machine *machine;
     const char *compiler;
     char *sched_text; /* owned; NULL with the default schedule */
     const rlt_record *record; /* with --best: the record measured (borrowed), else NULL */
@@ -47,19 +47,12 @@ typedef struct report {
     uint64_t seed;
 } report;
 
-static bool has_parallel_loop(const rlt_nest *nest)
-{
-    for (int l = 0; l < nest->n_loops; l++)
-        if (nest->loops[l].kind == RLT_LOOP_PARALLEL) return true;
-    return false;
-}
-
 static bool was_timed(const rlt_run_result *r) { return r->status == RLT_STATUS_OK && r->n_samples > 0; }
 
 /* A number, or null where JSON has no number for it (inf, nan). */
 static cJSON *add_number(cJSON *o, const char *key, double v, bool is_known)
 {
-    return is_known && isfinite(v) ? cJSON_AddNumberToObject(o, key, v) : cJSON_AddNullToObject(o, key);
+    return is_known && isfinite(v) ? rlt_cli_json_add_number(o, key, v) : cJSON_AddNullToObject(o, key);
 }
 
 /* The result as one JSON object; NULL when out of memory. */
@@ -70,7 +63,7 @@ static char *format_json(const report *rep)
     bool is_ok = true;
     cJSON *o = cJSON_CreateObject();
     if (!o) goto cleanup;
-    is_ok &= cJSON_AddStringToObject(o, "op", rep->in->op->spec) != NULL;
+    is_ok &= cJSON_AddStringToObject(o, "op", rlt_op_spec(rep->in->op)) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "status", rlt_status_str(r->status)) != NULL;
     is_ok &= cJSON_AddBoolToObject(o, "correct", r->is_correct) != NULL;
     cJSON *t = cJSON_AddObjectToObject(o, "time_ms");
@@ -89,26 +82,26 @@ static char *format_json(const report *rep)
     if (rep->record) {
         cJSON *rec = cJSON_AddObjectToObject(o, "record");
         if (!rec) goto cleanup;
-        is_ok &= cJSON_AddNumberToObject(rec, "id", (double)rep->record->id) != NULL;
+        is_ok &= rlt_cli_json_add_number(rec, "id", (double)rep->record->id) != NULL;
         is_ok &= cJSON_AddStringToObject(rec, "db", rep->db_path) != NULL;
         is_ok &= cJSON_AddStringToObject(rec, "config", rep->record->config) != NULL;
-        is_ok &= cJSON_AddNumberToObject(rec, "gflops", rep->record->gflops) != NULL;
+        is_ok &= rlt_cli_json_add_number(rec, "gflops", rep->record->gflops) != NULL;
     } else {
         is_ok &= cJSON_AddNullToObject(o, "record") != NULL;
     }
-    is_ok &= cJSON_AddNumberToObject(o, "threads", rep->n_threads) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "seed", (double)rep->seed) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "number", r->number) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "n_samples", r->n_samples) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "threads", rep->n_threads) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "seed", (double)rep->seed) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "number", r->number) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "n_samples", r->n_samples) != NULL;
     is_ok &= add_number(o, "max_error", r->max_error, true) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "message", r->status == RLT_STATUS_OK ? "" : r->message) != NULL;
-    is_ok &= cJSON_AddNumberToObject(o, "flops", rep->in->op->flops) != NULL;
+    is_ok &= rlt_cli_json_add_number(o, "flops", rlt_op_flops(rep->in->op)) != NULL;
     cJSON *tg = cJSON_AddObjectToObject(o, "target");
     if (!tg) goto cleanup;
-    is_ok &= cJSON_AddStringToObject(tg, "cpu", rep->target->cpu_model) != NULL;
-    is_ok &= cJSON_AddNumberToObject(tg, "cores", rep->target->n_cores) != NULL;
-    is_ok &= cJSON_AddNumberToObject(tg, "vector_floats", rep->target->vector_floats) != NULL;
-    is_ok &= cJSON_AddBoolToObject(tg, "fma", rep->target->has_fma) != NULL;
+    is_ok &= cJSON_AddStringToObject(tg, "cpu", rep->machine->cpu) != NULL;
+    is_ok &= rlt_cli_json_add_number(tg, "cores", rep->machine->n_cores) != NULL;
+    is_ok &= rlt_cli_json_add_number(tg, "vector_floats", rep->machine->vector_floats) != NULL;
+    is_ok &= cJSON_AddBoolToObject(tg, "fma", rep->machine->has_fma) != NULL;
     is_ok &= cJSON_AddStringToObject(o, "compiler", rep->compiler) != NULL;
     is_ok &= add_number(o, "build_s", r->build_s, true) != NULL;
     if (is_ok) text = cJSON_PrintUnformatted(o);
@@ -121,7 +114,7 @@ cleanup:
 static void print_text(const report *rep)
 {
     const rlt_run_result *r = rep->r;
-    printf("op:        %s\n", rep->in->op->spec);
+    printf("op:        %s\n", rlt_op_spec(rep->in->op));
     if (rep->record)
         printf("schedule:  record %" PRId64 " of %s (%.2f GFLOP/s when tuned)\n", rep->record->id, rep->db_path,
                rep->record->gflops);
@@ -134,7 +127,7 @@ static void print_text(const report *rep)
     printf("\n");
     if (was_timed(r)) {
         printf("time:      min %.4f ms, median %.4f ms\n", r->time_min_ms, r->time_median_ms);
-        printf("GFLOP/s:   %.2f (%.4g flops a call)\n", r->gflops, rep->in->op->flops);
+        printf("GFLOP/s:   %.2f (%.4g flops a call)\n", r->gflops, rlt_op_flops(rep->in->op));
         printf("samples:   %d x %d call%s\n", r->n_samples, r->number, r->number == 1 ? "" : "s");
     }
     if (r->status != RLT_STATUS_OK) printf("message:   %s\n", r->message);
@@ -144,8 +137,8 @@ static void print_text(const report *rep)
         printf("build:     %.2f s\n", r->build_s);
     else if (r->status != RLT_STATUS_BUILD_ERROR && r->status != RLT_STATUS_BUILD_TIMEOUT)
         printf("build:     from the compile cache\n");
-    printf("CPU:       %s (%d core%s, %d-float vectors%s)\n", rep->target->cpu_model, rep->target->n_cores,
-           rep->target->n_cores == 1 ? "" : "s", rep->target->vector_floats, rep->target->has_fma ? ", FMA" : "");
+    printf("CPU:       %s (%d core%s, %d-float vectors%s)\n", rep->machine->cpu, rep->machine->n_cores,
+           rep->machine->n_cores == 1 ? "" : "s", rep->machine->vector_floats, rep->machine->has_fma ? ", FMA" : "");
 }
 
 /* Reads and range-checks every numeric option. */
@@ -179,10 +172,7 @@ static int run_measure(const rlt_cli_args *args)
     rlt_diag d = {0};
     rlt_cli_input in = {0};
     rlt_workload *w = NULL;
-    rlt_str compiler, sched_text;
-    rlt_str_init(&compiler);
-    rlt_str_init(&sched_text);
-    char *json = NULL;
+    char *compiler = NULL, *sched_text = NULL, *json = NULL;
     rlt_run_opts ropts;
     uint64_t seed = 0;
     rlt_record *record = NULL;
@@ -205,7 +195,7 @@ static int run_measure(const rlt_cli_args *args)
         goto cleanup;
     }
     if (is_best) {
-        if (!(record = rlt_calloc(1, sizeof *record))) {
+        if (!(record = calloc(1, sizeof *record))) {
             rlt_cli_error("out of memory");
             rc = RLT_CLI_EXIT_INTERNAL;
             goto cleanup;
@@ -223,7 +213,8 @@ static int run_measure(const rlt_cli_args *args)
         goto cleanup;
     }
     rlt_run_result r;
-    st = rlt_measure_nests(w, &bopts, &ropts, 1, &in.nest, &r, &d);
+    const rlt_nest *nest = in.nest;
+    st = rlt_measure(w, &bopts, &ropts, 1, &nest, &r, &d);
     if (st == RLT_STATUS_OK && r.status == RLT_STATUS_IO_ERROR)
         st = rlt_fail(&d, RLT_STATUS_IO_ERROR, "%s", r.message);
     if (st != RLT_STATUS_OK) {
@@ -232,22 +223,22 @@ static int run_measure(const rlt_cli_args *args)
         goto cleanup;
     }
 
-    rlt_target target;
-    rlt_target_detect(&target);
-    rlt_build_describe(&bopts, has_parallel_loop(&in.nest), &compiler);
-    if (in.sched) rlt_sched_print(in.sched, &sched_text);
+    rlt_machine machine;
+    rlt_machine_detect(&machine);
+    compiler = rlt_build_command(&bopts, rlt_nest_is_parallel(in.nest));
+    if (in.sched) sched_text = rlt_sched_text(in.sched);
     report rep = {
         .in = &in,
         .r = &r,
-        .target = &target,
-        .compiler = compiler.data ? compiler.data : "",
-        .sched_text = in.sched ? sched_text.data : NULL,
+        .machine = &machine,
+        .compiler = compiler,
+        .sched_text = sched_text,
         .n_threads = ropts.n_threads,
         .seed = seed,
         .record = record,
         .db_path = db_path,
     };
-    if (compiler.has_failed || sched_text.has_failed) {
+    if (!compiler || (in.sched && !sched_text)) {
         rlt_cli_error("out of memory formatting the result");
         rc = RLT_CLI_EXIT_INTERNAL;
         goto cleanup;
@@ -266,10 +257,10 @@ static int run_measure(const rlt_cli_args *args)
     rc = r.status == RLT_STATUS_OK ? RLT_CLI_EXIT_OK : RLT_CLI_EXIT_KERNEL_FAILED;
 
 cleanup:
-    rlt_free(record);
+    free(record);
     cJSON_free(json);
-    rlt_str_free(&sched_text);
-    rlt_str_free(&compiler);
+    rlt_free(sched_text);
+    rlt_free(compiler);
     rlt_workload_destroy(w);
     rlt_cli_input_free(&in);
     return rc;
@@ -291,7 +282,7 @@ const rlt_cli_cmd rlt_cli_cmd_measure = {
                "time_ms {min, median}, gflops, schedule, schedule_file, record {id, db, config,\n"
                "gflops} (null without --best), threads, seed, number, n_samples, max_error, message,\n"
                "flops, target {cpu, cores, vector_floats, fma}, compiler, build_s (docs/cli.md).",
-    .n_opts = (int)RLT_ARRAY_LEN(measure_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(measure_opts),
     .opts = measure_opts,
     .run = run_measure,
 };

@@ -73,9 +73,9 @@ static char *format_json(const rlt_op_info *ops, int n_ops)
             if (prm->is_required)
                 cJSON_AddNullToObject(po, "default");
             else
-                cJSON_AddNumberToObject(po, "default", (double)prm->default_value);
-            cJSON_AddNumberToObject(po, "min", (double)prm->min_value);
-            cJSON_AddNumberToObject(po, "max", (double)prm->max_value);
+                rlt_cli_json_add_number(po, "default", (double)prm->default_value);
+            rlt_cli_json_add_number(po, "min", (double)prm->min_value);
+            rlt_cli_json_add_number(po, "max", (double)prm->max_value);
         }
     }
     text = cJSON_PrintUnformatted(arr);
@@ -111,7 +111,7 @@ const rlt_cli_cmd rlt_cli_cmd_ops = {
                "range) and an example spec; also how to give a user expression with --expr/--shape.",
     .details = "With --json: an array of {name, summary, example, params: [{key, help, required,\n"
                "default (null when required), min, max}]}.",
-    .n_opts = (int)RLT_ARRAY_LEN(ops_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(ops_opts),
     .opts = ops_opts,
     .run = run_ops,
 };

@@ -7,9 +7,8 @@
  * schedule; with --json one JSON object.
  */
 #include "cli/cli.h"
-#include "policy/search.h"
 
-#include <cJSON.h>
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,10 +76,10 @@ static void describe(const optimize_cfg *c, const rlt_policy *p, char *buf, size
 {
     if (c->policy_path) {
         if (c->rollout.beam_width > 1)
-            snprintf(buf, cap, "policy %s (%s, beam width %d)", c->policy_path, rlt_policy_algo_str(p->algo),
+            snprintf(buf, cap, "policy %s (%s, beam width %d)", c->policy_path, rlt_policy_algo_name(p),
                      c->rollout.beam_width);
         else
-            snprintf(buf, cap, "policy %s (%s, greedy rollout)", c->policy_path, rlt_policy_algo_str(p->algo));
+            snprintf(buf, cap, "policy %s (%s, greedy rollout)", c->policy_path, rlt_policy_algo_name(p));
         return;
     }
     const rlt_env_search_opts *so = &c->search_opts;
@@ -98,17 +97,17 @@ static int print_json(const char *op, const char *method, const rlt_optimize_res
     if (o && trace) {
         cJSON_AddStringToObject(o, "op", op);
         cJSON_AddStringToObject(o, "method", method);
-        cJSON_AddNumberToObject(o, "gflops", r->gflops);
-        cJSON_AddNumberToObject(o, "time_ms", isfinite(r->time_ms) ? r->time_ms : -1);
-        cJSON_AddNumberToObject(o, "start_gflops", r->start_gflops);
+        rlt_cli_json_add_number(o, "gflops", r->gflops);
+        rlt_cli_json_add_number(o, "time_ms", isfinite(r->time_ms) ? r->time_ms : -1);
+        rlt_cli_json_add_number(o, "start_gflops", r->start_gflops);
         for (int i = 0; i < r->n_trace; i++)
             cJSON_AddItemToArray(trace, cJSON_CreateString(rlt_env_action_name(r->trace[i])));
         cJSON_AddItemToObject(o, "trace", trace);
         trace = NULL;
         cJSON_AddStringToObject(o, "schedule", r->schedule);
-        cJSON_AddNumberToObject(o, "wall_s", r->wall_s);
-        cJSON_AddNumberToObject(o, "n_evaluations", (double)r->n_evaluations);
-        cJSON_AddNumberToObject(o, "n_steps", (double)r->n_steps);
+        rlt_cli_json_add_number(o, "wall_s", r->wall_s);
+        rlt_cli_json_add_number(o, "n_evaluations", (double)r->n_evaluations);
+        rlt_cli_json_add_number(o, "n_steps", (double)r->n_steps);
     }
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(trace);
@@ -172,12 +171,12 @@ static int run_optimize(const rlt_cli_args *args)
     char method[512];
     describe(&cfg, policy, method, sizeof method);
     if (rlt_cli_args_has(args, "json"))
-        rc = print_json(op->spec, method, &result);
+        rc = print_json(rlt_op_spec(op), method, &result);
     else
-        print_text(op->spec, method, &result);
+        print_text(rlt_op_spec(op), method, &result);
     const char *save = rlt_cli_args_get(args, "save");
     if (rc == RLT_CLI_EXIT_OK && save &&
-        rlt_file_write(save, result.schedule, strlen(result.schedule), &d) != RLT_STATUS_OK) {
+        rlt_cli_file_write(save, result.schedule, strlen(result.schedule), &d) != RLT_STATUS_OK) {
         fflush(stdout);
         rlt_cli_error("cannot save the schedule: %s", d.message);
         rc = RLT_CLI_EXIT_INTERNAL;
@@ -210,7 +209,7 @@ const rlt_cli_cmd rlt_cli_cmd_optimize = {
                "  rltune optimize --op matmul:M=200,N=152,K=176 --search greedy --lookahead 2 --json\n"
                "Exit status: 0 success; 1 no state ran correctly (0 GFLOP/s); 2 bad input (the op, an\n"
                "option, an unreadable policy or schedule); 3 the environment (no compiler, ...).",
-    .n_opts = (int)RLT_ARRAY_LEN(optimize_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(optimize_opts),
     .opts = optimize_opts,
     .run = run_optimize,
 };

@@ -3,21 +3,21 @@
  * `rltune best` (the fastest OK record of an op on this target), `rltune
  * history` (every record of an op, oldest first, with the best so far) and
  * `rltune records export|import` (the records as JSON lines: each a
- * record's one JSON form, rlt_record_to_json). Also the helpers `export` shares with them: opening --db for
+ * record's one JSON form, rlt_record_json). Also the helpers `export` shares with them: opening --db for
  * reading, the target key of --threads / --cc / --cflags, and finding the
  * best record with a message that says how to make one.
  *
  * Records of one target are comparable; the target key is the one `tune`
- * computes (rlt_tune_target_key), so these commands take the same
+ * records under (rlt_session_target), so these commands take the same
  * --threads / --cc / --cflags as the tune run, or --all-targets.
  */
 #include "cli/cli.h"
-#include "search/tune.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,12 +41,12 @@ int rlt_cli_db_open_read(const rlt_cli_args *args, rlt_db **out, const char **ou
     return st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
 }
 
-int rlt_cli_target_get(const rlt_cli_args *args, rlt_str *out, const char **out_target)
+int rlt_cli_target_get(const rlt_cli_args *args, char **out_target)
 {
     rlt_diag d = {0};
     int64_t threads;
     *out_target = NULL;
-    if (rlt_cli_args_int(args, "threads", 1, 1, 256, &threads, &d) != RLT_STATUS_OK) {
+    if (rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         return RLT_CLI_EXIT_USAGE;
     }
@@ -59,12 +59,16 @@ int rlt_cli_target_get(const rlt_cli_args *args, rlt_str *out, const char **out_
         return RLT_CLI_EXIT_OK;
     }
     rlt_build_opts build = {.cc = rlt_cli_args_get(args, "cc"), .cflags = rlt_cli_args_get(args, "cflags")};
-    rlt_tune_target_key(&build, (int)threads, out);
-    if (out->has_failed) {
+    rlt_record_target t;
+    rlt_status st = rlt_session_target(&build, (int)threads, &t, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_error("%s", d.message);
+        return rlt_cli_exit_for(st);
+    }
+    if (!(*out_target = rlt_record_target_text(&t))) {
         rlt_cli_error("out of memory computing the target key");
         return RLT_CLI_EXIT_INTERNAL;
     }
-    *out_target = out->data;
     return RLT_CLI_EXIT_OK;
 }
 
@@ -72,40 +76,36 @@ int rlt_cli_target_get(const rlt_cli_args *args, rlt_str *out, const char **out_
 static void print_none_found(const char *what, const rlt_op *op, const char *db_path, const char *target,
                              bool has_other_targets)
 {
-    bool is_expr = strcmp(op->kind, "expr") == 0;
+    bool is_expr = strcmp(rlt_op_kind(op), "expr") == 0;
+    const char *spec = rlt_op_spec(op);
     if (has_other_targets)
         rlt_cli_error("no %s for %s in %s on this target (%s); there are some for other targets: pass the "
                       "--threads, --cc and --cflags of the tune run, or --all-targets",
-                      what, op->spec, db_path, target);
+                      what, spec, db_path, target);
     else
-        rlt_cli_error("no %s for %s in %s%s; run 'rltune tune %s%s%s' first", what, op->spec, db_path,
+        rlt_cli_error("no %s for %s in %s%s; run 'rltune tune %s%s%s' first", what, spec, db_path,
                       target ? " on this target" : "", is_expr ? "--expr ... --shape ..." : "--op ",
-                      is_expr ? "" : op->spec, strcmp(db_path, DEFAULT_DB) ? " --db ..." : "");
+                      is_expr ? "" : spec, strcmp(db_path, DEFAULT_DB) ? " --db ..." : "");
 }
 
 int rlt_cli_best_find(const rlt_cli_args *args, const rlt_op *op, rlt_record *out, const char **out_db_path)
 {
     rlt_diag d = {0};
     rlt_db *db = NULL;
-    rlt_str key;
-    rlt_str_init(&key);
-    const char *target = NULL;
+    char *target = NULL, *found_target = NULL;
     bool is_found = false;
-    int rc = rlt_cli_target_get(args, &key, &target);
+    int rc = rlt_cli_target_get(args, &target);
     if (rc != RLT_CLI_EXIT_OK) goto cleanup;
     if ((rc = rlt_cli_db_open_read(args, &db, out_db_path)) != RLT_CLI_EXIT_OK) goto cleanup;
-    rlt_status st = rlt_db_best(db, op->spec, target, out, &is_found, &d);
-    if (st == RLT_STATUS_OK && !is_found && target) st = rlt_db_best(db, op->spec, NULL, out, &is_found, &d);
+    rlt_status st = rlt_db_best(db, rlt_op_spec(op), target, out, &is_found, &d);
+    if (st == RLT_STATUS_OK && !is_found && target) st = rlt_db_best(db, rlt_op_spec(op), NULL, out, &is_found, &d);
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("--db: %s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    rlt_str found_target;
-    rlt_str_init(&found_target);
-    if (is_found) rlt_record_target_key(&out->target, &found_target);
-    bool is_other_target = is_found && target && (!found_target.data || strcmp(found_target.data, target) != 0);
-    rlt_str_free(&found_target);
+    if (is_found) found_target = rlt_record_target_text(&out->target);
+    bool is_other_target = is_found && target && (!found_target || strcmp(found_target, target) != 0);
     if (!is_found || is_other_target) {
         print_none_found("OK record", op, *out_db_path, target, is_found);
         rc = RLT_CLI_EXIT_KERNEL_FAILED;
@@ -114,7 +114,8 @@ int rlt_cli_best_find(const rlt_cli_args *args, const rlt_op *op, rlt_record *ou
     rc = RLT_CLI_EXIT_OK;
 cleanup:
     rlt_db_close(db);
-    rlt_str_free(&key);
+    rlt_free(found_target);
+    rlt_free(target);
     return rc;
 }
 
@@ -129,14 +130,14 @@ static const char *config_cc(const char *config)
 int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *out, const char **out_db_path,
                        const char **out_cc)
 {
-    RLT_ASSERT(in->op && !in->sched);
+    RLT_CLI_ASSERT(in->op && !in->sched);
     int rc = rlt_cli_best_find(args, in->op, out, out_db_path);
     if (rc != RLT_CLI_EXIT_OK) return rc;
     rlt_diag d = {0};
     char source[128];
     snprintf(source, sizeof source, "record %" PRId64 "'s schedule", out->id);
     rlt_status st = rlt_sched_parse(out->schedule, source, &in->sched, &d);
-    if (st == RLT_STATUS_OK) st = rlt_sched_apply(in->sched, in->op, &in->nest, &d);
+    if (st == RLT_STATUS_OK) st = rlt_nest_create(in->op, in->sched, &in->nest, &d);
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("--db: %s: %s", *out_db_path, d.message);
         return rlt_cli_exit_for(st);
@@ -168,9 +169,8 @@ static int run_best(const rlt_cli_args *args)
     int rc = RLT_CLI_EXIT_USAGE;
     rlt_diag d = {0};
     rlt_op *op = NULL;
-    rlt_str text;
-    rlt_str_init(&text);
-    rlt_record *r = rlt_calloc(1, sizeof *r);
+    char *text = NULL;
+    rlt_record *r = calloc(1, sizeof *r);
     const char *db_path = NULL;
     rlt_status st;
     if (!r) {
@@ -185,19 +185,18 @@ static int run_best(const rlt_cli_args *args)
     }
     if ((rc = rlt_cli_best_find(args, op, r, &db_path)) != RLT_CLI_EXIT_OK) goto cleanup;
     if (rlt_cli_args_has(args, "json")) {
-        rlt_record_to_json(r, &text);
-        if (text.has_failed) {
+        if (!(text = rlt_record_json(r))) {
             rlt_cli_error("out of memory formatting the result");
             rc = RLT_CLI_EXIT_INTERNAL;
             goto cleanup;
         }
-        printf("%s\n", text.data);
+        printf("%s\n", text);
     } else {
         char when[64];
         format_when(r->created_s, when, sizeof when);
-        rlt_record_target_key(&r->target, &text);
+        text = rlt_record_target_text(&r->target);
         printf("op:        %s\n", r->spec);
-        printf("target:    %s\n", text.data ? text.data : "");
+        printf("target:    %s\n", text ? text : "");
         printf("best:      %.2f GFLOP/s, %.4f ms (min %.4f ms)%s\n", r->gflops, r->time_median_ms, r->time_min_ms,
                r->is_final ? ", a final pick's measurement" : "");
         printf("config:    %s\n", r->config[0] ? r->config : "(a bare schedule)");
@@ -210,9 +209,9 @@ static int run_best(const rlt_cli_args *args)
     }
     rc = RLT_CLI_EXIT_OK;
 cleanup:
-    rlt_str_free(&text);
+    rlt_free(text);
     rlt_op_destroy(op);
-    rlt_free(r);
+    free(r);
     return rc;
 }
 
@@ -229,7 +228,7 @@ const rlt_cli_cmd rlt_cli_cmd_best = {
                "it (docs/formats.md): v, id, op, target {cpu, vector_floats, threads, weights, codegen,\n"
                "cc}, config, schedule, tuner, status, final, time_ms {min, median}, gflops, seed,\n"
                "build_s, created_s (Unix time), message.",
-    .n_opts = (int)RLT_ARRAY_LEN(best_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(best_opts),
     .opts = best_opts,
     .run = run_best,
 };
@@ -264,17 +263,14 @@ static bool history_visit(const rlt_record *r, void *ctx)
     if (r->status == RLT_STATUS_OK && r->gflops > w->best_gflops) w->best_gflops = r->gflops;
     if (n - 1 < w->first) return true;
     if (w->is_json) {
-        rlt_str text;
-        rlt_str_init(&text);
-        rlt_record_to_json(r, &text);
-        if (text.has_failed) {
+        char *text = rlt_record_json(r);
+        if (!text) {
             w->has_failed = true;
-            rlt_str_free(&text);
             return false;
         }
         printf("%s{\"n\":%" PRId64 ",\"best_gflops\":%.17g,\"record\":%s}", n - 1 > w->first ? "," : "", n,
-               w->best_gflops, text.data);
-        rlt_str_free(&text);
+               w->best_gflops, text);
+        rlt_free(text);
         return true;
     }
     char config[CONFIG_COLUMN_MAX + 1];
@@ -304,9 +300,8 @@ static int run_history(const rlt_cli_args *args)
     rlt_diag d = {0};
     rlt_op *op = NULL;
     rlt_db *db = NULL;
-    rlt_str key;
-    rlt_str_init(&key);
-    const char *target = NULL, *db_path = NULL;
+    char *target = NULL;
+    const char *db_path = NULL;
     int64_t limit;
     rlt_status st;
     bool is_json = rlt_cli_args_has(args, "json");
@@ -319,17 +314,17 @@ static int run_history(const rlt_cli_args *args)
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    if ((rc = rlt_cli_target_get(args, &key, &target)) != RLT_CLI_EXIT_OK) goto cleanup;
+    if ((rc = rlt_cli_target_get(args, &target)) != RLT_CLI_EXIT_OK) goto cleanup;
     if ((rc = rlt_cli_db_open_read(args, &db, &db_path)) != RLT_CLI_EXIT_OK) goto cleanup;
     history_walk w = {.is_counting = true, .is_json = is_json};
-    if ((st = rlt_db_history(db, op->spec, target, history_visit, &w, &d)) != RLT_STATUS_OK) {
+    if ((st = rlt_db_history(db, rlt_op_spec(op), target, history_visit, &w, &d)) != RLT_STATUS_OK) {
         rc = db_error(st, &d);
         goto cleanup;
     }
     int64_t n_total = w.n_seen;
     if (n_total == 0) {
         int64_t n_any = 0;
-        if (target && (st = rlt_db_count(db, op->spec, &n_any, &d)) != RLT_STATUS_OK) {
+        if (target && (st = rlt_db_count(db, rlt_op_spec(op), &n_any, &d)) != RLT_STATUS_OK) {
             rc = db_error(st, &d);
             goto cleanup;
         }
@@ -341,10 +336,10 @@ static int run_history(const rlt_cli_args *args)
     if (is_json) {
         cJSON *head = cJSON_CreateObject();
         char *text = NULL;
-        if (head && cJSON_AddStringToObject(head, "op", op->spec) &&
+        if (head && cJSON_AddStringToObject(head, "op", rlt_op_spec(op)) &&
             (target ? cJSON_AddStringToObject(head, "target", target) != NULL
                     : cJSON_AddNullToObject(head, "target") != NULL) &&
-            cJSON_AddNumberToObject(head, "n_records", (double)n_total))
+            rlt_cli_json_add_number(head, "n_records", (double)n_total))
             text = cJSON_PrintUnformatted(head);
         cJSON_Delete(head);
         if (!text) {
@@ -356,13 +351,13 @@ static int run_history(const rlt_cli_args *args)
         printf("%.*s,\"records\":[", (int)strlen(text) - 1, text);
         cJSON_free(text);
     } else {
-        printf("op:     %s\n", op->spec);
+        printf("op:     %s\n", rlt_op_spec(op));
         printf("target: %s\n", target ? target : "(all targets)");
         printf("records: %" PRId64 "%s, oldest first\n\n", n_total,
                w.first > 0 ? " (the earlier ones are left out by --limit)" : "");
         printf("%5s  %-13s %9s %9s  %-8s %s\n", "n", "status", "GFLOP/s", "best", "tuner", "config");
     }
-    if ((st = rlt_db_history(db, op->spec, target, history_visit, &w, &d)) != RLT_STATUS_OK) {
+    if ((st = rlt_db_history(db, rlt_op_spec(op), target, history_visit, &w, &d)) != RLT_STATUS_OK) {
         rc = db_error(st, &d);
         goto cleanup;
     }
@@ -375,7 +370,7 @@ static int run_history(const rlt_cli_args *args)
     rc = RLT_CLI_EXIT_OK;
 cleanup:
     rlt_db_close(db);
-    rlt_str_free(&key);
+    rlt_free(target);
     rlt_op_destroy(op);
     return rc;
 }
@@ -393,7 +388,7 @@ const rlt_cli_cmd rlt_cli_cmd_history = {
                "n_records (all of them, whatever --limit says), records: an array, oldest first, of\n"
                "{n, best_gflops, record}: n counts from 1 over all records, best_gflops is the best so\n"
                "far, record is the record's JSON object (as 'rltune best --json' prints it).",
-    .n_opts = (int)RLT_ARRAY_LEN(history_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(history_opts),
     .opts = history_opts,
     .run = run_history,
 };
@@ -449,7 +444,7 @@ static int records_export(const rlt_cli_args *args)
             goto cleanup;
         }
     }
-    if ((st = rlt_db_export_jsonl(db, op ? op->spec : NULL, f, &d)) != RLT_STATUS_OK) {
+    if ((st = rlt_db_export_jsonl(db, op ? rlt_op_spec(op) : NULL, f, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
@@ -537,11 +532,11 @@ static int run_records(int argc, char **argv)
         if (!is_help_word(argv[a])) continue;
         if (is_export)
             rlt_cli_usage_print(stdout, "records", records_export_synopsis, "Writes records as JSON lines.",
-                                (int)RLT_ARRAY_LEN(records_export_opts), records_export_opts);
+                                (int)RLT_CLI_ARRAY_LEN(records_export_opts), records_export_opts);
         else if (is_import)
             rlt_cli_usage_print(stdout, "records", records_import_synopsis,
                                 "Adds the records of a JSON-lines file ('-': stdin) not already present.",
-                                (int)RLT_ARRAY_LEN(records_import_opts), records_import_opts);
+                                (int)RLT_CLI_ARRAY_LEN(records_import_opts), records_import_opts);
         else
             print_records_help();
         return RLT_CLI_EXIT_OK;
@@ -551,7 +546,7 @@ static int run_records(int argc, char **argv)
         return RLT_CLI_EXIT_USAGE;
     }
     if (is_export) {
-        if (rlt_cli_args_parse("records export", (int)RLT_ARRAY_LEN(records_export_opts), records_export_opts,
+        if (rlt_cli_args_parse("records export", (int)RLT_CLI_ARRAY_LEN(records_export_opts), records_export_opts,
                                argc - 1, argv + 1, &args, &d) != RLT_STATUS_OK) {
             rlt_cli_error("%s", d.message);
             return RLT_CLI_EXIT_USAGE;
@@ -564,7 +559,7 @@ static int run_records(int argc, char **argv)
                       records_import_synopsis);
         return RLT_CLI_EXIT_USAGE;
     }
-    if (rlt_cli_args_parse("records import", (int)RLT_ARRAY_LEN(records_import_opts), records_import_opts,
+    if (rlt_cli_args_parse("records import", (int)RLT_CLI_ARRAY_LEN(records_import_opts), records_import_opts,
                            argc - 2, argv + 2, &args, &d) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         return RLT_CLI_EXIT_USAGE;
@@ -582,7 +577,7 @@ const rlt_cli_cmd rlt_cli_cmd_records = {
                "the database (same spec, target, config, created_s and status), in one transaction.",
     .details = "import prints \"added N, skipped M\". A malformed line fails the whole import (exit 2,\n"
                "the message names the line) and adds nothing.",
-    .n_opts = (int)RLT_ARRAY_LEN(records_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(records_opts),
     .opts = records_opts,
     .run_words = run_records,
 };

@@ -1,6 +1,6 @@
 /*
  * cmd_train.c - `rltune train`: trains a LoopTune policy (DQN or PPO,
- * src/policy/train.h) on the training part of a shape dataset, every new
+ * rltune/train.h) on the training part of a shape dataset, every new
  * state built, run and checked, and writes the policy (--out), checkpoints
  * (--checkpoint, default OUT.ckpt) and the reward curve (--curve, SVG).
  * --resume continues a checkpoint's run to the total --steps.
@@ -11,13 +11,13 @@
  * gets one summary line, or with --json one JSON object.
  */
 #include "cli/cli.h"
-#include "policy/train.h"
 
-#include <cJSON.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const rlt_cli_opt train_opts[] = {
@@ -54,24 +54,31 @@ static const rlt_cli_opt train_opts[] = {
 /* The command line as given, for the policy's `about`. */
 static char *command_line(const rlt_cli_args *args)
 {
-    rlt_str s;
-    rlt_str_init(&s);
-    rlt_str_append(&s, "rltune train");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *s = open_memstream(&text, &len);
+    if (!s) return NULL;
+    fputs("rltune train", s);
     for (int i = 0; i < args->n_opts; i++) {
         const char *v = args->values[i];
         if (!v) continue;
-        rlt_str_printf(&s, " --%s", args->opts[i].name);
+        fprintf(s, " --%s", args->opts[i].name);
         if (!args->opts[i].metavar) continue;
         bool is_plain = v[0] != '\0' && strpbrk(v, " \t\n'\"\\$`") == NULL;
         if (is_plain) {
-            rlt_str_printf(&s, " %s", v);
+            fprintf(s, " %s", v);
             continue;
         }
-        rlt_str_append(&s, " '");
-        for (const char *c = v; *c; c++) rlt_str_append(&s, *c == '\'' ? "'\\''" : (char[]){*c, '\0'});
-        rlt_str_append(&s, "'");
+        fputs(" '", s);
+        for (const char *c = v; *c; c++) *c == '\'' ? fputs("'\\''", s) : fputc(*c, s);
+        fputs("'", s);
     }
-    return rlt_str_take(&s);
+    bool has_failed = ferror(s);
+    if (fclose(s) != 0 || has_failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 /* OUT with its .rlp replaced by `ext`, or `ext` appended. */
@@ -79,11 +86,8 @@ static char *derived_path(const char *out, const char *ext, bool is_replacing)
 {
     size_t n = strlen(out);
     if (is_replacing && n > 4 && strcmp(out + n - 4, ".rlp") == 0) n -= 4;
-    rlt_str s;
-    rlt_str_init(&s);
-    rlt_str_appendn(&s, out, n);
-    rlt_str_append(&s, ext);
-    return rlt_str_take(&s);
+    char *path = NULL;
+    return asprintf(&path, "%.*s%s", (int)n, out, ext) < 0 ? NULL : path;
 }
 
 /* Whether the directory a file `path` would be written into exists and
@@ -92,9 +96,9 @@ static bool dir_is_writable(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash) return access(".", W_OK) == 0;
-    char *dir = rlt_strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
     bool is_ok = dir && access(dir, W_OK) == 0;
-    rlt_free(dir);
+    free(dir);
     return is_ok;
 }
 
@@ -118,14 +122,13 @@ static int read_opts(const rlt_cli_args *args, rlt_train_opts *o)
         return RLT_CLI_EXIT_USAGE;
     }
     static const char *const required[] = {"dataset", "steps", "out"};
-    for (size_t i = 0; i < RLT_ARRAY_LEN(required); i++)
+    for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(required); i++)
         if (!rlt_cli_args_has(args, required[i])) {
             rlt_cli_error("--%s is required (rltune train --dataset FILE --steps N --out FILE)", required[i]);
             return RLT_CLI_EXIT_USAGE;
         }
     const char *algo = rlt_cli_args_get(args, "algo");
-    rlt_policy_algo a;
-    if (algo && (!rlt_policy_algo_from_str(algo, &a) || a == RLT_POLICY_ALGO_BC)) {
+    if (algo && strcmp(algo, "dqn") != 0 && strcmp(algo, "ppo") != 0) {
         rlt_cli_error("--algo: unknown algorithm '%.64s' (dqn, ppo; bc policies come from rltune imitate)", algo);
         return RLT_CLI_EXIT_USAGE;
     }
@@ -158,7 +161,9 @@ typedef struct progress_ctx {
 static void show_progress(const rlt_train_progress *p, void *ctx)
 {
     progress_ctx *pc = ctx;
-    uint64_t now = rlt_time_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     bool is_last = p->n_steps_done >= p->n_steps_total;
     if (!pc->is_tty || (!is_last && !p->is_checkpoint && (double)(now - pc->last_ns) * 1e-9 < PROGRESS_EVERY_S))
         return;
@@ -185,19 +190,19 @@ static char *format_json(const rlt_train_stats *s, const rlt_train_opts *o, cons
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->seed);
     is_ok &= cJSON_AddStringToObject(j, "algo", s->algo) != NULL;
     is_ok &= cJSON_AddStringToObject(j, "dataset", o->dataset_name) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "train_shapes", s->n_train_shapes) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "train_shapes", s->n_train_shapes) != NULL;
     is_ok &= cJSON_AddStringToObject(j, "seed", seed) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "steps", (double)s->n_steps) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "steps_total", (double)o->n_steps) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "steps_resumed", (double)s->n_steps_resumed) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "episodes", (double)s->n_episodes) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "updates", (double)s->n_updates) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "wall_s", s->wall_s) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "n_evaluations", (double)s->n_evaluations) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "n_cache_hits", (double)s->n_cache_hits) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "mean_return_first", s->mean_return_first) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "mean_return_last", s->mean_return_last) != NULL;
-    is_ok &= cJSON_AddNumberToObject(j, "mean_return_recent", s->mean_return_recent) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "steps", (double)s->n_steps) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "steps_total", (double)o->n_steps) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "steps_resumed", (double)s->n_steps_resumed) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "episodes", (double)s->n_episodes) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "updates", (double)s->n_updates) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "wall_s", s->wall_s) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "n_evaluations", (double)s->n_evaluations) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "n_cache_hits", (double)s->n_cache_hits) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "mean_return_first", s->mean_return_first) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "mean_return_last", s->mean_return_last) != NULL;
+    is_ok &= rlt_cli_json_add_number(j, "mean_return_recent", s->mean_return_recent) != NULL;
     is_ok &= cJSON_AddBoolToObject(j, "interrupted", s->is_interrupted) != NULL;
     is_ok &= cJSON_AddStringToObject(j, "policy", out_path) != NULL;
     is_ok &= cJSON_AddStringToObject(j, "checkpoint", o->checkpoint_path) != NULL;
@@ -235,9 +240,9 @@ static int run_train(const rlt_cli_args *args)
     rlt_train_opts o = {0};
     if ((rc = read_opts(args, &o)) != RLT_CLI_EXIT_OK) goto cleanup;
     const char *out_path = rlt_cli_args_get(args, "out");
-    ckpt = rlt_cli_args_has(args, "checkpoint") ? rlt_strdup(rlt_cli_args_get(args, "checkpoint"))
+    ckpt = rlt_cli_args_has(args, "checkpoint") ? strdup(rlt_cli_args_get(args, "checkpoint"))
                                                 : derived_path(out_path, ".ckpt", false);
-    curve = rlt_cli_args_has(args, "curve") ? rlt_strdup(rlt_cli_args_get(args, "curve"))
+    curve = rlt_cli_args_has(args, "curve") ? strdup(rlt_cli_args_get(args, "curve"))
                                             : derived_path(out_path, ".svg", true);
     cmd = command_line(args);
     if (!ckpt || !curve || !cmd) {
@@ -251,7 +256,7 @@ static int run_train(const rlt_cli_args *args)
         goto cleanup;
     }
     const char *const outputs[][2] = {{"--out", out_path}, {"--checkpoint", ckpt}, {"--curve", curve}};
-    for (size_t i = 0; i < RLT_ARRAY_LEN(outputs); i++)
+    for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(outputs); i++)
         if (!dir_is_writable(outputs[i][1])) {
             rlt_cli_error("%s: cannot write '%s': its directory does not exist or is not writable", outputs[i][0],
                           outputs[i][1]);
@@ -305,9 +310,9 @@ cleanup:
     cJSON_free(json);
     rlt_policy_destroy(policy);
     rlt_shape_set_free(&set);
-    rlt_free(ckpt);
-    rlt_free(curve);
-    rlt_free(cmd);
+    free(ckpt);
+    free(curve);
+    free(cmd);
     return rc;
 }
 
@@ -326,7 +331,7 @@ const rlt_cli_cmd rlt_cli_cmd_train = {
                "  rltune train --dataset mm.shapes --algo dqn --steps 20000 --out looptune.rlp\n"
                "  rltune train --dataset mm.shapes --steps 40000 --out looptune.rlp --resume looptune.rlp.ckpt\n"
                "More in docs/cli.md and docs/training.md.\n",
-    .n_opts = (int)RLT_ARRAY_LEN(train_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(train_opts),
     .opts = train_opts,
     .run = run_train,
 };

@@ -5,7 +5,7 @@
  * found (or the session's JSON with --json).
  *
  * With --measure replay:FILE the measurements are answered from a dataset
- * (search/replay.h) instead: nothing is compiled or run, no records are
+ * ('rltune dataset') instead: nothing is compiled or run, no records are
  * written, and the tuners search only the dataset's configurations.
  *
  * On a terminal a progress line is redrawn after every batch; when stdout
@@ -17,7 +17,6 @@
  * (rlt_cli_measure_opts_get), the progress line and the Ctrl-C handling.
  */
 #include "cli/cli.h"
-#include "search/tune.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -87,17 +86,17 @@ void rlt_cli_progress_show(const rlt_tune_progress *p, void *ctx)
     fflush(stdout);
 }
 
-int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_tune_opts *o)
+int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_session_options *o)
 {
     rlt_diag d = {0};
     int64_t batch, threads, repeat;
     double min_repeat_ms, timeout_s;
     rlt_status st;
-    if ((st = rlt_cli_args_int(args, "batch", 16, 1, 256, &batch, &d)) ||
-        (st = rlt_cli_args_int(args, "threads", 1, 1, 256, &threads, &d)) ||
-        (st = rlt_cli_args_int(args, "repeat", 3, 1, 1000, &repeat, &d)) ||
-        (st = rlt_cli_args_double(args, "min-repeat-ms", 10, 0, true, 1e6, &min_repeat_ms, &d)) ||
-        (st = rlt_cli_args_double(args, "timeout", 10, 0, true, 1e6, &timeout_s, &d))) {
+    if ((st = rlt_cli_args_int(args, "batch", o->batch_size, 1, 256, &batch, &d)) ||
+        (st = rlt_cli_args_int(args, "threads", o->n_threads, 1, RLT_MAX_THREADS, &threads, &d)) ||
+        (st = rlt_cli_args_int(args, "repeat", o->run.repeat, 1, 1000, &repeat, &d)) ||
+        (st = rlt_cli_args_double(args, "min-repeat-ms", o->run.min_repeat_ms, 0, true, 1e6, &min_repeat_ms, &d)) ||
+        (st = rlt_cli_args_double(args, "timeout", o->run.timeout_s, 0, true, 1e6, &timeout_s, &d))) {
         rlt_cli_error("%s", d.message);
         return RLT_CLI_EXIT_USAGE;
     }
@@ -125,7 +124,7 @@ static int measure_mode_get(const rlt_cli_args *args, const char **out_replay_pa
     }
     /* nothing is run in a replay: options about running would be ignored */
     static const char *const live_only[] = {"db", "repeat", "min-repeat-ms", "timeout"};
-    for (size_t i = 0; i < RLT_ARRAY_LEN(live_only); i++)
+    for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(live_only); i++)
         if (rlt_cli_args_has(args, live_only[i])) {
             rlt_cli_error("--%s cannot be combined with --measure replay: a replay %s", live_only[i],
                           i == 0 ? "stores no records" : "runs nothing");
@@ -193,7 +192,7 @@ static void print_report(const rlt_session_summary *r, const rlt_session_options
     if (r->n_final > 0) {
         bool is_same = strcmp(r->best_config, r->tuning_best_config) == 0;
         printf("final:     the %d best measured again, %d round%s of %d samples of >= %g ms each: %s\n", r->n_final,
-               r->final_rounds, r->final_rounds == 1 ? "" : "s", RLT_TUNE_FINAL_REPEAT, RLT_TUNE_FINAL_MIN_MS,
+               r->final_rounds, r->final_rounds == 1 ? "" : "s", r->final_repeat, r->final_min_repeat_ms,
                is_same ? "tuning's best stays" : "another one is faster");
         if (!is_same)
             printf("           (tuning's best had measured %.2f GFLOP/s: %s)\n", r->tuning_best_gflops,
@@ -217,19 +216,18 @@ static int run_tune(const rlt_cli_args *args)
     char *json = NULL;
     int64_t trials, seed, early, n_final, n_seeds;
     const char *replay_path = NULL, *db_path = NULL;
-    rlt_tune_opts m = {0};
     rlt_session_options o;
-    rlt_session_options_init(&o);
+    rlt_session_options_init(&o); /* the defaults the help text states */
     rlt_status st;
-    if ((st = rlt_cli_args_int(args, "trials", 200, 1, 1000000, &trials, &d)) ||
+    if ((st = rlt_cli_args_int(args, "trials", o.n_trials, 1, 1000000, &trials, &d)) ||
         (st = rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d)) ||
         (st = rlt_cli_args_int(args, "early-stopping", 0, 1, 1000000, &early, &d)) ||
-        (st = rlt_cli_args_int(args, "final", 4, 0, 64, &n_final, &d)) ||
-        (st = rlt_cli_args_int(args, "seeds", RLT_TUNE_SEEDS, 0, 64, &n_seeds, &d))) {
+        (st = rlt_cli_args_int(args, "final", o.n_final, 0, 64, &n_final, &d)) ||
+        (st = rlt_cli_args_int(args, "seeds", o.n_seeds, 0, 64, &n_seeds, &d))) {
         rlt_cli_error("%s", d.message);
         goto cleanup;
     }
-    if ((rc = rlt_cli_measure_opts_get(args, &m)) != RLT_CLI_EXIT_OK) goto cleanup;
+    if ((rc = rlt_cli_measure_opts_get(args, &o)) != RLT_CLI_EXIT_OK) goto cleanup;
     rc = RLT_CLI_EXIT_USAGE;
     if (!rlt_cli_args_has(args, "early-stopping")) early = 0;
     const char *tuner = rlt_cli_args_get(args, "tuner");
@@ -273,12 +271,8 @@ static int run_tune(const rlt_cli_args *args)
                            .unit = "trials"};
     o.tuner = tuner;
     o.n_trials = (int)trials;
-    o.batch_size = m.batch_size;
     o.early_stopping = (int)early;
     o.seed = (uint64_t)seed;
-    o.n_threads = m.n_threads;
-    o.build = m.build;
-    o.run = m.run;
     o.db_path = db_path;
     o.replay_path = replay_path;
     o.transfer_path = rlt_cli_args_get(args, "transfer");
@@ -392,7 +386,7 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
                "before its first proposal: on the same workload, or on another of the same op kind\n"
                "(ktune's transfer between layers; bandit needs the same knob choices).\n"
                "Hyper-parameters: 'rltune tuners' lists them with their defaults.",
-    .n_opts = (int)RLT_ARRAY_LEN(tune_opts),
+    .n_opts = (int)RLT_CLI_ARRAY_LEN(tune_opts),
     .opts = tune_opts,
     .run = run_tune,
 };

@@ -2,13 +2,19 @@
  * input.c - what `show` and `measure` work on: the op named by --op or by
  * --expr / --shape, the schedule from --schedule (a file, or stdin for '-'),
  * and the nest the schedule makes of the op (rlt_cli_input_load). Also the
- * shared error printer and the status-to-exit-code rule.
+ * shared error printer, the status-to-exit-code rule, and reading and
+ * writing the command's files.
  */
 #include "cli/cli.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void rlt_cli_error(const char *fmt, ...)
 {
@@ -18,6 +24,23 @@ void rlt_cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+cJSON *rlt_cli_json_add_number(cJSON *object, const char *name, double v)
+{
+    cJSON *item = NULL;
+    if (isfinite(v)) {
+        char text[40];
+        rlt_format_double(v, text, sizeof text);
+        item = cJSON_CreateRaw(text);
+    } else {
+        item = cJSON_CreateNull();
+    }
+    if (item && !cJSON_AddItemToObject(object, name, item)) {
+        cJSON_Delete(item);
+        item = NULL;
+    }
+    return item;
 }
 
 int rlt_cli_exit_for(rlt_status status)
@@ -34,11 +57,69 @@ int rlt_cli_exit_for(rlt_status status)
     }
 }
 
-/* Reads all of stdin as text, with rlt_file_read's size limit (a schedule
- * piped from an endless source is refused, not read forever). */
-static rlt_status read_stdin(char **out_text, size_t *out_len, rlt_diag *diag)
+/* Files the command reads are small: a schedule or config piped from an
+ * endless source is refused, not read forever. */
+#define TEXT_READ_MAX_BYTES (64 << 20)
+
+rlt_status rlt_cli_text_read(const char *path, char **out_text, rlt_diag *diag)
 {
-    return rlt_file_read("/dev/stdin", out_text, out_len, diag);
+    *out_text = NULL;
+    bool is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f) return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot open '%s': %s", path, strerror(errno));
+    size_t len = 0, cap = 4096;
+    char *text = malloc(cap);
+    bool is_oom = !text, is_too_big = false;
+    while (!is_oom) {
+        if (len + 1 >= cap) {
+            char *grown = cap < TEXT_READ_MAX_BYTES ? realloc(text, cap * 2) : NULL;
+            is_too_big = cap >= TEXT_READ_MAX_BYTES;
+            is_oom = !grown && !is_too_big;
+            if (!grown) break;
+            text = grown;
+            cap *= 2;
+        }
+        size_t n = fread(text + len, 1, cap - len - 1, f);
+        if (n == 0) break;
+        len += n;
+    }
+    rlt_status st = RLT_STATUS_OK;
+    if (is_oom)
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading '%s'", name);
+    else if (is_too_big)
+        st = rlt_fail(diag, RLT_STATUS_IO_ERROR, "'%s' is larger than %d MiB: not read", name,
+                      TEXT_READ_MAX_BYTES >> 20);
+    else if (ferror(f))
+        st = rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot read '%s': %s", name, strerror(errno));
+    else if ((text[len] = '\0', strlen(text) != len))
+        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "%s: holds a NUL byte: not a text file", name);
+    if (!is_stdin) fclose(f);
+    if (st != RLT_STATUS_OK) {
+        free(text);
+        return st;
+    }
+    *out_text = text;
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_cli_file_write(const char *path, const char *data, size_t len, rlt_diag *diag)
+{
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "path too long: '%s'", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot create '%s': %s", tmp, strerror(errno));
+    bool is_written = fwrite(data, 1, len, f) == len;
+    int saved_errno = errno;
+    is_written &= fclose(f) == 0;
+    if (!is_written || rename(tmp, path) != 0) {
+        if (is_written) saved_errno = errno;
+        remove(tmp);
+        return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot write '%s': %s", path, strerror(saved_errno));
+    }
+    return RLT_STATUS_OK;
 }
 
 rlt_status rlt_cli_op_load(const rlt_cli_args *args, rlt_op **out, rlt_diag *diag)
@@ -72,23 +153,11 @@ rlt_status rlt_cli_op_load(const rlt_cli_args *args, rlt_op **out, rlt_diag *dia
 
 static rlt_status load_sched(const char *source, rlt_sched **out, rlt_diag *diag)
 {
-    rlt_status st = RLT_STATUS_OK;
+    if (strcmp(source, "-") != 0) return rlt_sched_load(source, out, diag);
     char *text = NULL;
-    size_t len = 0;
-    if (strcmp(source, "-") != 0) {
-        st = rlt_sched_load(source, out, diag);
-        goto cleanup;
-    }
-    st = read_stdin(&text, &len, diag);
-    if (st != RLT_STATUS_OK) goto cleanup;
-    if (memchr(text, '\0', len) != NULL) {
-        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "<stdin>: not a text file");
-        goto cleanup;
-    }
-    st = rlt_sched_parse(text, "<stdin>", out, diag);
-
-cleanup:
-    rlt_free(text);
+    rlt_status st = rlt_cli_text_read(source, &text, diag);
+    if (st == RLT_STATUS_OK) st = rlt_sched_parse(text, "<stdin>", out, diag);
+    free(text);
     return st;
 }
 
@@ -105,14 +174,14 @@ rlt_status rlt_cli_input_load(const rlt_cli_args *args, rlt_cli_input *out, rlt_
             rlt_diag_prefix(diag, "--schedule");
             goto cleanup;
         }
-        st = rlt_sched_apply(out->sched, out->op, &out->nest, diag);
+        st = rlt_nest_create(out->op, out->sched, &out->nest, diag);
         if (st != RLT_STATUS_OK) {
             bool is_stdin = strcmp(out->sched_source, "-") == 0;
             rlt_diag_prefix(diag, "--schedule: %s", is_stdin ? "<stdin>" : out->sched_source);
             goto cleanup;
         }
     } else {
-        rlt_nest_init(&out->nest, out->op);
+        st = rlt_nest_create(out->op, NULL, &out->nest, diag);
     }
 
 cleanup:
@@ -128,8 +197,10 @@ cleanup:
 
 void rlt_cli_input_free(rlt_cli_input *in)
 {
+    rlt_nest_destroy(in->nest);
     rlt_sched_destroy(in->sched);
     rlt_op_destroy(in->op);
+    in->nest = NULL;
     in->sched = NULL;
     in->op = NULL;
 }
@@ -173,17 +244,17 @@ int rlt_cli_env_start(const rlt_cli_args *args, const rlt_op *op, const rlt_env_
     const char *path = rlt_cli_args_get(args, "schedule");
     *out = NULL;
     rlt_status st = RLT_STATUS_OK;
-    if (path && (st = rlt_text_file_read(path, &text, &d)) != RLT_STATUS_OK) {
+    if (path && (st = rlt_cli_text_read(path, &text, &d)) != RLT_STATUS_OK) {
         rlt_diag_prefix(&d, "--schedule");
         st = RLT_STATUS_INVALID_ARGUMENT; /* a missing file is bad input */
     }
-    if (st == RLT_STATUS_OK) st = rlt_env_create(op->spec, opts, &env, &d);
+    if (st == RLT_STATUS_OK) st = rlt_env_create(rlt_op_spec(op), opts, &env, &d);
     if (st == RLT_STATUS_OK) {
         fflush(stdout); /* the runner forks: nothing buffered may be written twice */
         st = text ? rlt_env_reset_schedule(env, text, &d) : rlt_env_reset(env, &d);
         if (st != RLT_STATUS_OK && text) rlt_diag_prefix(&d, "--schedule %s", path);
     }
-    rlt_free(text);
+    free(text);
     if (st != RLT_STATUS_OK) {
         rlt_env_destroy(env);
         rlt_cli_error("%s", d.message);

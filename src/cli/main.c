@@ -46,7 +46,7 @@ static const char exit_status_text[] =
 
 static const rlt_cli_cmd *find_command(const char *name)
 {
-    for (size_t i = 0; i < RLT_ARRAY_LEN(commands); i++)
+    for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(commands); i++)
         if (strcmp(commands[i]->name, name) == 0) return commands[i];
     return NULL;
 }
@@ -60,7 +60,7 @@ static void print_main_help(FILE *f)
             "       rltune --version\n\n"
             "commands:\n",
             RLTUNE_VERSION);
-    for (size_t i = 0; i < RLT_ARRAY_LEN(commands); i++)
+    for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(commands); i++)
         fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->brief);
     fprintf(f, "  %-12s %s\n\n", "help", "print the usage of a command");
     fprintf(f, "%s\n", exit_status_text);
@@ -87,7 +87,7 @@ static void list_commands(char *buf, size_t cap)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < RLT_ARRAY_LEN(commands) && used + 1 < cap; i++) {
+    for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(commands) && used + 1 < cap; i++) {
         int w = snprintf(buf + used, cap - used, "%s, ", commands[i]->name);
         if (w < 0) break;
         used += (size_t)w;

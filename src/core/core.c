@@ -492,6 +492,14 @@ void rlt_log(rlt_log_level level, const char *fmt, ...)
 
 /* ---- parsing helpers ---------------------------------------------------- */
 
+void rlt_format_double(double v, char *buf, size_t cap)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, cap, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
 bool rlt_parse_i64(const char *s, int64_t *out)
 {
     if (!s || !*s) return false;

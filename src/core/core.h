@@ -34,14 +34,7 @@ _Noreturn void rlt_assert_fail(const char *cond, const char *file, int line);
 
 /* ---- diagnostics -------------------------------------------------------- */
 
-/* Records a failure in `diag` (may be NULL) and returns `status`, so that a
- * function can end with `return rlt_fail(diag, RLT_STATUS_..., "...", ...)`.
- * The first failure recorded wins: a caller adding context uses
- * rlt_diag_prefix instead. */
-rlt_status rlt_fail(rlt_diag *diag, rlt_status status, const char *fmt, ...) RLT_PRINTF(3, 4);
-
-/* Puts "<prefix>: " in front of the message already in `diag`. */
-void rlt_diag_prefix(rlt_diag *diag, const char *fmt, ...) RLT_PRINTF(2, 3);
+/* rlt_fail and rlt_diag_prefix are public (rltune/base.h). */
 
 /* ---- allocation --------------------------------------------------------- */
 
@@ -163,6 +156,7 @@ void rlt_log(rlt_log_level level, const char *fmt, ...) RLT_PRINTF(2, 3);
 /* Parses a whole decimal integer (optional sign); false if `s` is not one or
  * it overflows int64. */
 bool rlt_parse_i64(const char *s, int64_t *out);
+/* rlt_format_double (exact number text) is public: rltune/base.h. */
 bool rlt_is_ident_start(int c);
 bool rlt_is_ident_char(int c);
 

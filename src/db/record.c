@@ -10,6 +10,8 @@
  */
 #include "db/db.h"
 
+#include "core/json_number.h"
+
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -194,24 +196,8 @@ bool rlt_record_problem(const rlt_record *r, char *buf, size_t cap)
 
 /* ---- JSON, format v2 -------------------------------------------------------- */
 
-/* The shortest of %.15g, %.16g, %.17g that reads back as exactly `v`
- * (%.17g always does). cJSON's own printer is not used for numbers: it
- * accepts 15 digits that read back within one ulp, which would change a
- * time or a created_s on its way through a file. */
-static void format_double(double v, char *buf, size_t cap)
-{
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(buf, cap, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v) return;
-    }
-}
-
-static bool add_real(cJSON *o, const char *name, double v)
-{
-    char num[40];
-    format_double(v, num, sizeof num);
-    return cJSON_AddRawToObject(o, name, num) != NULL;
-}
+/* Numbers are written exactly (json_number.h), not by cJSON's printer. */
+static bool add_real(cJSON *o, const char *name, double v) { return rlt_json_add_number(o, name, v) != NULL; }
 
 static bool add_int(cJSON *o, const char *name, int64_t v)
 {

@@ -251,7 +251,7 @@ uint64_t rlt_nest_hash(const rlt_nest *nest);
 #define RLT_MAX_UNROLL_EXTENT 256   /* one unrolled loop */
 #define RLT_MAX_UNROLL_PRODUCT 4096 /* copies of the innermost body: bounds code size */
 #define RLT_MAX_ACC_FLOATS 16384    /* accumulator tile (64 KiB on the stack) */
-#define RLT_MAX_THREADS 256
+/* RLT_MAX_THREADS (the most run-time threads) is public: rltune/schedule.h. */
 
 /* The variable a split or fuse turned `var` into, or -1 while it is a loop:
  * for a split, the outer and inner halves; for a fuse, the fused variable. */

@@ -32,6 +32,30 @@ void rlt_demo_set_free(rlt_demo_set *s)
     *s = (rlt_demo_set){0};
 }
 
+rlt_status rlt_demo_set_append(rlt_demo_set *dst, rlt_demo_set *src, const char *src_name, rlt_diag *diag)
+{
+    rlt_str about;
+    rlt_str_init(&about);
+    if (dst->about) rlt_str_printf(&about, "%s | ", dst->about);
+    rlt_str_printf(&about, "%s: %s", src_name, src->about ? src->about : "no about line");
+    rlt_demo *all = rlt_realloc(dst->demos, (size_t)(dst->n + src->n) * sizeof *all);
+    char *joined = about.has_failed ? NULL : rlt_str_take(&about);
+    rlt_str_free(&about);
+    if (all) dst->demos = all; /* grown, or the same: dst stays whole either way */
+    if (!all || !joined) {
+        rlt_free(joined);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory joining the demonstrations of %s", src_name);
+    }
+    memcpy(all + dst->n, src->demos, (size_t)src->n * sizeof *all);
+    dst->n += src->n;
+    src->n = 0; /* the demonstrations (their op specs) moved */
+    rlt_free(src->demos);
+    src->demos = NULL;
+    rlt_free(dst->about);
+    dst->about = joined;
+    return RLT_STATUS_OK;
+}
+
 /* Appends a demonstration (op_spec copied); *cap is the array's room. */
 static rlt_status demo_push(rlt_demo_set *s, int *cap, const char *op_spec, double gflops, double start_gflops,
                             const int *trace, int n_trace, rlt_diag *diag)

@@ -26,6 +26,8 @@ const char *rlt_policy_algo_str(rlt_policy_algo algo)
     return "unknown";
 }
 
+const char *rlt_policy_algo_name(const rlt_policy *p) { return rlt_policy_algo_str(p->algo); }
+
 bool rlt_policy_algo_from_str(const char *name, rlt_policy_algo *out)
 {
     if (strcmp(name, "dqn") == 0) *out = RLT_POLICY_ALGO_DQN;

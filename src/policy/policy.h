@@ -46,9 +46,7 @@ const char *rlt_policy_algo_str(rlt_policy_algo algo);
 /* false when the name is none of them. */
 bool rlt_policy_algo_from_str(const char *name, rlt_policy_algo *out);
 
-#define RLT_POLICY_MAX_HIDDEN 4
-#define RLT_POLICY_DEFAULT_HIDDEN_1 256
-#define RLT_POLICY_DEFAULT_HIDDEN_2 128
+/* RLT_POLICY_MAX_HIDDEN and the default layer sizes: rltune/policy.h. */
 
 typedef struct rlt_policy {
     rlt_policy_algo algo;
@@ -66,8 +64,7 @@ typedef struct rlt_policy {
 rlt_status rlt_policy_create(rlt_policy_algo algo, int n_hidden, const int *hidden, uint64_t seed,
                              rlt_policy **out, rlt_diag *diag);
 
-/* Replaces p->about with a copy of `text` (NULL clears it). OUT_OF_MEMORY. */
-rlt_status rlt_policy_set_about(rlt_policy *p, const char *text, rlt_diag *diag);
+/* rlt_policy_set_about: rltune/policy.h. */
 
 /* The network's outputs for n_rows observations obs [n_rows x
  * RLT_ENV_OBS_LEN] into out [n_rows x RLT_ENV_N_ACTIONS], with the actions
@@ -96,9 +93,8 @@ rlt_status rlt_policy_put(const rlt_policy *p, bool with_optimiser, rlt_agent_fi
  * algo, networks of the wrong shape; PARSE_ERROR, OUT_OF_MEMORY. */
 rlt_status rlt_policy_get(const rlt_agent_file *f, bool with_optimiser, rlt_policy **out, rlt_diag *diag);
 
-/* A policy file: rlt_policy_put into a new agent file, written atomically;
- * and back. Errors as rlt_agent_file_save / _load and rlt_policy_get. */
-rlt_status rlt_policy_save(const rlt_policy *p, const char *path, rlt_diag *diag);
+/* rlt_policy_save (a policy file: rlt_policy_put into a new agent file,
+ * written atomically; rlt_policy_load reads it back): rltune/policy.h. */
 
 /* A blind env for `op_spec`: an env (rltune.h) whose evaluator scores
  * every state 0 at once, building nothing, with a peak of 1: for walking a

@@ -65,51 +65,6 @@
 
 #include "policy/policy.h"
 
-typedef enum rlt_env_search_kind {
-    RLT_ENV_SEARCH_GREEDY = 0, /* lookahead: the best first move of the best path of `lookahead` moves */
-    RLT_ENV_SEARCH_BEAM = 1,   /* breadth-first beam of beam_width states, ranked by measured GFLOP/s */
-    RLT_ENV_SEARCH_RANDOM = 2, /* random legal walks from the start, until time_budget_s */
-} rlt_env_search_kind;
-
-/* "greedy", "beam", "random"; "unknown" otherwise. */
-const char *rlt_env_search_kind_str(rlt_env_search_kind kind);
-/* false when the name is none of them. */
-bool rlt_env_search_kind_from_str(const char *name, rlt_env_search_kind *out);
-
-#define RLT_ENV_SEARCH_MAX_BEAM 64 /* the largest beam_width */
-
-/* Options; zero means the default. Every field is checked whatever the kind. */
-typedef struct rlt_env_search_opts {
-    rlt_env_search_kind kind;
-    int max_steps;        /* actions from the start, 0..RLT_OPTIMIZE_MAX_TRACE; 0 = 10. greedy and beam: the
-                             depth; random: a walk's length */
-    int lookahead;        /* greedy: moves looked ahead, 1 or 2; 0 = 1 */
-    int beam_width;       /* beam: 1..RLT_ENV_SEARCH_MAX_BEAM; 0 = 2 */
-    double time_budget_s; /* random: > 0, required; greedy and beam: 0 = none, else they stop when it is spent */
-    int max_walks;        /* random: >= 0; > 0 stops after this many walks even within the budget */
-    uint64_t seed;        /* random: the walks */
-} rlt_env_search_opts;
-
-/* Searches from env's current state (reset by the caller, episode not
- * over). Every new state is measured by the env, batched with
- * rlt_env_prefetch; the steps that follow are cache look-ups. The searches
- * step clones of env (destroyed before returning), so the states they
- * evaluate stay in env's family cache.
- *
- * `out` is overwritten (zeroed first: free an earlier result before
- * passing it again): the best state evaluated (rlt_optimize_result_take,
- * with the actions from the start to it), start_gflops, wall_s,
- * n_evaluations (states the family evaluated during the search) and
- * n_steps (every rlt_env_step, lookaheads and cursor moves included); free
- * with rlt_optimize_result_free. On success env is left at the best state
- * (rlt_env_restore: its step count and history are those of that state's
- * path).
- *
- * Errors: INVALID_ARGUMENT naming the option out of range, or when env was
- * not reset or its episode is over; the env's (a failed evaluator: what it
- * had evaluated stays cached), OUT_OF_MEMORY. On error env is left at its
- * start state and out holds nothing to free. Threads: as the env's family. */
-rlt_status rlt_env_search(rlt_env *env, const rlt_env_search_opts *opts, rlt_optimize_result *out,
-                          rlt_diag *diag);
+/* The searches' types and rlt_env_search are public: rltune/policy.h. */
 
 #endif /* RLT_POLICY_SEARCH_H */

@@ -11,6 +11,8 @@
  */
 #include "report/report.h"
 
+#include "core/json_number.h"
+
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
@@ -111,7 +113,7 @@ void rlt_report_plot_free(rlt_report_plot *p)
 
 static cJSON *num_or_null(double v, bool is_known)
 {
-    return is_known && isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+    return is_known && isfinite(v) ? rlt_json_number(v) : cJSON_CreateNull();
 }
 
 /* Adds item to obj under key; false when item is NULL (out of memory). */
@@ -134,7 +136,7 @@ static bool put_metrics(const rlt_report *rep, int w, cJSON *arr)
         if (!push(arr, m)) return false;
         bool has = s->n_runs > 0;
         is_ok &= put(m, "tuner", cJSON_CreateString(rep->tuners[t].label));
-        is_ok &= put(m, "runs", cJSON_CreateNumber(s->n_runs));
+        is_ok &= put(m, "runs", rlt_json_number(s->n_runs));
         cJSON *best = cJSON_CreateObject();
         is_ok &= put(m, "best_gflops", best);
         if (best) {
@@ -147,24 +149,24 @@ static bool put_metrics(const rlt_report *rep, int w, cJSON *arr)
         for (int f = 0; reach && f < RLT_REPORT_N_REACH; f++) {
             cJSON *x = cJSON_CreateObject();
             if (!push(reach, x)) return false;
-            is_ok &= put(x, "fraction", cJSON_CreateNumber(rlt_report_reach_fractions[f]));
+            is_ok &= put(x, "fraction", rlt_json_number(rlt_report_reach_fractions[f]));
             is_ok &= put(x, "median_measurements", num_or_null(s->reach_median[f], has && s->is_reached[f]));
-            is_ok &= put(x, "runs_reached", cJSON_CreateNumber(s->n_reached[f]));
+            is_ok &= put(x, "runs_reached", rlt_json_number(s->n_reached[f]));
         }
         cJSON *wall = cJSON_CreateObject();
         is_ok &= put(m, "wall_s", wall);
         if (wall) {
             is_ok &= put(wall, "median", num_or_null(s->wall_median_s, has));
-            is_ok &= put(wall, "total", cJSON_CreateNumber(s->wall_total_s));
+            is_ok &= put(wall, "total", rlt_json_number(s->wall_total_s));
         }
         cJSON *tuner_time = cJSON_CreateObject();
         is_ok &= put(m, "tuner_s", tuner_time);
         if (tuner_time) {
             is_ok &= put(tuner_time, "median", num_or_null(s->tuner_median_s, has));
-            is_ok &= put(tuner_time, "total", cJSON_CreateNumber(s->tuner_total_s));
+            is_ok &= put(tuner_time, "total", rlt_json_number(s->tuner_total_s));
         }
-        is_ok &= put(m, "failed", cJSON_CreateNumber(s->n_failed));
-        is_ok &= put(m, "n_absent", cJSON_CreateNumber(s->n_absent));
+        is_ok &= put(m, "failed", rlt_json_number(s->n_failed));
+        is_ok &= put(m, "n_absent", rlt_json_number(s->n_absent));
     }
     return is_ok;
 }
@@ -189,9 +191,9 @@ static bool put_workloads(const rlt_report *rep, cJSON *root)
             is_ok &= put(o, "dataset_info", ds);
             if (ds) {
                 is_ok &= put(ds, "complete", cJSON_CreateBool(k->dataset_info.is_complete));
-                is_ok &= put(ds, "n_configs", cJSON_CreateNumber(k->dataset_info.n_configs));
+                is_ok &= put(ds, "n_configs", rlt_json_number(k->dataset_info.n_configs));
                 is_ok &= put(ds, "fixed", cJSON_CreateString(k->dataset_info.fixed));
-                is_ok &= put(ds, "n_threads", cJSON_CreateNumber(k->dataset_info.n_threads));
+                is_ok &= put(ds, "n_threads", rlt_json_number(k->dataset_info.n_threads));
             }
         } else {
             is_ok &= put(o, "dataset_info", cJSON_CreateNull());
@@ -199,7 +201,7 @@ static bool put_workloads(const rlt_report *rep, cJSON *root)
         cJSON *best = cJSON_CreateObject();
         is_ok &= put(o, "best_known", best);
         if (best) {
-            is_ok &= put(best, "gflops", cJSON_CreateNumber(k->best_known_gflops));
+            is_ok &= put(best, "gflops", rlt_json_number(k->best_known_gflops));
             is_ok &= put(best, "source", cJSON_CreateString(k->best_known_source));
         }
         is_ok &= put(o, "plot", cJSON_CreateString(file));
@@ -219,13 +221,13 @@ static bool put_runs(const rlt_report *rep, cJSON *root)
         double known = rep->workloads[run->workload].best_known_gflops;
         cJSON *o = cJSON_CreateObject();
         if (!push(arr, o)) return false;
-        is_ok &= put(o, "workload", cJSON_CreateNumber(run->workload));
+        is_ok &= put(o, "workload", rlt_json_number(run->workload));
         is_ok &= put(o, "op", cJSON_CreateString(rep->workloads[run->workload].spec));
         is_ok &= put(o, "tuner", cJSON_CreateString(rep->tuners[run->tuner].label));
-        is_ok &= put(o, "seed", cJSON_CreateNumber((double)run->seed));
+        is_ok &= put(o, "seed", rlt_json_number((double)run->seed));
         is_ok &= put(o, "carried_agent", cJSON_CreateBool(run->had_agent));
-        is_ok &= put(o, "trials", cJSON_CreateNumber(run->n_trials));
-        is_ok &= put(o, "best_gflops", cJSON_CreateNumber(run->best_gflops));
+        is_ok &= put(o, "trials", rlt_json_number(run->n_trials));
+        is_ok &= put(o, "best_gflops", rlt_json_number(run->best_gflops));
         is_ok &= put(o, "best_config",
                      run->best_gflops > 0 ? cJSON_CreateString(run->best_config) : cJSON_CreateNull());
         cJSON *reach = cJSON_CreateArray();
@@ -234,17 +236,17 @@ static bool put_runs(const rlt_report *rep, cJSON *root)
             int at = rlt_report_reach(run->curve, run->n_trials, known, rlt_report_reach_fractions[f]);
             is_ok &= push(reach, num_or_null(at, at > 0));
         }
-        is_ok &= put(o, "wall_s", cJSON_CreateNumber(run->wall_s));
-        is_ok &= put(o, "tuner_s", cJSON_CreateNumber(run->tuner_s));
-        is_ok &= put(o, "measured", cJSON_CreateNumber(run->n_measured));
-        is_ok &= put(o, "from_records", cJSON_CreateNumber(run->n_from_db));
-        is_ok &= put(o, "failed", cJSON_CreateNumber(run->n_failed));
-        is_ok &= put(o, "n_absent", cJSON_CreateNumber(run->n_absent));
+        is_ok &= put(o, "wall_s", rlt_json_number(run->wall_s));
+        is_ok &= put(o, "tuner_s", rlt_json_number(run->tuner_s));
+        is_ok &= put(o, "measured", rlt_json_number(run->n_measured));
+        is_ok &= put(o, "from_records", rlt_json_number(run->n_from_db));
+        is_ok &= put(o, "failed", rlt_json_number(run->n_failed));
+        is_ok &= put(o, "n_absent", rlt_json_number(run->n_absent));
         is_ok &= put(o, "stopped_early", cJSON_CreateBool(run->was_stopped_early));
         is_ok &= put(o, "space_exhausted", cJSON_CreateBool(run->was_exhausted));
         cJSON *curve = cJSON_CreateArray();
         is_ok &= put(o, "curve", curve);
-        for (int k = 0; curve && k < run->n_trials; k++) is_ok &= push(curve, cJSON_CreateNumber(run->curve[k]));
+        for (int k = 0; curve && k < run->n_trials; k++) is_ok &= push(curve, rlt_json_number(run->curve[k]));
     }
     return is_ok;
 }
@@ -272,33 +274,33 @@ char *rlt_report_json(const rlt_report *rep)
     if (!root) return NULL;
     bool is_ok = true;
     is_ok &= put(root, "format", cJSON_CreateString("rltune-experiment-results"));
-    is_ok &= put(root, "v", cJSON_CreateNumber(RLT_REPORT_FORMAT_VERSION));
+    is_ok &= put(root, "v", rlt_json_number(RLT_REPORT_FORMAT_VERSION));
     is_ok &= put(root, "name", cJSON_CreateString(rep->name));
     is_ok &= put(root, "description", cJSON_CreateString(rep->description));
     is_ok &= put(root, "config_file", cJSON_CreateString(rep->config_path));
     is_ok &= put(root, "measure", cJSON_CreateString(rep->is_replay ? "replay" : "live"));
     is_ok &= put(root, "db", str_or_null(rep->db));
-    is_ok &= put(root, "trials", cJSON_CreateNumber(rep->n_trials));
-    is_ok &= put(root, "batch", cJSON_CreateNumber(rep->batch_size));
+    is_ok &= put(root, "trials", rlt_json_number(rep->n_trials));
+    is_ok &= put(root, "batch", rlt_json_number(rep->batch_size));
     is_ok &= put(root, "early_stopping", num_or_null(rep->early_stopping, rep->early_stopping > 0));
     cJSON *seeds = cJSON_CreateArray();
     is_ok &= put(root, "seeds", seeds);
     for (int s = 0; seeds && s < rep->n_seeds; s++)
-        is_ok &= push(seeds, cJSON_CreateNumber((double)rep->seeds[s]));
+        is_ok &= push(seeds, rlt_json_number((double)rep->seeds[s]));
     cJSON *machine = cJSON_CreateObject();
     is_ok &= put(root, "machine", machine);
     if (machine) {
         is_ok &= put(machine, "cpu", cJSON_CreateString(rep->machine.cpu_model));
-        is_ok &= put(machine, "cores", cJSON_CreateNumber(rep->machine.n_cores));
-        is_ok &= put(machine, "vector_floats", cJSON_CreateNumber(rep->machine.vector_floats));
+        is_ok &= put(machine, "cores", rlt_json_number(rep->machine.n_cores));
+        is_ok &= put(machine, "vector_floats", rlt_json_number(rep->machine.vector_floats));
         is_ok &= put(machine, "fma", cJSON_CreateBool(rep->machine.has_fma));
     }
     cJSON *fractions = cJSON_CreateArray();
     is_ok &= put(root, "reach_fractions", fractions);
     for (int f = 0; fractions && f < RLT_REPORT_N_REACH; f++)
-        is_ok &= push(fractions, cJSON_CreateNumber(rlt_report_reach_fractions[f]));
-    is_ok &= put(root, "runs_planned", cJSON_CreateNumber(rep->n_runs_planned));
-    is_ok &= put(root, "runs_done", cJSON_CreateNumber(rep->n_runs));
+        is_ok &= push(fractions, rlt_json_number(rlt_report_reach_fractions[f]));
+    is_ok &= put(root, "runs_planned", rlt_json_number(rep->n_runs_planned));
+    is_ok &= put(root, "runs_done", rlt_json_number(rep->n_runs));
     is_ok &= put(root, "interrupted", cJSON_CreateBool(rep->was_stopped));
     is_ok &= put_tuners(rep, root) && put_workloads(rep, root) && put_runs(rep, root);
     char *text = NULL;

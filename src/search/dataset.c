@@ -10,6 +10,8 @@
  */
 #include "search/dataset.h"
 
+#include "core/json_number.h"
+
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,23 +31,23 @@ static char *info_to_json(const rlt_dataset_info *info)
     snprintf(seed, sizeof seed, "%" PRIu64, info->seed);
     cJSON *o = cJSON_CreateObject();
     bool is_ok = o != NULL;
-    is_ok = is_ok && cJSON_AddNumberToObject(o, "v", RLT_DATASET_FORMAT_VERSION);
+    is_ok = is_ok && rlt_json_add_number(o, "v", RLT_DATASET_FORMAT_VERSION);
     is_ok = is_ok && cJSON_AddStringToObject(o, "spec", info->spec);
     is_ok = is_ok && cJSON_AddStringToObject(o, "target", info->target);
-    is_ok = is_ok && cJSON_AddNumberToObject(o, "n_threads", info->n_threads);
-    is_ok = is_ok && cJSON_AddNumberToObject(o, "vector_floats", info->vector_floats);
+    is_ok = is_ok && rlt_json_add_number(o, "n_threads", info->n_threads);
+    is_ok = is_ok && rlt_json_add_number(o, "vector_floats", info->vector_floats);
     is_ok = is_ok && cJSON_AddBoolToObject(o, "has_clang", info->has_clang);
-    is_ok = is_ok && cJSON_AddNumberToObject(o, "space_version", RLT_SPACE_VERSION);
+    is_ok = is_ok && rlt_json_add_number(o, "space_version", RLT_SPACE_VERSION);
     is_ok = is_ok && cJSON_AddStringToObject(o, "space_size", size);
     is_ok = is_ok && cJSON_AddStringToObject(o, "fixed", info->fixed);
     if (info->n_valid >= 0)
-        is_ok = is_ok && cJSON_AddNumberToObject(o, "n_valid", (double)info->n_valid);
+        is_ok = is_ok && rlt_json_add_number(o, "n_valid", (double)info->n_valid);
     else
         is_ok = is_ok && cJSON_AddNullToObject(o, "n_valid");
     is_ok = is_ok && cJSON_AddBoolToObject(o, "is_complete", info->is_complete);
-    is_ok = is_ok && cJSON_AddNumberToObject(o, "n_samples", info->n_samples);
+    is_ok = is_ok && rlt_json_add_number(o, "n_samples", info->n_samples);
     is_ok = is_ok && cJSON_AddStringToObject(o, "seed", seed);
-    is_ok = is_ok && cJSON_AddNumberToObject(o, "n_configs", info->n_configs);
+    is_ok = is_ok && rlt_json_add_number(o, "n_configs", info->n_configs);
     char *text = is_ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return text;
@@ -306,7 +308,7 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
                       RLT_DATASET_MAX_SAMPLES, o.n_samples);
         goto cleanup;
     }
-    if ((st = rlt_tune_target(&o.build, o.n_threads, &target, diag)) != RLT_STATUS_OK) goto cleanup;
+    if ((st = rlt_session_target(&o.build, o.n_threads, &target, diag)) != RLT_STATUS_OK) goto cleanup;
     rlt_record_target_key(&target, &target_key);
     if (target_key.has_failed || target_key.len >= sizeof info.target) {
         st = rlt_fail(diag, target_key.has_failed ? RLT_STATUS_OUT_OF_MEMORY : RLT_STATUS_INVALID_ARGUMENT,
@@ -405,5 +407,32 @@ cleanup:
     *out_info = info;
     rlt_free(plan);
     rlt_str_free(&target_key);
+    return st;
+}
+
+rlt_status rlt_dataset_measure(const rlt_op *op, const char *path, const rlt_dataset_opts *opts,
+                               rlt_dataset_info *out_info, rlt_dataset_result *out, rlt_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    memset(out_info, 0, sizeof *out_info);
+    rlt_db *db = NULL;
+    rlt_tune_result r = {0};
+    rlt_status st = rlt_db_open(path, &(rlt_db_opts){0}, &db, diag);
+    if (st == RLT_STATUS_OK) st = rlt_dataset_build(op, db, path, opts, out_info, &r, diag);
+    *out = (rlt_dataset_result){
+        .n_done = r.n_trials,
+        .n_measured = r.n_measured,
+        .n_from_records = r.n_from_db,
+        .n_failed = r.n_failed,
+        .was_stopped = r.was_stopped,
+        .best_gflops = r.best_gflops,
+        .best_time_ms = r.best_time_ms,
+        .wall_s = r.wall_s,
+        .measurements_per_s = r.measurements_per_s,
+    };
+    copy_text(out->best_config, sizeof out->best_config, r.best_config);
+    copy_text(out->best_cc, sizeof out->best_cc, r.best_cc);
+    rlt_tune_result_free(&r);
+    rlt_db_close(db);
     return st;
 }

@@ -26,46 +26,14 @@
 #define RLT_DATASET_FORMAT_VERSION 1
 #define RLT_DATASET_META_KEY "dataset"      /* its key in rltune_meta */
 #define RLT_DATASET_PROPOSER "dataset"      /* the `tuner` of its records */
-/* Default sample size: enough that runs of a few hundred to a thousand
- * trials explore a small part of it (a tuner that exhausts the sample
- * only finds the sample's best), and about 15 to 30 minutes of measuring
- * for a small op on two cores (docs/datasets.md). */
-#define RLT_DATASET_DEFAULT_SAMPLES 4096
-#define RLT_DATASET_MAX_SAMPLES 1000000
+/* RLT_DATASET_DEFAULT_SAMPLES and RLT_DATASET_MAX_SAMPLES: rltune/session.h. */
 /* Spaces of at most this many configurations (valid or not) are
  * enumerated, so their valid ones are counted exactly and a dataset of
  * all of them is complete; larger ones are sampled by rejection. Checking
  * a configuration costs 1 to 6 us: enumerating takes seconds at most. */
 #define RLT_DATASET_ENUMERATE_MAX (UINT64_C(1) << 21)
 
-/* What the "dataset" meta value says. */
-typedef struct rlt_dataset_info {
-    char spec[512];       /* canonical op spec */
-    char target[512];     /* the target key its records are filed under */
-    int n_threads;        /* of the space and the measurements */
-    int vector_floats;    /* of the space: the measuring machine's vector width */
-    bool has_clang;       /* whether the space had the cc knob */
-    char fixed[512];      /* the knobs held at one choice ("cc=gcc;vec=j*16", space.h's fixings); "" none */
-    uint64_t space_size;  /* configurations of the space (of its sub-space when knobs are fixed), valid or not */
-    int64_t n_valid;      /* valid configurations; -1 when the space was too large to count */
-    bool is_complete;     /* the dataset is every valid configuration */
-    int n_samples;        /* the sample size asked for */
-    uint64_t seed;        /* of the sample and of the measuring order */
-    int n_configs;        /* configurations the dataset holds once finished */
-} rlt_dataset_info;
-
-typedef struct rlt_dataset_opts {
-    int n_samples;            /* 0 = RLT_DATASET_DEFAULT_SAMPLES */
-    const char *fix;          /* knobs to hold at one choice ("knob=value;..."; NULL or "": none) */
-    uint64_t seed;
-    int batch_size;           /* as rlt_tune_opts */
-    int n_threads;
-    rlt_build_opts build;
-    rlt_run_opts run;
-    const volatile sig_atomic_t *stop; /* stop after the batch in flight; run again to go on */
-    rlt_tune_progress_fn progress;
-    void *progress_ctx;
-} rlt_dataset_opts;
+/* rlt_dataset_info and rlt_dataset_opts are public: rltune/session.h. */
 
 /* The configurations a dataset of `space` (unrestricted) measures, in
  * measuring order, from the sub-space `fixing` leaves (NULL: the whole

@@ -32,7 +32,7 @@ static double seconds_since(uint64_t start_ns) { return (double)(rlt_time_ns() -
 
 /* ---- the target records are filed under ---------------------------------- */
 
-rlt_status rlt_tune_target(const rlt_build_opts *build, int n_threads, rlt_record_target *out, rlt_diag *diag)
+rlt_status rlt_session_target(const rlt_build_opts *build, int n_threads, rlt_record_target *out, rlt_diag *diag)
 {
     memset(out, 0, sizeof *out);
     rlt_target t;

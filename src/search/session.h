@@ -157,11 +157,7 @@ rlt_status rlt_measurer_recorded_create(rlt_db *db, const rlt_op *op, const rlt_
 
 void rlt_measurer_destroy(rlt_measurer *m); /* NULL ok */
 
-/* The target a session's records are filed under: this machine's CPU and
- * vector width, the run's threads, the code's version, the compiler and
- * flags. Records of one target are comparable. Errors: OUT_OF_MEMORY,
- * INVALID_ARGUMENT for a compiler command line too long for a record. */
-rlt_status rlt_tune_target(const rlt_build_opts *build, int n_threads, rlt_record_target *out, rlt_diag *diag);
+/* rlt_session_target (rltune/session.h): the target a session records under. */
 
 /* ---- the session ------------------------------------------------------------- */
 

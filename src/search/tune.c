@@ -17,7 +17,7 @@
 void rlt_tune_target_key(const rlt_build_opts *build, int n_threads, rlt_str *out)
 {
     rlt_record_target t;
-    if (rlt_tune_target(build, n_threads, &t, NULL) != RLT_STATUS_OK) {
+    if (rlt_session_target(build, n_threads, &t, NULL) != RLT_STATUS_OK) {
         out->has_failed = true;
         return;
     }
@@ -352,7 +352,7 @@ rlt_status rlt_tune_start(const rlt_op *op, const rlt_tune_opts *opts, rlt_sessi
     rlt_str_init(&target_key);
     rlt_status st = normalise(op, opts, &o, diag);
     if (st == RLT_STATUS_OK) st = run_space(op, &o, &space, diag);
-    if (st == RLT_STATUS_OK) st = rlt_tune_target(&o.build, o.n_threads, &target, diag);
+    if (st == RLT_STATUS_OK) st = rlt_session_target(&o.build, o.n_threads, &target, diag);
     if (st != RLT_STATUS_OK) goto done;
     rlt_record_target_key(&target, &target_key);
     if (target_key.has_failed) {

@@ -104,7 +104,7 @@ typedef struct rlt_tune_opts {
 #define RLT_TUNE_SEEDS 8         /* rule-built configurations `rltune tune` measures first */
 
 /* That target's key text (rlt_record_target_key), appended to out;
- * out->has_failed when rlt_tune_target fails. */
+ * out->has_failed when rlt_session_target fails. */
 void rlt_tune_target_key(const rlt_build_opts *build, int n_threads, rlt_str *out);
 
 /* The session `opts` describe, ready for its first step (session.h): the

@@ -430,6 +430,26 @@ const char *const *rlt_tuner_names(void)
     return names;
 }
 
+const char *rlt_tuner_summary(const char *tuner)
+{
+    static const struct {
+        const char *name, *summary;
+    } summaries[] = {
+        {"random", "uniformly random configurations, never one twice"},
+        {"grid", "every configuration in index order"},
+        {"ga", "AutoTVM's genetic algorithm: elitism, two-point crossover, mutation"},
+        {"xgb", "AutoTVM's XGBoost tuner, regression objective, simulated annealing over the model"},
+        {"xgb-rank", "the same with the pairwise rank objective (the default tuner)"},
+        {"ga-dqn", "ga with a DQN choosing the crossover point and one choosing the mutation"},
+        {"dqn", "ktune's multi-step DQN: -1/0/+1 per knob over episodes"},
+        {"bandit", "ktune's one-step contextual bandit (PPO-clip over whole configurations)"},
+        {"ppo", "Chameleon: PPO walkers over the XGBoost model, k-means adaptive sampling"},
+    };
+    for (size_t i = 0; i < RLT_ARRAY_LEN(summaries); i++)
+        if (strcmp(summaries[i].name, tuner) == 0) return summaries[i].summary;
+    return "";
+}
+
 bool rlt_tuner_is_known(const char *name)
 {
     for (size_t i = 0; i < RLT_ARRAY_LEN(all_ops); i++)

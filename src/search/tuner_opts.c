@@ -120,6 +120,21 @@ bool rlt_tuner_opt_applies(const rlt_tuner_opt_info *info, const char *tuner)
     return false;
 }
 
+int rlt_tuner_param_count(void) { return N_OPTS; }
+
+rlt_tuner_param rlt_tuner_param_at(int i)
+{
+    if (i < 0 || i >= N_OPTS) return (rlt_tuner_param){0};
+    const rlt_tuner_opt_info *info = &opt_table[i];
+    return (rlt_tuner_param){.name = info->name, .tuners = info->tuners, .def = info->def, .help = info->help};
+}
+
+bool rlt_tuner_reads_param(const char *tuner, const char *name)
+{
+    const rlt_tuner_opt_info *info = rlt_tuner_opt_find(name);
+    return info && rlt_tuner_opt_applies(info, tuner);
+}
+
 rlt_status rlt_tuner_opts_set(rlt_tuner_opts *o, const char *key, const char *value, rlt_diag *diag)
 {
     const rlt_tuner_opt_info *info = rlt_tuner_opt_find(key);

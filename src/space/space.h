@@ -47,6 +47,7 @@
 #ifndef RLT_SPACE_H
 #define RLT_SPACE_H
 
+#include "rltune/records.h" /* rlt_config_key_get */
 #include "sched/sched.h"
 
 #define RLT_SPACE_MAX_KNOBS 40
@@ -150,10 +151,8 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
 
 /* A key's fields read as text, without its space (what stored records
  * need: the compiler a configuration chose, a key with a knob left out).
- * get: the value of field `name` ("cc") into buf; false when the key has no
- * such field or its value does not fit. without: the key with field `name`
- * left out, appended to out. */
-bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap);
+ * rlt_config_key_get (rltune/records.h) reads one field. without: the key
+ * with field `name` left out, appended to out. */
 void rlt_config_key_without(const char *key, const char *name, rlt_str *out);
 
 /* ---- fixings: a sub-space with some knobs held at one choice ------------

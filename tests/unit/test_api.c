@@ -7,6 +7,7 @@
  * last error. Nothing here includes a src/ header. */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,26 +16,13 @@
 
 #include "../common/tmp.h"
 
-static char temp_dir[64];
+/* The test's own directory (tmp.h), made when a test first needs it. */
+static char temp_dir[] = "/tmp/rlt_api_XXXXXX";
 
-static void remove_temp_dir(void)
-{
-    if (temp_dir[0]) tmp_remove_tree(temp_dir);
-}
+TestSuite(api, .fini = tmp_dir_remove_used, .timeout = 300);
 
-TestSuite(api, .fini = remove_temp_dir, .timeout = 300);
-
-static char *temp_path(const char *name)
-{
-    if (!temp_dir[0]) {
-        char *dir = tmp_dir_make("/tmp/rlt_api_XXXXXX");
-        snprintf(temp_dir, sizeof temp_dir, "%s", dir);
-        free(dir);
-    }
-    char *path = malloc(256);
-    snprintf(path, 256, "%s/%s", temp_dir, name);
-    return path;
-}
+/* A path in the test's own directory, in tmp_path_in's buffers. */
+static const char *temp_path(const char *name) { return tmp_path_in(tmp_dir_use(temp_dir), name); }
 
 static rlt_op *op_of(const char *spec)
 {
@@ -148,10 +136,13 @@ Test(api, nests_check_each_step_and_print_their_tree_and_c)
     char *tree = rlt_nest_tree(plain);
     cr_assert_str_eq(tree, "for i in 0..16\n  for j in 0..16\n    for k in 0..16  reduce\n      C[i,j] += A[i,k] * B[k,j]\n");
     rlt_free(tree);
-    char *code = NULL;
-    cr_assert_eq(rlt_nest_c_source(plain, &code, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_assert(strstr(code, "void rlt_k_"), "%s", code);
-    rlt_free(code);
+    rlt_c_source c;
+    cr_assert_eq(rlt_nest_c_source(plain, &c, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(strstr(c.code, "void rlt_k_"), "%s", c.code);
+    cr_assert(strstr(c.code, c.symbol), "%s not in %s", c.symbol, c.code);
+    cr_assert_not(c.needs_openmp);
+    cr_assert_not(rlt_nest_is_parallel(plain));
+    rlt_free(c.code);
     rlt_sched *bad = NULL;
     cr_assert_eq(rlt_sched_parse("vectorize k\n", "bad.sched", &bad, &d), RLT_STATUS_OK);
     rlt_nest *n = (rlt_nest *)&n;
@@ -262,7 +253,7 @@ static void expect_refused(const rlt_op *op, const rlt_session_options *o, rlt_s
 Test(api, a_session_names_the_option_it_refuses)
 {
     rlt_op *op = op_of("matmul:M=16,N=16,K=16");
-    char *db = temp_path("s.db"), *junk = temp_path("junk.json");
+    const char *db = temp_path("s.db"), *junk = temp_path("junk.json");
     tmp_file_write_text(junk, "[1, 2]");
     rlt_session_options o = small_options(db);
     o.tuner = "annealing";
@@ -297,15 +288,13 @@ Test(api, a_session_names_the_option_it_refuses)
     o.policy_path = junk;
     expect_refused(op, &o, RLT_OPTION_POLICY, "junk.json");
     cr_assert_eq(access(db, F_OK), -1, "a refused session made its database");
-    free(db);
-    free(junk);
     rlt_op_destroy(op);
 }
 
 Test(api, a_session_steps_to_its_end_and_says_where_it_stands)
 {
     rlt_op *op = op_of("matmul:M=16,N=16,K=16");
-    char *db = temp_path("steps.db");
+    const char *db = temp_path("steps.db");
     rlt_session_options o = small_options(db);
     rlt_session *s = NULL;
     rlt_diag d = {0};
@@ -350,6 +339,114 @@ Test(api, a_session_steps_to_its_end_and_says_where_it_stands)
     cr_assert_eq(rlt_db_count(rdb, rlt_op_spec(op), &n, &d), RLT_STATUS_OK);
     cr_assert_eq(n, 12);
     rlt_db_close(rdb);
-    free(db);
     rlt_op_destroy(op);
+}
+
+/* A dataset measured through the API, replayed by a session, and its best
+ * found in the records under the target the API computes; the best's
+ * GFLOP/s goes through JSON text unchanged. */
+Test(api, a_dataset_is_measured_then_replayed_under_its_target)
+{
+    rlt_op *op = op_of("matmul:M=8,N=8,K=8");
+    const char *path = temp_path("ds.db");
+    rlt_diag d = {0};
+    rlt_dataset_opts o = {.n_samples = 12, .seed = 1, .batch_size = 6, .n_threads = 1,
+                          .build = {.cflags = "-O1 -march=native"},
+                          .run = {.repeat = 1, .min_repeat_ms = 0.5}};
+    rlt_dataset_info info;
+    rlt_dataset_result r;
+    cr_assert_eq(rlt_dataset_measure(op, path, &o, &info, &r, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(r.n_done, info.n_configs);
+    cr_assert_eq(r.n_measured, info.n_configs);
+    cr_assert_gt(r.best_gflops, 0);
+    /* again: nothing left to measure */
+    rlt_dataset_result again;
+    cr_assert_eq(rlt_dataset_measure(op, path, &o, &info, &again, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(again.n_measured, 0);
+    cr_assert_eq(again.n_from_records, info.n_configs);
+    cr_assert_str_eq(again.best_config, r.best_config);
+
+    rlt_record_target t;
+    cr_assert_eq(rlt_session_target(&o.build, 1, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    char *key = rlt_record_target_text(&t);
+    cr_assert_str_eq(key, info.target);
+    rlt_db *db = NULL;
+    cr_assert_eq(rlt_db_open(path, &(rlt_db_opts){.is_read_only = true}, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_record best;
+    bool found = false;
+    cr_assert_eq(rlt_db_best(db, rlt_op_spec(op), key, &best, &found, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert_eq(best.gflops, r.best_gflops);
+    char cc[16];
+    cr_assert(rlt_config_key_get(best.config, "cc", cc, sizeof cc), "%s", best.config);
+    cr_assert_str_eq(cc, r.best_cc);
+    cr_assert_not(rlt_config_key_get(best.config, "colour", cc, sizeof cc));
+    rlt_db_close(db);
+    rlt_free(key);
+
+    rlt_session_options so;
+    rlt_session_options_init(&so);
+    so.tuner = "grid";
+    so.n_trials = 40;
+    so.replay_path = path;
+    so.build = o.build;
+    rlt_session *s = NULL;
+    cr_assert_eq(rlt_session_open(op, &so, &s, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    while (!rlt_session_is_done(s)) cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_session_finish(s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_session_summary sum;
+    rlt_session_summary_get(s, &sum);
+    cr_assert_eq(sum.n_measured, 0, "a replay measures nothing");
+    cr_assert_eq(sum.n_replayed, info.n_configs);
+    cr_assert_eq(sum.best_gflops, r.best_gflops);
+    char *json = rlt_session_json(s);
+    cJSON *j = cJSON_Parse(json);
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "best"), "gflops")->valuedouble, r.best_gflops,
+                 "exact through JSON: %s", json);
+    cJSON_Delete(j);
+    rlt_free(json);
+    rlt_session_destroy(s);
+    rlt_op_destroy(op);
+}
+
+Test(api, numbers_are_written_exactly)
+{
+    const double values[] = {0.1, 1.0 / 3.0, 0.9029770279569349, 9.151093921292661, 1e-300, 123456789.125};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        char text[40];
+        rlt_format_double(values[i], text, sizeof text);
+        cr_assert_eq(strtod(text, NULL), values[i], "%s", text);
+        cr_assert_leq(strlen(text), 24u, "%s", text);
+    }
+    char text[40];
+    rlt_format_double(0.1, text, sizeof text);
+    cr_assert_str_eq(text, "0.1", "the shortest form");
+}
+
+Test(api, the_tuner_tables_list_every_tuner_and_parameter)
+{
+    int n_tuners = 0;
+    for (const char *const *n = rlt_tuner_names(); *n; n++, n_tuners++)
+        cr_assert_gt(strlen(rlt_tuner_summary(*n)), 10u, "%s has a summary", *n);
+    cr_assert_eq(n_tuners, 9);
+    cr_assert_str_eq(rlt_tuner_summary("no-such-tuner"), "");
+    cr_assert_gt(rlt_tuner_param_count(), 10);
+    for (int i = 0; i < rlt_tuner_param_count(); i++) {
+        rlt_tuner_param p = rlt_tuner_param_at(i);
+        cr_assert(p.name && p.tuners && p.def && p.help, "parameter %d", i);
+        /* the first tuner it names reads it */
+        char first[32];
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(p.tuners, " "), p.tuners);
+        cr_assert(rlt_tuner_reads_param(first, p.name), "%s reads %s", first, p.name);
+    }
+    cr_assert_null(rlt_tuner_param_at(-1).name);
+    cr_assert_null(rlt_tuner_param_at(rlt_tuner_param_count()).name);
+    cr_assert_not(rlt_tuner_reads_param("random", "dqn_horizon"));
+    rlt_machine m;
+    rlt_machine_detect(&m);
+    cr_assert_gt(m.n_cores, 0);
+    cr_assert_geq(m.vector_floats, 4);
+    char *cmd = rlt_build_command(&(rlt_build_opts){.cc = "gcc", .cflags = "-O2"}, true);
+    cr_assert(strncmp(cmd, "gcc -O2", 7) == 0 && strstr(cmd, "-fopenmp"), "%s", cmd);
+    rlt_free(cmd);
 }
