@@ -15,6 +15,9 @@ packages=(
     libsqlite3-dev                        # tuning records
     libxgboost-dev                        # cost model (XGBoost C API)
     gnuplot-nox                           # PNG plots of `rltune experiment` (optional at run time)
+    protobuf-c-compiler                   # protoc-c: C code for ONNX's protobuf messages (cmake/onnx.cmake)
+    libprotobuf-c-dev                     # protobuf-c runtime the generated ONNX decoder links (graph)
+    libonnx-dev                           # onnx.proto, the ONNX model schema the decoder is generated from
 )
 
 missing=()

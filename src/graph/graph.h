@@ -1,0 +1,206 @@
+/*
+ * graph.h - the graph IR of whole networks: tensors (name, data type, static
+ * shape, optional constant values), nodes (op type, inputs, outputs, typed
+ * attributes), the graph's inputs and outputs; topological order, shape
+ * inference with constant folding, dead-code elimination, a text form; and
+ * the ONNX importer (onnx.c) that builds one from a model file.
+ * docs/graph.md describes the module.
+ *
+ * Conventions:
+ * - A graph owns everything in it. Names, attribute values, constant data
+ *   and the nodes' input / output lists live in the graph's arena and are
+ *   released with it (rlt_graph_destroy); the tensor and node arrays are
+ *   heap arrays that may move when something is added, so keep indices, not
+ *   pointers, across calls that add.
+ * - Tensors and nodes are referred to by index. An optional input or output
+ *   that a node leaves out is -1.
+ * - Shapes are static: every dimension is a known count >= 0 (ONNX models
+ *   with symbolic dimensions are refused at import). Rank 0 is a scalar.
+ * - Constant data is row-major, little-endian, of the tensor's data type
+ *   (bool: one byte, 0 or 1).
+ * - Threads: a graph belongs to one thread at a time; nothing is global.
+ */
+#ifndef RLT_GRAPH_H
+#define RLT_GRAPH_H
+
+#include "core/core.h"
+
+#define RLT_GRAPH_MAX_RANK 8                        /* dimensions of one tensor */
+#define RLT_GRAPH_MAX_ELEMS ((int64_t)1 << 40)      /* elements of one tensor */
+#define RLT_GRAPH_FOLD_MAX_ELEMS ((int64_t)1 << 20) /* largest result constant folding makes */
+
+/* Element types. The numbers are internal (ONNX's own codes are mapped at
+ * import). */
+typedef enum rlt_dtype {
+    RLT_DTYPE_FLOAT32 = 0,
+    RLT_DTYPE_INT64,
+    RLT_DTYPE_INT32,
+    RLT_DTYPE_BOOL,
+    RLT_DTYPE_COUNT
+} rlt_dtype;
+
+/* "f32", "i64", "i32", "bool"; "?" for other values. */
+const char *rlt_dtype_str(rlt_dtype dtype);
+/* Bytes of one element: 4, 8, 4, 1; 0 for other values. */
+size_t rlt_dtype_size(rlt_dtype dtype);
+
+typedef struct rlt_graph_tensor {
+    const char *name; /* arena-owned, unique in the graph */
+    rlt_dtype dtype;
+    bool has_shape;   /* false until shape inference reached it */
+    int rank;         /* 0 .. RLT_GRAPH_MAX_RANK */
+    int64_t dims[RLT_GRAPH_MAX_RANK];
+    void *data;       /* arena-owned constant values, or NULL: not a constant */
+    bool is_initializer; /* a constant from the model file (ONNX initializer) */
+    int producer;     /* index of the node writing it; -1 for graph inputs and constants */
+} rlt_graph_tensor;
+
+typedef enum rlt_graph_attr_kind {
+    RLT_GRAPH_ATTR_INT = 0,
+    RLT_GRAPH_ATTR_FLOAT,
+    RLT_GRAPH_ATTR_STRING,
+    RLT_GRAPH_ATTR_INTS,
+    RLT_GRAPH_ATTR_FLOATS,
+    RLT_GRAPH_ATTR_TENSOR,
+    RLT_GRAPH_ATTR_COUNT
+} rlt_graph_attr_kind;
+
+/* "int", "float", "string", "ints", "floats", "tensor". */
+const char *rlt_graph_attr_kind_str(rlt_graph_attr_kind kind);
+
+typedef struct rlt_graph_attr {
+    const char *name; /* arena-owned */
+    rlt_graph_attr_kind kind;
+    int64_t i;              /* INT */
+    float f;                /* FLOAT */
+    const char *s;          /* STRING, arena-owned, NUL-terminated */
+    int n_values;           /* INTS, FLOATS */
+    const int64_t *ints;    /* INTS, arena-owned */
+    const float *floats;    /* FLOATS, arena-owned */
+    const rlt_graph_tensor *tensor; /* TENSOR: a constant outside the tensor list, arena-owned */
+} rlt_graph_attr;
+
+typedef struct rlt_graph_node {
+    const char *name;    /* arena-owned; "" when the model gave none */
+    const char *op_type; /* arena-owned: "Conv", "Relu", ... */
+    int file_index;      /* position in the model file's node list, for messages */
+    int n_inputs;
+    int *inputs;         /* arena-owned tensor indices; -1: an optional input left out */
+    int n_outputs;
+    int *outputs;        /* arena-owned tensor indices; -1: an optional output left out */
+    int n_attrs;
+    rlt_graph_attr *attrs; /* arena-owned */
+    bool is_removed;     /* folded into constants; rlt_graph_dce drops it */
+} rlt_graph_node;
+
+typedef struct rlt_graph {
+    rlt_arena *arena;
+    int opset;           /* the model's default-domain opset version */
+    int n_tensors, cap_tensors;
+    rlt_graph_tensor *tensors; /* heap, may move when tensors are added */
+    int n_nodes, cap_nodes;
+    rlt_graph_node *nodes;     /* heap, may move when nodes are added */
+    int n_inputs;
+    int *inputs;         /* arena-owned: tensors the caller feeds (no initializers) */
+    int n_outputs;
+    int *outputs;        /* arena-owned: tensors the graph computes */
+    int n_slots;         /* name lookup: open addressing, tensor index + 1, 0 = empty */
+    int *slots;          /* heap */
+} rlt_graph;
+
+/* ---- building ------------------------------------------------------------ */
+
+/* An empty graph for `opset` (free with rlt_graph_destroy). Fails only when
+ * out of memory. */
+rlt_status rlt_graph_create(int opset, rlt_graph **out, rlt_diag *diag);
+void rlt_graph_destroy(rlt_graph *g); /* NULL ok */
+
+/* The tensor of that name, or -1. */
+int rlt_graph_tensor_find(const rlt_graph *g, const char *name);
+/* Adds a tensor without a shape or data; its index in *out_index.
+ * INVALID_ARGUMENT when the name is taken, OUT_OF_MEMORY. */
+rlt_status rlt_graph_tensor_add(rlt_graph *g, const char *name, rlt_dtype dtype, int *out_index,
+                                rlt_diag *diag);
+/* Gives tensor `t` a shape (dims copied); INVALID_ARGUMENT for a rank over
+ * RLT_GRAPH_MAX_RANK, a negative dimension or more than
+ * RLT_GRAPH_MAX_ELEMS elements. */
+rlt_status rlt_graph_tensor_set_shape(rlt_graph *g, int t, int rank, const int64_t *dims, rlt_diag *diag);
+/* Elements of a tensor with a shape (1 for a scalar). */
+int64_t rlt_graph_tensor_n_elems(const rlt_graph_tensor *t);
+/* Adds a node (its lists copied into the arena, attributes empty); sets
+ * the producer of its outputs. INVALID_ARGUMENT when an index is out of
+ * range or an output already has a producer. */
+rlt_status rlt_graph_node_add(rlt_graph *g, const char *op_type, const char *name, int n_inputs,
+                              const int *inputs, int n_outputs, const int *outputs, int *out_index,
+                              rlt_diag *diag);
+/* The attribute of that name on a node, or NULL. */
+const rlt_graph_attr *rlt_graph_node_attr(const rlt_graph_node *node, const char *name);
+
+/* Fails with `status` and a message that names the node: "node I 'NAME'
+ * (OP, opset N): " followed by the formatted text. */
+rlt_status rlt_graph_node_fail(const rlt_graph *g, const rlt_graph_node *node, rlt_diag *diag, rlt_status status,
+                               const char *fmt, ...) RLT_PRINTF(5, 6);
+
+/* INVALID_ARGUMENT naming the node when its op type is not one rltune
+ * supports, or needs a later opset than the graph's (attributes and inputs
+ * are checked by rlt_graph_infer). */
+rlt_status rlt_graph_op_check(rlt_graph *g, int node, rlt_diag *diag);
+
+/* ---- passes ----------------------------------------------------------------- */
+
+/* Reorders the nodes so that every node comes after the producers of its
+ * inputs (stable: a sorted graph keeps its order). INVALID_ARGUMENT, naming
+ * a node on it, when there is a cycle. */
+rlt_status rlt_graph_sort(rlt_graph *g, rlt_diag *diag);
+
+/* Shape and type inference over a sorted graph, folding nodes whose inputs
+ * are all constant (and whose result has at most RLT_GRAPH_FOLD_MAX_ELEMS
+ * elements) into constants: Shape of any tensor, and Constant, Identity,
+ * Cast, Gather, Slice, Concat, Reshape, Flatten, Squeeze, Unsqueeze,
+ * Transpose, Expand, ConstantOfShape, Where, Add, Sub, Mul, Div of
+ * constants. A folded node is marked removed. Canonicalises attributes on
+ * the way: Conv's and the pools' auto_pad becomes explicit pads.
+ * INVALID_ARGUMENT naming the node, its op type and the opset for an
+ * unsupported op or attribute and for inputs that do not fit. */
+rlt_status rlt_graph_infer(rlt_graph *g, rlt_diag *diag);
+
+/* Removes the nodes marked removed and those whose outputs reach no graph
+ * output, then the tensors nothing refers to (graph inputs stay). Tensor
+ * and node indices change. Returns the number of nodes removed, or -1 when
+ * out of memory (the graph is unchanged then). */
+int rlt_graph_dce(rlt_graph *g);
+
+/* The graph as text, one line per input, constant, node and output (free
+ * with rlt_free; NULL when out of memory):
+ *
+ *     graph opset 13: 1 input, 1 output, 2 nodes, 2 constants
+ *     input x f32[1,3,8,8]
+ *     const w f32[4,3,3,3]
+ *     node conv1 Conv(x, w) -> y f32[1,4,8,8] dilations=[1,1] group=1 ...
+ *     node n1 Relu(y) -> z f32[1,4,8,8]
+ *     output z f32[1,4,8,8]
+ *
+ * Constants print their values when they have at most 8 elements. */
+char *rlt_graph_print(const rlt_graph *g);
+
+/* ---- ONNX import (onnx.c) ------------------------------------------------ */
+
+/* ONNX's TensorProto.DataType codes rltune reads: 1 (FLOAT), 6 (INT32),
+ * 7 (INT64), 9 (BOOL). False for the others. */
+bool rlt_dtype_from_onnx(int64_t code, rlt_dtype *out);
+
+/* Reads an ONNX model (.onnx, protobuf) into a graph: sorted, shapes
+ * inferred, constant shape subgraphs folded, dead nodes removed. Opsets 9 to
+ * 17 of the default domain; the ops and limits are in docs/graph.md.
+ * `*out` is set on success only (free with rlt_graph_destroy).
+ * Errors: IO_ERROR (cannot read), PARSE_ERROR (not a protobuf ModelProto,
+ * or a tensor whose data does not match its shape), INVALID_ARGUMENT
+ * (what rltune does not support: an op, an attribute, a data type, a
+ * symbolic dimension, external data; names the node, op type and opset). */
+rlt_status rlt_graph_load_onnx(const char *path, rlt_graph **out, rlt_diag *diag);
+/* The same from bytes in memory (borrowed for the call); `source` names them
+ * in messages (may be NULL). */
+rlt_status rlt_graph_load_onnx_bytes(const void *data, size_t len, const char *source, rlt_graph **out,
+                                     rlt_diag *diag);
+
+#endif /* RLT_GRAPH_H */

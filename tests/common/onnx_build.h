@@ -1,0 +1,293 @@
+/* onnx_build.h - builds small ONNX models in memory for the graph tests,
+ * with the structs protoc-c generates from onnx.proto: declare inputs,
+ * initializers, nodes (with attributes) and outputs, then pack the model
+ * into bytes (ob_pack) or load it straight into a graph (ob_load). Every
+ * piece is allocated by the builder and freed by ob_free. Header-only, like
+ * fixtures.h; used by tests/unit/test_graph_onnx.c (and its fuzz seeds).
+ *
+ *     onnx_build b;
+ *     ob_init(&b, 13);
+ *     ob_input(&b, "x", OB_F32, 4, (int64_t[]){1, 3, 8, 8});
+ *     ob_init_f32(&b, "w", 4, (int64_t[]){4, 3, 3, 3}, NULL);
+ *     Onnx__NodeProto *n = ob_node(&b, "Conv", "conv1", "x,w", "y");
+ *     ob_attr_ints(&b, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+ *     ob_output(&b, "y");
+ *     rlt_status st = ob_load(&b, &g, &d);
+ *     ob_free(&b);
+ */
+#ifndef RLT_TESTS_ONNX_BUILD_H
+#define RLT_TESTS_ONNX_BUILD_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "onnx.pb-c.h"
+
+enum { OB_F32 = 1, OB_I32 = 6, OB_I64 = 7, OB_BOOL = 9, OB_F64 = 11 };
+
+typedef struct onnx_build {
+    Onnx__ModelProto model;
+    Onnx__GraphProto graph;
+    Onnx__OperatorSetIdProto opset;
+    Onnx__OperatorSetIdProto *opsets[1];
+    void **allocs; /* everything to free */
+    size_t n_allocs, cap_allocs;
+} onnx_build;
+
+static inline void *ob_keep(onnx_build *b, void *p)
+{
+    if (!p) abort();
+    if (b->n_allocs == b->cap_allocs) {
+        b->cap_allocs = b->cap_allocs ? 2 * b->cap_allocs : 64;
+        b->allocs = realloc(b->allocs, b->cap_allocs * sizeof *b->allocs);
+        if (!b->allocs) abort();
+    }
+    b->allocs[b->n_allocs++] = p;
+    return p;
+}
+
+static inline void *ob_zalloc(onnx_build *b, size_t n) { return ob_keep(b, calloc(1, n ? n : 1)); }
+
+static inline char *ob_str(onnx_build *b, const char *s)
+{
+    char *p = ob_zalloc(b, strlen(s) + 1);
+    memcpy(p, s, strlen(s));
+    return p;
+}
+
+/* Appends `item` to a protobuf-c repeated field (array + count). */
+#define OB_PUSH(b, arr, count, item)                                                                         \
+    do {                                                                                                     \
+        void **grown_ = ob_zalloc((b), ((count) + 1) * sizeof(void *));                                     \
+        if (count) memcpy(grown_, (arr), (count) * sizeof(void *));                                         \
+        (arr) = (void *)grown_;                                                                              \
+        (arr)[(count)++] = (item);                                                                           \
+    } while (0)
+
+static inline void ob_init(onnx_build *b, int opset)
+{
+    memset(b, 0, sizeof *b);
+    onnx__model_proto__init(&b->model);
+    onnx__graph_proto__init(&b->graph);
+    onnx__operator_set_id_proto__init(&b->opset);
+    b->opset.domain = "";
+    b->opset.has_version = 1;
+    b->opset.version = opset;
+    b->opsets[0] = &b->opset;
+    b->model.has_ir_version = 1;
+    b->model.ir_version = 8;
+    b->model.n_opset_import = 1;
+    b->model.opset_import = b->opsets;
+    b->model.graph = &b->graph;
+    b->graph.name = "test";
+}
+
+static inline void ob_free(onnx_build *b)
+{
+    for (size_t i = 0; i < b->n_allocs; i++) free(b->allocs[i]);
+    free(b->allocs);
+    memset(b, 0, sizeof *b);
+}
+
+/* A graph input; a negative dim becomes the symbolic dimension "N". */
+static inline void ob_input(onnx_build *b, const char *name, int elem_type, int rank, const int64_t *dims)
+{
+    Onnx__ValueInfoProto *vi = ob_zalloc(b, sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    vi->name = ob_str(b, name);
+    Onnx__TypeProto *tp = ob_zalloc(b, sizeof *tp);
+    onnx__type_proto__init(tp);
+    Onnx__TypeProto__Tensor *tt = ob_zalloc(b, sizeof *tt);
+    onnx__type_proto__tensor__init(tt);
+    tt->has_elem_type = 1;
+    tt->elem_type = elem_type;
+    Onnx__TensorShapeProto *sh = ob_zalloc(b, sizeof *sh);
+    onnx__tensor_shape_proto__init(sh);
+    for (int i = 0; i < rank; i++) {
+        Onnx__TensorShapeProto__Dimension *d = ob_zalloc(b, sizeof *d);
+        onnx__tensor_shape_proto__dimension__init(d);
+        if (dims[i] >= 0) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = dims[i];
+        } else {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = ob_str(b, "N");
+        }
+        OB_PUSH(b, sh->dim, sh->n_dim, d);
+    }
+    tt->shape = sh;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    vi->type = tp;
+    OB_PUSH(b, b->graph.input, b->graph.n_input, vi);
+}
+
+static inline void ob_output(onnx_build *b, const char *name)
+{
+    Onnx__ValueInfoProto *vi = ob_zalloc(b, sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    vi->name = ob_str(b, name);
+    OB_PUSH(b, b->graph.output, b->graph.n_output, vi);
+}
+
+static inline int64_t ob_n_elems(int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    return n;
+}
+
+/* A tensor (not yet placed anywhere) of type `elem_type`; `raw` (n bytes)
+ * goes into raw_data when given, else values (may be NULL: 0.5, 1.5, ...
+ * for floats, 0, 1, 2 ... for ints) go into the typed field. */
+static inline Onnx__TensorProto *ob_tensor(onnx_build *b, const char *name, int elem_type, int rank, const int64_t *dims,
+                                    const void *values)
+{
+    Onnx__TensorProto *t = ob_zalloc(b, sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = ob_str(b, name);
+    t->has_data_type = 1;
+    t->data_type = elem_type;
+    t->n_dims = (size_t)rank;
+    t->dims = ob_zalloc(b, (size_t)rank * sizeof(int64_t));
+    if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    size_t n = (size_t)ob_n_elems(rank, dims);
+    if (elem_type == OB_F32) {
+        t->n_float_data = n;
+        t->float_data = ob_zalloc(b, n * sizeof(float));
+        for (size_t i = 0; i < n; i++) t->float_data[i] = values ? ((const float *)values)[i] : (float)i + 0.5f;
+    } else if (elem_type == OB_I64) {
+        t->n_int64_data = n;
+        t->int64_data = ob_zalloc(b, n * sizeof(int64_t));
+        for (size_t i = 0; i < n; i++) t->int64_data[i] = values ? ((const int64_t *)values)[i] : (int64_t)i;
+    } else {
+        t->n_int32_data = n;
+        t->int32_data = ob_zalloc(b, n * sizeof(int32_t));
+        for (size_t i = 0; i < n; i++) t->int32_data[i] = values ? ((const int32_t *)values)[i] : (int32_t)i;
+    }
+    return t;
+}
+
+static inline void ob_initializer(onnx_build *b, Onnx__TensorProto *t)
+{
+    OB_PUSH(b, b->graph.initializer, b->graph.n_initializer, t);
+}
+
+static inline void ob_init_f32(onnx_build *b, const char *name, int rank, const int64_t *dims, const float *values)
+{
+    ob_initializer(b, ob_tensor(b, name, OB_F32, rank, dims, values));
+}
+
+/* A 1-D int64 initializer of n values. */
+static inline void ob_init_i64(onnx_build *b, const char *name, int n, const int64_t *values)
+{
+    int64_t dims[1] = {n};
+    ob_initializer(b, ob_tensor(b, name, OB_I64, 1, dims, values));
+}
+
+/* Splits "a,b,,c" into names ("" for an empty entry). */
+static inline void ob_names(onnx_build *b, const char *list, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!list || !list[0]) return;
+    const char *p = list;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *s = ob_zalloc(b, len + 1);
+        memcpy(s, p, len);
+        OB_PUSH(b, *out, *n, s);
+        if (!comma) break;
+        p = comma + 1;
+    }
+}
+
+static inline Onnx__NodeProto *ob_node(onnx_build *b, const char *op, const char *name, const char *inputs,
+                                const char *outputs)
+{
+    Onnx__NodeProto *n = ob_zalloc(b, sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = ob_str(b, op);
+    n->name = ob_str(b, name);
+    ob_names(b, inputs, &n->input, &n->n_input);
+    ob_names(b, outputs, &n->output, &n->n_output);
+    OB_PUSH(b, b->graph.node, b->graph.n_node, n);
+    return n;
+}
+
+static inline Onnx__AttributeProto *ob_attr(onnx_build *b, Onnx__NodeProto *n, const char *name,
+                                     Onnx__AttributeProto__AttributeType type)
+{
+    Onnx__AttributeProto *a = ob_zalloc(b, sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = ob_str(b, name);
+    a->has_type = 1;
+    a->type = type;
+    OB_PUSH(b, n->attribute, n->n_attribute, a);
+    return a;
+}
+
+static inline void ob_attr_i(onnx_build *b, Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1;
+    a->i = v;
+}
+
+static inline void ob_attr_f(onnx_build *b, Onnx__NodeProto *n, const char *name, float v)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->has_f = 1;
+    a->f = v;
+}
+
+static inline void ob_attr_s(onnx_build *b, Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.len = strlen(v);
+    a->s.data = (uint8_t *)ob_str(b, v);
+}
+
+static inline void ob_attr_ints(onnx_build *b, Onnx__NodeProto *n, const char *name, int count, const int64_t *v)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->n_ints = (size_t)count;
+    a->ints = ob_zalloc(b, (size_t)count * sizeof(int64_t));
+    if (count) memcpy(a->ints, v, (size_t)count * sizeof(int64_t));
+}
+
+static inline void ob_attr_floats(onnx_build *b, Onnx__NodeProto *n, const char *name, int count, const float *v)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = (size_t)count;
+    a->floats = ob_zalloc(b, (size_t)count * sizeof(float));
+    if (count) memcpy(a->floats, v, (size_t)count * sizeof(float));
+}
+
+static inline void ob_attr_t(onnx_build *b, Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    a->t = t;
+}
+
+/* The model as protobuf bytes (owned by the builder). */
+static inline uint8_t *ob_pack(onnx_build *b, size_t *len)
+{
+    *len = onnx__model_proto__get_packed_size(&b->model);
+    uint8_t *buf = ob_zalloc(b, *len);
+    size_t n = onnx__model_proto__pack(&b->model, buf);
+    if (n != *len) abort();
+    return buf;
+}
+
+static inline rlt_status ob_load(onnx_build *b, rlt_graph **g, rlt_diag *d)
+{
+    size_t len;
+    uint8_t *buf = ob_pack(b, &len);
+    return rlt_graph_load_onnx_bytes(buf, len, "test.onnx", g, d);
+}
+
+#endif /* RLT_TESTS_ONNX_BUILD_H */
