@@ -22,9 +22,10 @@
  *
  * Conventions. Every fallible call returns an rlt_status (RLT_STATUS_OK is
  * zero) and fills the caller's rlt_diag, which may be NULL, with a message
- * naming what was wrong, where, and what would be accepted; a long-lived
- * handle also keeps its last error (rlt_session_last_error). Handles are
- * opaque, made by a _create / _open / _parse / _load function and freed by
+ * naming what was wrong, where, and what would be accepted; the long-lived
+ * handles also keep their last error (rlt_session_last_error,
+ * rlt_db_last_error, rlt_env_last_error, rlt_experiment_last_error).
+ * Handles are opaque, made by a _create / _open / _parse / _load function and freed by
  * its _destroy / _close; a pointer a function returns is borrowed from its
  * argument unless the comment says to free it (rlt_free for strings).
  * There is no global state but the allocator's test hook. Distinct handles

@@ -61,7 +61,8 @@ RLT_API rlt_status rlt_status_from_str(const char *name);
 
 /* Details of a failure, filled by the function that failed. Caller-owned; may
  * be passed as NULL where the caller does not want the message (the
- * long-lived handles also keep their last error: rlt_session_last_error). */
+ * long-lived handles also keep their last error: rlt_session_last_error,
+ * rlt_db_last_error, rlt_env_last_error, rlt_experiment_last_error). */
 typedef struct rlt_diag {
     rlt_status status;
     char message[1024]; /* names what was wrong, where, and what is accepted */

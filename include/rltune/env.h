@@ -166,6 +166,10 @@ RLT_API rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts,
 /* Frees the env; the shared part goes with the last clone. NULL is a no-op. */
 RLT_API void rlt_env_destroy(rlt_env *env);
 
+/* The message of the last failed reset, step, prefetch or reset_batch of
+ * env ("" when none). */
+RLT_API const char *rlt_env_last_error(const rlt_env *env);
+
 /* A new env in the same state, sharing the op, the workload and the cache
  * of evaluated states (and so the counters). Free it with rlt_env_destroy;
  * the family lives until its last member is destroyed. OUT_OF_MEMORY only. */

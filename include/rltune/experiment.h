@@ -36,6 +36,9 @@ typedef struct rlt_experiment rlt_experiment;
 RLT_API rlt_status rlt_experiment_open(const char *path, rlt_experiment **out, rlt_diag *diag);
 RLT_API void rlt_experiment_destroy(rlt_experiment *e); /* NULL ok */
 
+/* The message of the last failed call on e ("" when none). */
+RLT_API const char *rlt_experiment_last_error(const rlt_experiment *e);
+
 /* The output directory the config names: its "out", else
  * "experiment-NAME". Borrowed from e. */
 RLT_API const char *rlt_experiment_out_dir(const rlt_experiment *e);

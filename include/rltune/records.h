@@ -70,6 +70,9 @@ typedef struct rlt_record {
 RLT_API rlt_status rlt_db_open(const char *path, const rlt_db_opts *opts, rlt_db **out, rlt_diag *diag);
 RLT_API void rlt_db_close(rlt_db *db); /* NULL ok */
 
+/* The message of the last call on db that failed ("" when none). */
+RLT_API const char *rlt_db_last_error(const rlt_db *db);
+
 /* Appends records in one transaction: all of them or none. Ids are
  * ignored (rows get new ones); a record with an empty spec, a status out
  * of range, a text without its NUL, a number that is not finite or an

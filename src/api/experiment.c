@@ -23,7 +23,21 @@ struct rlt_experiment {
     /* the caller's progress, while a run is in flight */
     rlt_experiment_progress_fn progress;
     void *progress_ctx;
+    char last_error[1024]; /* the last failed call's message; "" when none */
 };
+
+/* Keeps a failed call's message in the handle (rlt_experiment_last_error)
+ * and hands it to the caller's diag, which keeps a message it already
+ * holds. */
+static rlt_status noted(rlt_experiment *e, rlt_status st, const rlt_diag *d, rlt_diag *diag)
+{
+    if (st == RLT_STATUS_OK) return st;
+    snprintf(e->last_error, sizeof e->last_error, "%s", d->message);
+    if (diag && diag->status == RLT_STATUS_OK) *diag = *d;
+    return st;
+}
+
+const char *rlt_experiment_last_error(const rlt_experiment *e) { return e->last_error; }
 
 rlt_status rlt_experiment_open(const char *path, rlt_experiment **out, rlt_diag *diag)
 {
@@ -91,7 +105,7 @@ static void tell_progress(const rlt_exp_progress *p, void *ctx)
     e->progress(&q, e->progress_ctx);
 }
 
-rlt_status rlt_experiment_run(rlt_experiment *e, const rlt_experiment_run_opts *opts, rlt_diag *diag)
+static rlt_status experiment_run(rlt_experiment *e, const rlt_experiment_run_opts *opts, rlt_diag *diag)
 {
     if (e->has_run) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "an experiment runs once");
     e->has_run = true;
@@ -102,6 +116,12 @@ rlt_status rlt_experiment_run(rlt_experiment *e, const rlt_experiment_run_opts *
     rlt_status st = rlt_exp_run_all(e->exp, &ro, &e->result, diag);
     e->progress = NULL;
     return st;
+}
+
+rlt_status rlt_experiment_run(rlt_experiment *e, const rlt_experiment_run_opts *opts, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(e, experiment_run(e, opts, &d), &d, diag);
 }
 
 int rlt_experiment_n_runs_done(const rlt_experiment *e) { return e->result.n_runs; }
@@ -118,8 +138,7 @@ static rlt_status report_of(rlt_experiment *e, rlt_diag *diag)
     return st;
 }
 
-rlt_status rlt_experiment_write_report(rlt_experiment *e, const char *dir, rlt_experiment_files *out,
-                                       rlt_diag *diag)
+static rlt_status write_report(rlt_experiment *e, const char *dir, rlt_experiment_files *out, rlt_diag *diag)
 {
     if (out) *out = (rlt_experiment_files){0};
     rlt_status st = report_of(e, diag);
@@ -132,6 +151,13 @@ rlt_status rlt_experiment_write_report(rlt_experiment *e, const char *dir, rlt_e
         snprintf(out->png_problem, sizeof out->png_problem, "%s", files.png_problem);
     }
     return st;
+}
+
+rlt_status rlt_experiment_write_report(rlt_experiment *e, const char *dir, rlt_experiment_files *out,
+                                       rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(e, write_report(e, dir, out, &d), &d, diag);
 }
 
 char *rlt_experiment_json(rlt_experiment *e)

@@ -44,6 +44,7 @@ struct rlt_db {
     bool is_read_only;
     bool is_in_memory;   /* a read-only v1 file, migrated into a memory database */
     int kill_at_migration_step; /* rlt_db_test_opts.kill_at_migration_step */
+    char last_error[1024];      /* the last failed call's message; "" when none */
     /* Statements used per record or per query, prepared once at open. */
     sqlite3_stmt *st_workload_find;
     sqlite3_stmt *st_workload_insert;
@@ -1095,7 +1096,20 @@ rlt_status rlt_db_workload(rlt_db *db, const char *spec, const rlt_record_target
     return status;
 }
 
-rlt_status rlt_db_append(rlt_db *db, int n, const rlt_record *records, rlt_diag *diag)
+/* The public calls on an open database keep their failure's message in the
+ * handle (rlt_db_last_error) and hand it to the caller's diag, which, as
+ * rlt_fail does, keeps a message it already holds. */
+static rlt_status noted(rlt_db *db, rlt_status st, const rlt_diag *d, rlt_diag *diag)
+{
+    if (st == RLT_STATUS_OK) return st;
+    snprintf(db->last_error, sizeof db->last_error, "%s", d->message);
+    if (diag && diag->status == RLT_STATUS_OK) *diag = *d;
+    return st;
+}
+
+const char *rlt_db_last_error(const rlt_db *db) { return db->last_error; }
+
+static rlt_status db_append(rlt_db *db, int n, const rlt_record *records, rlt_diag *diag)
 {
     RLT_ASSERT(db && n >= 0 && (n == 0 || records));
     char doing[64];
@@ -1116,9 +1130,15 @@ rlt_status rlt_db_append(rlt_db *db, int n, const rlt_record *records, rlt_diag 
     return status;
 }
 
+rlt_status rlt_db_append(rlt_db *db, int n, const rlt_record *records, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(db, db_append(db, n, records, &d), &d, diag);
+}
+
 /* ---- queries -------------------------------------------------------------- */
 
-rlt_status rlt_db_lookup(rlt_db *db, const char *spec, const char *target, const char *config, rlt_record *out,
+static rlt_status db_lookup(rlt_db *db, const char *spec, const char *target, const char *config, rlt_record *out,
                          bool *out_found, rlt_diag *diag)
 {
     RLT_ASSERT(db && spec && target && config && out && out_found);
@@ -1129,7 +1149,13 @@ rlt_status rlt_db_lookup(rlt_db *db, const char *spec, const char *target, const
     return query_one(db, st, out, out_found, "looking up a config", diag);
 }
 
-rlt_status rlt_db_best(rlt_db *db, const char *spec, const char *target, rlt_record *out, bool *out_found,
+rlt_status rlt_db_lookup(rlt_db *db, const char *spec, const char *target, const char *config, rlt_record *out, bool *out_found, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(db, db_lookup(db, spec, target, config, out, out_found, &d), &d, diag);
+}
+
+static rlt_status db_best(rlt_db *db, const char *spec, const char *target, rlt_record *out, bool *out_found,
                        rlt_diag *diag)
 {
     RLT_ASSERT(db && spec && out && out_found);
@@ -1139,7 +1165,13 @@ rlt_status rlt_db_best(rlt_db *db, const char *spec, const char *target, rlt_rec
     return query_one(db, st, out, out_found, "finding the best record", diag);
 }
 
-rlt_status rlt_db_history(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn fn, void *ctx,
+rlt_status rlt_db_best(rlt_db *db, const char *spec, const char *target, rlt_record *out, bool *out_found, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(db, db_best(db, spec, target, out, out_found, &d), &d, diag);
+}
+
+static rlt_status db_history(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn fn, void *ctx,
                           rlt_diag *diag)
 {
     RLT_ASSERT(db && fn);
@@ -1166,7 +1198,13 @@ cleanup:
     return status;
 }
 
-rlt_status rlt_db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *diag)
+rlt_status rlt_db_history(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn fn, void *ctx, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(db, db_history(db, spec, target, fn, ctx, &d), &d, diag);
+}
+
+static rlt_status db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *diag)
 {
     RLT_ASSERT(db && out_n);
     sqlite3_stmt *st = spec ? db->st_count_spec : db->st_count_all;
@@ -1179,6 +1217,12 @@ rlt_status rlt_db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *
         status = db_fail(db, rc, "counting records", diag);
     stmt_done(st);
     return status;
+}
+
+rlt_status rlt_db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(db, db_count(db, spec, out_n, &d), &d, diag);
 }
 
 /* ---- rltune_meta values of other modules ---------------------------------- */
@@ -1251,7 +1295,7 @@ rlt_status rlt_db_meta_set(rlt_db *db, const char *key, const char *value, rlt_d
 
 /* ---- JSON lines ------------------------------------------------------------ */
 
-rlt_status rlt_db_export_jsonl(rlt_db *db, const char *spec, FILE *out, rlt_diag *diag)
+static rlt_status db_export_jsonl(rlt_db *db, const char *spec, FILE *out, rlt_diag *diag)
 {
     RLT_ASSERT(db && out);
     const char *doing = "exporting records";
@@ -1293,6 +1337,12 @@ cleanup:
     sqlite3_finalize(st);
     if (!sqlite3_get_autocommit(db->conn)) exec_sql(db, "ROLLBACK"); /* read only */
     return status;
+}
+
+rlt_status rlt_db_export_jsonl(rlt_db *db, const char *spec, FILE *out, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(db, db_export_jsonl(db, spec, out, &d), &d, diag);
 }
 
 /* Reads the next line of `in` into `line`, without its newline;
@@ -1364,7 +1414,7 @@ static rlt_status record_exists(rlt_db *db, const rlt_record *r, bool *out_exist
     return status;
 }
 
-rlt_status rlt_db_import_jsonl(rlt_db *db, FILE *in, const char *source, int *out_n_added, int *out_n_skipped,
+static rlt_status db_import_jsonl(rlt_db *db, FILE *in, const char *source, int *out_n_added, int *out_n_skipped,
                                rlt_diag *diag)
 {
     RLT_ASSERT(db && in && source);
@@ -1412,4 +1462,10 @@ cleanup:
     }
     rlt_str_free(&line);
     return status;
+}
+
+rlt_status rlt_db_import_jsonl(rlt_db *db, FILE *in, const char *source, int *out_n_added, int *out_n_skipped, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    return noted(db, db_import_jsonl(db, in, source, out_n_added, out_n_skipped, &d), &d, diag);
 }

@@ -50,6 +50,7 @@ struct rlt_env {
     env_shared *shared;
     bool is_reset;
     env_state state;
+    char last_error[1024]; /* the last failed call's message; "" when none */
 };
 
 /* ---- the cache of evaluated states -------------------------------------- */
@@ -301,6 +302,20 @@ void rlt_env_restore(rlt_env *dst, const rlt_env *src)
     dst->state = src->state;
 }
 
+/* The public calls that change envs keep a failure's message in each of
+ * them (rlt_env_last_error) and hand it to the caller's diag, which, as
+ * rlt_fail does, keeps a message it already holds. */
+static rlt_status noted(rlt_env *const *envs, int n, rlt_status st, const rlt_diag *d, rlt_diag *diag)
+{
+    if (st == RLT_STATUS_OK) return st;
+    for (int i = 0; envs && i < n; i++)
+        if (envs[i]) snprintf(envs[i]->last_error, sizeof envs[i]->last_error, "%s", d->message);
+    if (diag && diag->status == RLT_STATUS_OK) *diag = *d;
+    return st;
+}
+
+const char *rlt_env_last_error(const rlt_env *env) { return env->last_error; }
+
 /* ---- episodes ----------------------------------------------------------- */
 
 /* Settles the family's peak at its first reset (opts.peak_gflops, or the
@@ -349,14 +364,22 @@ static rlt_status start_nest(const env_shared *sh, const char *schedule, rlt_nes
     return st;
 }
 
-rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag)
+static rlt_status env_reset(rlt_env *env, rlt_diag *diag)
 {
     rlt_nest nest;
     rlt_nest_init(&nest, env->shared->op);
     return reset_to(env, &nest, diag);
 }
 
-rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag)
+rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(&env, 1, env_reset(env, &d), &d, diag);
+}
+
+static rlt_status env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag)
 {
     rlt_nest nest;
     rlt_status st = start_nest(env->shared, schedule ? schedule : "", &nest, diag);
@@ -364,7 +387,15 @@ rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *
     return reset_to(env, &nest, diag);
 }
 
-rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag)
+rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(&env, 1, env_reset_schedule(env, schedule, &d), &d, diag);
+}
+
+static rlt_status env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag)
 {
     env_shared *sh = env->shared;
     const env_state *cur = &env->state;
@@ -387,6 +418,14 @@ rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_
     if (out_done) *out_done = next.is_done;
     env->state = next;
     return RLT_STATUS_OK;
+}
+
+rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(&env, 1, env_step(env, action, out_reward, out_done, &d), &d, diag);
 }
 
 static bool same_opt(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
@@ -480,7 +519,7 @@ cleanup:
     return st;
 }
 
-rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag)
+static rlt_status env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag)
 {
     RLT_ASSERT(n >= 0 && (n == 0 || (envs && actions)));
     if (n == 0) return RLT_STATUS_OK;
@@ -504,7 +543,15 @@ rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt
     return st;
 }
 
-rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag)
+rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(envs, n, env_prefetch(envs, actions, n, &d), &d, diag);
+}
+
+static rlt_status env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag)
 {
     RLT_ASSERT(n >= 0 && (n == 0 || envs));
     if (n == 0) return RLT_STATUS_OK;
@@ -534,6 +581,14 @@ cleanup:
     rlt_free(want);
     rlt_free(next);
     return st;
+}
+
+rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(envs, n, env_reset_batch(envs, schedules, n, &d), &d, diag);
 }
 
 rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag)

@@ -450,3 +450,43 @@ Test(api, the_tuner_tables_list_every_tuner_and_parameter)
     cr_assert(strncmp(cmd, "gcc -O2", 7) == 0 && strstr(cmd, "-fopenmp"), "%s", cmd);
     rlt_free(cmd);
 }
+
+/* The long-lived handles keep the message of their last failed call, also
+ * when the caller passed no diag. */
+Test(api, handles_keep_their_last_error)
+{
+    rlt_diag d = {0};
+    rlt_db *db = NULL;
+    cr_assert_eq(rlt_db_open(temp_path("errors.db"), NULL, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_str_eq(rlt_db_last_error(db), "");
+    rlt_record bad = {0}; /* no spec, no target: refused whole */
+    cr_assert_neq(rlt_db_append(db, 1, &bad, NULL), RLT_STATUS_OK);
+    cr_assert_neq(rlt_db_last_error(db)[0], '\0');
+    char kept[1024];
+    snprintf(kept, sizeof kept, "%s", rlt_db_last_error(db));
+    cr_assert_neq(rlt_db_append(db, 1, &bad, &d), RLT_STATUS_OK);
+    cr_assert_str_eq(d.message, kept, "the caller's diag gets the same message");
+    rlt_db_close(db);
+
+    d = (rlt_diag){0};
+    rlt_env *env = NULL;
+    rlt_env_opts eo = {.peak_gflops = 1};
+    cr_assert_eq(rlt_env_create("matmul:M=8,N=8,K=8", &eo, &env, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_str_eq(rlt_env_last_error(env), "");
+    cr_assert_neq(rlt_env_reset_schedule(env, "vectorize nowhere\n", NULL), RLT_STATUS_OK);
+    cr_assert(strstr(rlt_env_last_error(env), "nowhere"), "%s", rlt_env_last_error(env));
+    rlt_env_destroy(env);
+
+    const char *config = temp_path("exp.json");
+    FILE *f = fopen(config, "w");
+    cr_assert_not_null(f);
+    fputs("{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 4, \"seeds\": 1,\n"
+          " \"workloads\": [{\"op\": \"matmul:M=8,N=8,K=8\", \"dataset\": \"missing.db\"}], \"tuners\": [\"random\"]}\n",
+          f);
+    fclose(f);
+    rlt_experiment *e = NULL;
+    d = (rlt_diag){0};
+    cr_assert_neq(rlt_experiment_open(config, &e, &d), RLT_STATUS_OK);
+    cr_assert_null(e);
+    cr_assert(strstr(d.message, "missing.db"), "%s", d.message);
+}
