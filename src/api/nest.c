@@ -37,11 +37,7 @@ char *rlt_nest_tree(const rlt_nest *n)
     rlt_str s;
     rlt_str_init(&s);
     rlt_nest_print(n, &s);
-    if (s.has_failed) {
-        rlt_str_free(&s);
-        return NULL;
-    }
-    return rlt_str_take(&s);
+    return rlt_str_take(&s); /* NULL when a write failed */
 }
 
 rlt_status rlt_nest_c_source(const rlt_nest *n, rlt_c_source *out, rlt_diag *diag)
@@ -73,11 +69,7 @@ char *rlt_build_command(const rlt_build_opts *opts, bool with_openmp)
     rlt_str_init(&s);
     rlt_build_opts o = opts ? *opts : (rlt_build_opts){0};
     rlt_build_describe(&o, with_openmp, &s);
-    if (s.has_failed) {
-        rlt_str_free(&s);
-        return NULL;
-    }
-    return rlt_str_take(&s);
+    return rlt_str_take(&s); /* NULL when a write failed */
 }
 
 void rlt_machine_detect(rlt_machine *out)

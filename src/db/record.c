@@ -37,11 +37,7 @@ char *rlt_record_target_text(const rlt_record_target *t)
     rlt_str s;
     rlt_str_init(&s);
     rlt_record_target_key(t, &s);
-    if (s.has_failed) {
-        rlt_str_free(&s);
-        return NULL;
-    }
-    return rlt_str_take(&s);
+    return rlt_str_take(&s); /* NULL when a write failed */
 }
 
 bool rlt_record_target_equal(const rlt_record_target *a, const rlt_record_target *b)
@@ -241,11 +237,7 @@ char *rlt_record_json(const rlt_record *r)
     rlt_str s;
     rlt_str_init(&s);
     rlt_record_to_json(r, &s);
-    if (s.has_failed) {
-        rlt_str_free(&s);
-        return NULL;
-    }
-    return rlt_str_take(&s);
+    return rlt_str_take(&s); /* NULL when a write failed */
 }
 
 /* ---- reading JSON, format v2 or v1 ------------------------------------------ */

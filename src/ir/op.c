@@ -361,11 +361,7 @@ char *rlt_op_text(const rlt_op *op)
     rlt_str s;
     rlt_str_init(&s);
     rlt_op_print(op, &s);
-    if (s.has_failed) {
-        rlt_str_free(&s);
-        return NULL;
-    }
-    return rlt_str_take(&s);
+    return rlt_str_take(&s); /* NULL when a write failed */
 }
 
 void rlt_op_print(const rlt_op *op, rlt_str *out)

@@ -735,11 +735,7 @@ char *rlt_sched_text(const rlt_sched *s)
     rlt_str text;
     rlt_str_init(&text);
     rlt_sched_print(s, &text);
-    if (text.has_failed) {
-        rlt_str_free(&text);
-        return NULL;
-    }
-    return rlt_str_take(&text);
+    return rlt_str_take(&text); /* NULL when a write failed */
 }
 
 rlt_status rlt_sched_parse(const char *text, const char *source, rlt_sched **out, rlt_diag *diag)
