@@ -53,8 +53,10 @@ RLT_API char *rlt_sched_text(const rlt_sched *s);
 RLT_API int rlt_sched_n_steps(const rlt_sched *s);
 
 /* Typed steps, appended to s. Loops are named as the nest names them ("i",
- * "j.o", "i.o_j.o"); a name too long for a step, a factor below 2 or a
- * thread count out of range is INVALID_ARGUMENT, and s is unchanged. Whether
+ * "j.o", "i.o_j.o"); a name too long for a step, a split factor or pack
+ * block below 1 (1 is allowed, as in the text form: an inner loop of one
+ * iteration) or a thread count out of range is INVALID_ARGUMENT, and s is
+ * unchanged. Whether
  * the step is legal is decided when the schedule is applied. */
 RLT_API rlt_status rlt_sched_add_split(rlt_sched *s, const char *loop, int64_t factor, rlt_diag *diag);
 /* The loops take the positions they hold, in this order. */

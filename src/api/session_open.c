@@ -194,8 +194,8 @@ static rlt_status note_about(rlt_session *s, const rlt_session_options *o, openi
     return RLT_STATUS_OK;
 }
 
-rlt_status rlt_session_open(const rlt_op *op, const rlt_session_options *o, rlt_session **out,
-                            rlt_session_option *out_bad_option, rlt_diag *diag)
+static rlt_status session_open(const rlt_op *op, const rlt_session_options *o, rlt_session **out,
+                               rlt_session_option *out_bad_option, rlt_diag *diag)
 {
     *out = NULL;
     opening x = {0};
@@ -343,6 +343,46 @@ done:
     rlt_optimize_result_free(&x.policy);
     rlt_policy_destroy(policy);
     rlt_str_free(&target);
+    return st;
+}
+
+/* The options' strings are the caller's for the call only, and a session
+ * keeps some of them (the compiler, its flags and cache directory in its
+ * measurer, where to save the agent): the session opens from copies, held
+ * in one block that it frees. */
+rlt_status rlt_session_open(const rlt_op *op, const rlt_session_options *o, rlt_session **out,
+                            rlt_session_option *out_bad_option, rlt_diag *diag)
+{
+    *out = NULL;
+    rlt_session_options c = *o;
+    const char **fields[] = {&c.tuner,         &c.build.cc,  &c.build.cflags, &c.build.cache_dir, &c.db_path,
+                             &c.replay_path,   &c.transfer_path, &c.agent_in, &c.agent_out,      &c.start_key,
+                             &c.policy_path,   &c.tuner_config_path, &c.tuner_options};
+    size_t len = 1;
+    for (size_t i = 0; i < RLT_ARRAY_LEN(fields); i++)
+        if (*fields[i]) len += strlen(*fields[i]) + 1;
+    char *block = rlt_malloc(len), *next = block;
+    if (!block) {
+        if (out_bad_option) *out_bad_option = RLT_OPTION_NONE;
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory opening a session");
+    }
+    for (size_t i = 0; i < RLT_ARRAY_LEN(fields); i++) {
+        if (!*fields[i]) continue;
+        size_t n = strlen(*fields[i]) + 1;
+        memcpy(next, *fields[i], n);
+        *fields[i] = next;
+        next += n;
+    }
+    rlt_status st = session_open(op, &c, out, out_bad_option, diag);
+    if (st != RLT_STATUS_OK) {
+        rlt_free(block);
+        return st;
+    }
+    if ((st = rlt_session_attach(*out, block, rlt_free, diag)) != RLT_STATUS_OK) { /* it freed the block */
+        rlt_session_destroy(*out);
+        *out = NULL;
+        if (out_bad_option) *out_bad_option = RLT_OPTION_NONE;
+    }
     return st;
 }
 

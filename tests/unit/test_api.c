@@ -490,3 +490,37 @@ Test(api, handles_keep_their_last_error)
     cr_assert_null(e);
     cr_assert(strstr(d.message, "missing.db"), "%s", d.message);
 }
+
+/* The options' strings are borrowed for rlt_session_open only: freed (and
+ * overwritten) right after it, the session still builds, stores and saves. */
+Test(api, a_session_keeps_nothing_of_the_callers_strings)
+{
+    rlt_op *op = op_of("matmul:M=8,N=8,K=8");
+    char *db = strdup(temp_path("borrowed.db"));
+    char *cc = strdup("gcc"), *cflags = strdup("-O1 -march=native"), *tuner = strdup("ga");
+    char *agent_out = strdup(temp_path("agent.bin"));
+    rlt_session_options o = small_options(db);
+    o.tuner = tuner;
+    o.build.cc = cc;
+    o.build.cflags = cflags;
+    o.agent_out = agent_out;
+    o.tuner = "ga-dqn"; /* a tuner with an agent to save at finish */
+    rlt_session *s = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_session_open(op, &o, &s, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    char *const mine[] = {db, cc, cflags, tuner, agent_out};
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
+        memset(mine[i], 'x', strlen(mine[i]));
+        free(mine[i]);
+    }
+    while (!rlt_session_is_done(s)) cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_session_finish(s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_session_summary sum;
+    rlt_session_summary_get(s, &sum);
+    cr_assert_eq(sum.n_failed, 0, "every kernel built with the copied compiler and flags");
+    cr_assert_eq(sum.n_measured, 10);
+    rlt_session_destroy(s);
+    cr_assert_eq(access(temp_path("agent.bin"), F_OK), 0, "the agent was saved where agent_out said");
+    cr_assert_eq(access(temp_path("borrowed.db"), F_OK), 0);
+    rlt_op_destroy(op);
+}
