@@ -3,6 +3,7 @@
  * shape, optional constant values), nodes (op type, inputs, outputs, typed
  * attributes), the graph's inputs and outputs; topological order, shape
  * inference with constant folding, dead-code elimination, a text form; and
+ * BatchNormalization folding (fold.c); the reference evaluation (eval.c);
  * the ONNX importer (onnx.c) that builds one from a model file.
  * docs/graph.md describes the module.
  *
@@ -182,6 +183,41 @@ int rlt_graph_dce(rlt_graph *g);
  *
  * Constants print their values when they have at most 8 elements. */
 char *rlt_graph_print(const rlt_graph *g);
+
+/* Folds each BatchNormalization (inference form) into the Conv that
+ * produces its input: when scale, B, mean and var are constants, the
+ * Conv's weight (and bias, if any) is constant, and the Conv's output has
+ * no other reader and is no graph output. The Conv gets new constant
+ * tensors W' = W * s and b' = (b - mean) * s + B, s = scale /
+ * sqrt(var + epsilon), per output channel (a bias is created when the Conv
+ * had none; the old weight stays for its other readers), and writes the
+ * BatchNormalization's output itself; the BatchNormalization is marked
+ * removed (rlt_graph_dce then drops it and the tensors nothing reads).
+ * A BatchNormalization whose optional statistics outputs are read is left
+ * alone. Returns the number folded, or -1 when out of memory (diag says
+ * so; the graph is still valid then: folds already done stay done, and
+ * tensors added for an unfinished one are read by nothing). (fold.c) */
+int rlt_graph_fold_batchnorm(rlt_graph *g, rlt_diag *diag);
+
+/* ---- reference evaluation (eval.c) --------------------------------------- */
+
+/* Evaluates a sorted, inferred graph (what rlt_graph_load_onnx returns, or
+ * one after rlt_graph_fold_batchnorm / rlt_graph_dce): the reference that
+ * compiled networks are checked against. Plain loops, floats accumulated
+ * in double for the long sums (docs/graph.md, "Reference evaluation").
+ *
+ * inputs: n_inputs buffers (must equal g->n_inputs), borrowed, one per
+ *   graph input in order, row-major, of the input's data type and shape.
+ * outputs: room for n_outputs pointers (must equal g->n_outputs); each is
+ *   set to a new buffer (free with rlt_free) holding that graph output,
+ *   row-major, of its type. All are NULL after a failure.
+ * Errors: INVALID_ARGUMENT (input or output counts that differ from the
+ * graph's, a NULL input, a Gather index out of range, an integer division
+ * by zero, a graph that is not sorted or not inferred: names the node),
+ * OUT_OF_MEMORY. Intermediates are freed after their last reader. The
+ * graph is not changed; one graph may be evaluated by several threads. */
+rlt_status rlt_graph_eval(const rlt_graph *g, int n_inputs, const void *const *inputs, int n_outputs, void **outputs,
+                          rlt_diag *diag);
 
 /* ---- ONNX import (onnx.c) ------------------------------------------------ */
 
