@@ -14,6 +14,9 @@ echo "== tests: release build"
 (cd build && ctest --output-on-failure)
 echo "== install: the library as a program outside rltune uses it"
 scripts/check-install.sh build
+echo "== tests: the Python package (python/tests, in .venv)"
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation ./python
+RLTUNE_LIB="$PWD/build/librltune.so" .venv/bin/python -m pytest python/tests -q
 echo "== tests: ASan + UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure)

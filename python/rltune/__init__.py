@@ -1,0 +1,59 @@
+"""rltune: an autotuner and kernel compiler for deep-learning tensor
+programs, from Python. Binds librltune.so through its public C API with
+cffi (ABI mode: nothing compiled at install). docs/python.md.
+
+Importing the package registers the Gymnasium environment
+rltune/LoopNest-v0; librltune itself is loaded on first use
+(rltune._lib.find_library says where it is looked for).
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+from ._lib import find_library, library_path
+from .env import ACTION_NAMES, EnvStats, EvalRequest, EvalResult, Evaluator, LoopTuneEnv
+from .errors import (
+    IllegalScheduleError,
+    InternalError,
+    InvalidArgumentError,
+    LibraryNotFoundError,
+    MeasurementError,
+    ParseError,
+    RltuneError,
+    RltuneIOError,
+    RltuneMemoryError,
+)
+from .gym_env import LoopNestEnv
+from .measure import BuildOptions, Machine, RunOptions, RunResult, Workload, build_command, machine, measure
+from .op import Op, OpInfo, OpParam, op_library
+from .records import Database, Record, RecordTarget, config_key_get
+from .schedule import CSource, Nest, Schedule
+from .session import Session, SessionSummary, session_target, tuner_names, tuner_summary
+
+__version__ = "0.1.0"
+
+
+def version() -> str:
+    """The version of the loaded librltune ("0.1.0")."""
+    from ._lib import lib, text
+
+    return text(lib().rlt_version())
+
+
+def _register() -> None:
+    if "rltune/LoopNest-v0" not in gymnasium.registry:
+        gymnasium.register(id="rltune/LoopNest-v0", entry_point="rltune.gym_env:LoopNestEnv")
+
+
+_register()
+
+__all__ = [
+    "ACTION_NAMES", "BuildOptions", "CSource", "Database", "EnvStats", "EvalRequest", "EvalResult",
+    "Evaluator", "IllegalScheduleError", "InternalError", "InvalidArgumentError", "LibraryNotFoundError",
+    "LoopNestEnv", "LoopTuneEnv", "Machine", "MeasurementError", "Nest", "Op", "OpInfo", "OpParam",
+    "ParseError", "Record", "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError",
+    "RunOptions", "RunResult", "Schedule", "Session", "SessionSummary", "Workload", "build_command",
+    "config_key_get", "find_library", "library_path", "machine", "measure", "op_library", "session_target",
+    "tuner_names", "tuner_summary", "version",
+]

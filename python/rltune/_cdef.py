@@ -1,0 +1,444 @@
+"""The C declarations rltune's Python binding uses, copied from the public
+headers (include/rltune/*.h, version 0.1.0) in cffi's cdef syntax.
+
+They must match the headers exactly: tests/test_layout.py compiles a C
+program with the real headers that prints the size and every field offset
+of each struct below and every constant, and redeclares every function of
+FUNCTIONS after the headers, so that a declaration that drifted from its
+header fails to compile.
+
+TYPES holds the types and constants, FUNCTIONS the prototypes (one per
+line), LIBC the few C library functions used to hand files to rltune.
+"""
+
+TYPES = r"""
+/* rltune/base.h */
+typedef enum rlt_status {
+    RLT_STATUS_OK = 0,
+    RLT_STATUS_INVALID_ARGUMENT,
+    RLT_STATUS_PARSE_ERROR,
+    RLT_STATUS_ILLEGAL_SCHEDULE,
+    RLT_STATUS_IO_ERROR,
+    RLT_STATUS_OUT_OF_MEMORY,
+    RLT_STATUS_BUILD_ERROR,
+    RLT_STATUS_BUILD_TIMEOUT,
+    RLT_STATUS_RUN_ERROR,
+    RLT_STATUS_RUN_TIMEOUT,
+    RLT_STATUS_WRONG_ANSWER,
+    RLT_STATUS_INTERNAL,
+    RLT_STATUS_COUNT
+} rlt_status;
+
+typedef struct rlt_diag {
+    rlt_status status;
+    char message[1024];
+} rlt_diag;
+
+/* rltune/op.h */
+typedef struct rlt_op rlt_op;
+
+typedef struct rlt_op_param {
+    const char *key;
+    const char *help;
+    int64_t default_value;
+    bool is_required;
+    int64_t min_value;
+    int64_t max_value;
+} rlt_op_param;
+
+typedef struct rlt_op_info {
+    const char *name;
+    const char *summary;
+    const char *example;
+    int n_params;
+    const rlt_op_param *params;
+} rlt_op_info;
+
+/* rltune/schedule.h */
+typedef struct rlt_sched rlt_sched;
+typedef struct rlt_nest rlt_nest;
+#define RLT_MAX_THREADS 256
+
+typedef struct rlt_c_source {
+    char *code;
+    char symbol[64];
+    bool needs_openmp;
+} rlt_c_source;
+
+/* rltune/measure.h */
+typedef struct rlt_build_opts {
+    const char *cc;
+    const char *cflags;
+    const char *cache_dir;
+    double timeout_s;
+    int n_parallel;
+    int max_per_unit;
+} rlt_build_opts;
+
+typedef struct rlt_machine {
+    char cpu[128];
+    int n_cores;
+    int vector_floats;
+    bool has_fma;
+} rlt_machine;
+
+typedef struct rlt_run_opts {
+    int number;
+    int repeat;
+    double min_repeat_ms;
+    int warmup;
+    double timeout_s;
+    int n_threads;
+    bool no_pin;
+    double slow_cutoff_ms;
+} rlt_run_opts;
+
+typedef struct rlt_run_result {
+    rlt_status status;
+    bool is_correct;
+    double time_min_ms;
+    double time_median_ms;
+    double gflops;
+    int n_samples;
+    int number;
+    double max_error;
+    char message[512];
+    double build_s;
+} rlt_run_result;
+
+typedef struct rlt_workload rlt_workload;
+
+/* rltune/records.h */
+typedef struct rlt_db rlt_db;
+
+typedef struct rlt_db_opts {
+    bool is_read_only;
+    double busy_timeout_s;
+} rlt_db_opts;
+
+typedef struct rlt_record_target {
+    char cpu[128];
+    int vector_floats;
+    int n_threads;
+    bool is_weights_prepacked;
+    int codegen;
+    char cc[384];
+} rlt_record_target;
+
+typedef struct rlt_record {
+    int64_t id;
+    char spec[512];
+    rlt_record_target target;
+    char config[1024];
+    char schedule[4096];
+    char tuner[32];
+    rlt_status status;
+    bool is_final;
+    double time_min_ms;
+    double time_median_ms;
+    double gflops;
+    uint64_t seed;
+    double build_s;
+    double created_s;
+    char message[512];
+} rlt_record;
+
+typedef bool (*rlt_db_record_fn)(const rlt_record *record, void *ctx);
+
+/* rltune/session.h (sig_atomic_t is int with glibc: the layout test checks
+ * the struct that holds a pointer to it) */
+typedef struct rlt_session rlt_session;
+
+typedef struct rlt_tune_progress {
+    int n_done;
+    int n_total;
+    double best_gflops;
+    double elapsed_s;
+    double measurements_per_s;
+} rlt_tune_progress;
+
+typedef void (*rlt_tune_progress_fn)(const rlt_tune_progress *p, void *ctx);
+
+typedef struct rlt_session_options {
+    const char *tuner;
+    int n_trials;
+    int batch_size;
+    int early_stopping;
+    uint64_t seed;
+    int n_threads;
+    rlt_build_opts build;
+    rlt_run_opts run;
+    const char *db_path;
+    const char *replay_path;
+    const char *transfer_path;
+    const char *agent_in;
+    const char *agent_out;
+    const char *start_key;
+    const char *policy_path;
+    bool from_other_threads;
+    int n_seeds;
+    int n_final;
+    const char *tuner_config_path;
+    const char *tuner_options;
+    const volatile int *stop;
+    rlt_tune_progress_fn progress;
+    void *progress_ctx;
+} rlt_session_options;
+
+typedef enum rlt_session_option {
+    RLT_OPTION_NONE = 0,
+    RLT_OPTION_TUNER,
+    RLT_OPTION_NUMBERS,
+    RLT_OPTION_DB,
+    RLT_OPTION_REPLAY,
+    RLT_OPTION_TRANSFER,
+    RLT_OPTION_AGENT,
+    RLT_OPTION_START,
+    RLT_OPTION_POLICY,
+    RLT_OPTION_TUNER_CONFIG,
+    RLT_OPTION_TUNER_OPTIONS
+} rlt_session_option;
+
+typedef struct rlt_session_summary {
+    int n_trials;
+    int n_total;
+    int n_measured;
+    int n_from_records;
+    int n_failed;
+    int n_replayed;
+    int n_absent;
+    double best_gflops;
+    double best_time_ms;
+    const char *best_config;
+    const char *best_schedule;
+    const char *best_cc;
+    const double *curve;
+    double wall_s;
+    double tuner_s;
+    double measurements_per_s;
+    bool is_done, was_stopped, was_stopped_early, was_exhausted;
+    int n_seeds;
+    int n_other_threads;
+    int n_transfer_rows, n_transfer_workloads;
+    const char *start_config;
+    int n_final, final_rounds;
+    int final_repeat;
+    double final_min_repeat_ms;
+    double final_s;
+    double tuning_best_gflops;
+    const char *tuning_best_config;
+    bool has_policy;
+    double policy_gflops, policy_wall_s;
+    int64_t policy_n_evaluations;
+    const char *policy_schedule;
+} rlt_session_summary;
+
+typedef struct rlt_tuner_param {
+    const char *name;
+    const char *tuners;
+    const char *def;
+    const char *help;
+} rlt_tuner_param;
+
+/* rltune/env.h */
+typedef struct rlt_env rlt_env;
+
+typedef enum rlt_env_action {
+    RLT_ENV_ACTION_UP,
+    RLT_ENV_ACTION_DOWN,
+    RLT_ENV_ACTION_SWAP_UP,
+    RLT_ENV_ACTION_SWAP_DOWN,
+    RLT_ENV_ACTION_SPLIT_2,
+    RLT_ENV_ACTION_SPLIT_4,
+    RLT_ENV_ACTION_SPLIT_8,
+    RLT_ENV_ACTION_SPLIT_16,
+    RLT_ENV_ACTION_SPLIT_32,
+    RLT_ENV_ACTION_SPLIT_64,
+    RLT_ENV_ACTION_SPLIT_128,
+    RLT_ENV_ACTION_SPLIT_256,
+    RLT_ENV_ACTION_MERGE,
+    RLT_ENV_ACTION_UNROLL,
+    RLT_ENV_ACTION_VECTORIZE,
+    RLT_ENV_ACTION_PARALLEL,
+    RLT_ENV_ACTION_STOP,
+    RLT_ENV_N_ACTIONS
+} rlt_env_action;
+
+#define RLT_ENV_OBS_VERSION 1
+#define RLT_ENV_MAX_LOOPS 16
+#define RLT_ENV_OBS_TENSORS 4
+#define RLT_ENV_LOOP_FEATURES 14
+#define RLT_ENV_STRIDE_BUCKETS 32
+#define RLT_ENV_HISTORY 5
+#define RLT_ENV_OBS_LOOPS 0
+#define RLT_ENV_OBS_STRIDES 224
+#define RLT_ENV_OBS_HISTORY 256
+#define RLT_ENV_OBS_GFLOPS 341
+#define RLT_ENV_OBS_MASK 342
+#define RLT_ENV_OBS_LEN 359
+
+typedef struct rlt_env_eval_request {
+    const char *op_spec;
+    const char *schedule;
+    const rlt_nest *nest;
+    uint64_t nest_hash;
+    double flops;
+} rlt_env_eval_request;
+
+typedef struct rlt_env_eval_result {
+    rlt_status status;
+    double gflops;
+    char message[256];
+} rlt_env_eval_result;
+
+typedef rlt_status (*rlt_env_evaluate_fn)(void *ctx, const rlt_env_eval_request *req, rlt_env_eval_result *out,
+                                          rlt_diag *diag);
+
+typedef struct rlt_env_opts {
+    const char *cc;
+    const char *cflags;
+    const char *cache_dir;
+    int n_threads;
+    int repeat;
+    double min_repeat_ms;
+    double timeout_s;
+    uint64_t seed;
+    double peak_gflops;
+    int max_steps;
+    rlt_env_evaluate_fn evaluate;
+    void *evaluate_ctx;
+} rlt_env_opts;
+
+typedef struct rlt_env_stats {
+    int64_t n_evaluations;
+    int64_t n_cache_hits;
+    int64_t n_cached;
+} rlt_env_stats;
+"""
+
+FUNCTIONS = r"""
+const char *rlt_version(void);
+const char *rlt_status_str(rlt_status status);
+rlt_status rlt_status_from_str(const char *name);
+void rlt_free(void *ptr);
+void rlt_format_double(double v, char *buf, size_t cap);
+rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag);
+rlt_status rlt_op_from_expr(const char *expr, const char *shape, rlt_op **out, rlt_diag *diag);
+void rlt_op_destroy(rlt_op *op);
+const char *rlt_op_spec(const rlt_op *op);
+const char *rlt_op_kind(const rlt_op *op);
+double rlt_op_flops(const rlt_op *op);
+char *rlt_op_text(const rlt_op *op);
+const rlt_op_info *rlt_op_library(int *n_ops);
+rlt_sched *rlt_sched_create(void);
+void rlt_sched_destroy(rlt_sched *s);
+rlt_status rlt_sched_parse(const char *text, const char *source, rlt_sched **out, rlt_diag *diag);
+rlt_status rlt_sched_load(const char *path, rlt_sched **out, rlt_diag *diag);
+char *rlt_sched_text(const rlt_sched *s);
+int rlt_sched_n_steps(const rlt_sched *s);
+rlt_status rlt_sched_add_split(rlt_sched *s, const char *loop, int64_t factor, rlt_diag *diag);
+rlt_status rlt_sched_add_reorder(rlt_sched *s, int n_loops, const char *const *loops, rlt_diag *diag);
+rlt_status rlt_sched_add_fuse(rlt_sched *s, const char *outer, const char *inner, rlt_diag *diag);
+rlt_status rlt_sched_add_unroll(rlt_sched *s, const char *loop, rlt_diag *diag);
+rlt_status rlt_sched_add_vectorize(rlt_sched *s, const char *loop, rlt_diag *diag);
+rlt_status rlt_sched_add_parallel(rlt_sched *s, const char *loop, int n_threads, rlt_diag *diag);
+rlt_status rlt_sched_add_cache_write(rlt_sched *s, const char *loop, rlt_diag *diag);
+rlt_status rlt_sched_add_pack(rlt_sched *s, const char *tensor, int n_blocks, const int *dims, const int64_t *blocks, rlt_diag *diag);
+rlt_status rlt_sched_add_pad(rlt_sched *s, const char *tensor, rlt_diag *diag);
+rlt_status rlt_nest_create(const rlt_op *op, const rlt_sched *s, rlt_nest **out, rlt_diag *diag);
+void rlt_nest_destroy(rlt_nest *n);
+char *rlt_nest_tree(const rlt_nest *n);
+rlt_status rlt_nest_c_source(const rlt_nest *n, rlt_c_source *out, rlt_diag *diag);
+bool rlt_nest_is_parallel(const rlt_nest *n);
+char *rlt_build_command(const rlt_build_opts *opts, bool with_openmp);
+void rlt_machine_detect(rlt_machine *out);
+rlt_status rlt_workload_create(const rlt_op *op, const rlt_build_opts *opts, uint64_t seed, rlt_workload **out, rlt_diag *diag);
+void rlt_workload_destroy(rlt_workload *w);
+rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n, const rlt_nest *const *nests, rlt_run_result *out, rlt_diag *diag);
+rlt_status rlt_db_open(const char *path, const rlt_db_opts *opts, rlt_db **out, rlt_diag *diag);
+void rlt_db_close(rlt_db *db);
+const char *rlt_db_last_error(const rlt_db *db);
+rlt_status rlt_db_append(rlt_db *db, int n, const rlt_record *records, rlt_diag *diag);
+rlt_status rlt_db_lookup(rlt_db *db, const char *spec, const char *target, const char *config, rlt_record *out, bool *out_found, rlt_diag *diag);
+rlt_status rlt_db_best(rlt_db *db, const char *spec, const char *target, rlt_record *out, bool *out_found, rlt_diag *diag);
+rlt_status rlt_db_history(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn fn, void *ctx, rlt_diag *diag);
+rlt_status rlt_db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *diag);
+rlt_status rlt_db_export_jsonl(rlt_db *db, const char *spec, FILE *out, rlt_diag *diag);
+rlt_status rlt_db_import_jsonl(rlt_db *db, FILE *in, const char *source, int *out_n_added, int *out_n_skipped, rlt_diag *diag);
+char *rlt_record_json(const rlt_record *r);
+rlt_status rlt_record_from_json(const char *text, const char *where, rlt_record *out, rlt_diag *diag);
+bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap);
+char *rlt_record_target_text(const rlt_record_target *t);
+rlt_status rlt_record_target_parse(const char *key, rlt_record_target *out, rlt_diag *diag);
+bool rlt_record_target_equal(const rlt_record_target *a, const rlt_record_target *b);
+void rlt_session_options_init(rlt_session_options *o);
+rlt_status rlt_session_open(const rlt_op *op, const rlt_session_options *o, rlt_session **out, rlt_session_option *out_bad_option, rlt_diag *diag);
+rlt_status rlt_session_step(rlt_session *s, rlt_diag *diag);
+bool rlt_session_is_done(const rlt_session *s);
+rlt_status rlt_session_finish(rlt_session *s, rlt_diag *diag);
+void rlt_session_summary_get(const rlt_session *s, rlt_session_summary *out);
+char *rlt_session_json(const rlt_session *s);
+const char *rlt_session_last_error(const rlt_session *s);
+void rlt_session_destroy(rlt_session *s);
+rlt_status rlt_session_target(const rlt_build_opts *build, int n_threads, rlt_record_target *out, rlt_diag *diag);
+const char *const *rlt_tuner_names(void);
+const char *rlt_tuner_summary(const char *tuner);
+int rlt_tuner_param_count(void);
+rlt_tuner_param rlt_tuner_param_at(int i);
+bool rlt_tuner_reads_param(const char *tuner, const char *name);
+const char *rlt_env_action_name(int action);
+int rlt_env_action_from_name(const char *name);
+rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts, rlt_env **out, rlt_diag *diag);
+void rlt_env_destroy(rlt_env *env);
+const char *rlt_env_last_error(const rlt_env *env);
+rlt_status rlt_env_clone(const rlt_env *env, rlt_env **out, rlt_diag *diag);
+void rlt_env_restore(rlt_env *dst, const rlt_env *src);
+rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag);
+rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag);
+rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag);
+rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag);
+rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag);
+rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag);
+void rlt_env_action_mask(const rlt_env *env, bool mask[17]);
+bool rlt_env_is_done(const rlt_env *env);
+bool rlt_env_is_reset(const rlt_env *env);
+double rlt_env_gflops(const rlt_env *env);
+rlt_status rlt_env_eval_status(const rlt_env *env, const char **out_message);
+double rlt_env_peak_gflops(const rlt_env *env);
+int rlt_env_cursor(const rlt_env *env);
+int rlt_env_n_steps(const rlt_env *env);
+uint64_t rlt_env_state_hash(const rlt_env *env);
+const rlt_nest *rlt_env_nest(const rlt_env *env);
+const char *rlt_env_accumulator(const rlt_env *env);
+char *rlt_env_tree(const rlt_env *env);
+char *rlt_env_schedule(const rlt_env *env);
+void rlt_env_stats_get(const rlt_env *env, rlt_env_stats *out);
+"""
+
+LIBC = r"""
+FILE *fopen(const char *path, const char *mode);
+int fclose(FILE *stream);
+"""
+
+# The structs whose layout the test checks against the headers.
+STRUCTS = (
+    "rlt_diag",
+    "rlt_op_param",
+    "rlt_op_info",
+    "rlt_c_source",
+    "rlt_build_opts",
+    "rlt_machine",
+    "rlt_run_opts",
+    "rlt_run_result",
+    "rlt_db_opts",
+    "rlt_record_target",
+    "rlt_record",
+    "rlt_tune_progress",
+    "rlt_session_options",
+    "rlt_session_summary",
+    "rlt_tuner_param",
+    "rlt_env_eval_request",
+    "rlt_env_eval_result",
+    "rlt_env_opts",
+    "rlt_env_stats",
+)
