@@ -2,8 +2,8 @@
 programs, from Python. Binds librltune.so through its public C API with
 cffi (ABI mode: nothing compiled at install). docs/python.md.
 
-Importing the package registers the Gymnasium environment
-rltune/LoopNest-v0; librltune itself is loaded on first use
+Importing the package registers the Gymnasium environments
+rltune/LoopNest-v0 and rltune/Knobs-v0; librltune itself is loaded on first use
 (rltune._lib.find_library says where it is looked for).
 """
 
@@ -25,6 +25,8 @@ from .errors import (
     RltuneMemoryError,
 )
 from .gym_env import LoopNestEnv
+from .knobs import ConfigMeasurer, ConfigResult, DatasetInfo, DatasetResult, KnobSpace, measure_dataset
+from .knobs_env import KnobsEnv
 from .measure import BuildOptions, Machine, RunOptions, RunResult, Workload, build_command, machine, measure
 from .op import Op, OpInfo, OpParam, op_library
 from .records import Database, Record, RecordTarget, config_key_get
@@ -44,16 +46,19 @@ def version() -> str:
 def _register() -> None:
     if "rltune/LoopNest-v0" not in gymnasium.registry:
         gymnasium.register(id="rltune/LoopNest-v0", entry_point="rltune.gym_env:LoopNestEnv")
+    if "rltune/Knobs-v0" not in gymnasium.registry:
+        gymnasium.register(id="rltune/Knobs-v0", entry_point="rltune.knobs_env:KnobsEnv")
 
 
 _register()
 
 __all__ = [
-    "ACTION_NAMES", "BuildOptions", "CSource", "Database", "EnvStats", "EvalRequest", "EvalResult",
-    "Evaluator", "IllegalScheduleError", "InternalError", "InvalidArgumentError", "LibraryNotFoundError",
-    "LoopNestEnv", "LoopTuneEnv", "Machine", "MeasurementError", "Nest", "Op", "OpInfo", "OpParam",
-    "ParseError", "Record", "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError",
-    "RunOptions", "RunResult", "Schedule", "Session", "SessionSummary", "Workload", "build_command",
-    "config_key_get", "find_library", "library_path", "machine", "measure", "op_library", "session_target",
-    "tuner_names", "tuner_summary", "version",
+    "ACTION_NAMES", "BuildOptions", "CSource", "ConfigMeasurer", "ConfigResult", "Database", "DatasetInfo",
+    "DatasetResult", "EnvStats", "EvalRequest", "EvalResult", "Evaluator", "IllegalScheduleError",
+    "InternalError", "InvalidArgumentError", "KnobSpace", "KnobsEnv", "LibraryNotFoundError", "LoopNestEnv",
+    "LoopTuneEnv", "Machine", "MeasurementError", "Nest", "Op", "OpInfo", "OpParam", "ParseError", "Record",
+    "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError", "RunOptions", "RunResult",
+    "Schedule", "Session", "SessionSummary", "Workload", "build_command", "config_key_get", "find_library",
+    "library_path", "machine", "measure", "measure_dataset", "op_library", "session_target", "tuner_names",
+    "tuner_summary", "version",
 ]

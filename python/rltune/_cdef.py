@@ -1,5 +1,5 @@
 """The C declarations rltune's Python binding uses, copied from the public
-headers (include/rltune/*.h, version 0.1.0) in cffi's cdef syntax.
+headers (include/rltune/*.h, version 0.1.0; rltune/space.h too) in cffi's cdef syntax.
 
 They must match the headers exactly: tests/test_layout.py compiles a C
 program with the real headers that prints the size and every field offset
@@ -314,6 +314,75 @@ typedef struct rlt_env_stats {
     int64_t n_cache_hits;
     int64_t n_cached;
 } rlt_env_stats;
+
+/* rltune/session.h: datasets */
+#define RLT_DATASET_DEFAULT_SAMPLES 4096
+#define RLT_DATASET_MAX_SAMPLES 1000000
+
+typedef struct rlt_dataset_info {
+    char spec[512];
+    char target[512];
+    int n_threads;
+    int vector_floats;
+    bool has_clang;
+    char fixed[512];
+    uint64_t space_size;
+    int64_t n_valid;
+    bool is_complete;
+    int n_samples;
+    uint64_t seed;
+    int n_configs;
+} rlt_dataset_info;
+
+typedef struct rlt_dataset_opts {
+    int n_samples;
+    const char *fix;
+    uint64_t seed;
+    int batch_size;
+    int n_threads;
+    rlt_build_opts build;
+    rlt_run_opts run;
+    const volatile int *stop;
+    rlt_tune_progress_fn progress;
+    void *progress_ctx;
+} rlt_dataset_opts;
+
+typedef struct rlt_dataset_result {
+    int n_done;
+    int n_measured;
+    int n_from_records;
+    int n_failed;
+    bool was_stopped;
+    double best_gflops;
+    double best_time_ms;
+    char best_config[1024];
+    char best_cc[16];
+    double wall_s;
+    double measurements_per_s;
+} rlt_dataset_result;
+
+/* rltune/space.h */
+#define RLT_KNOB_SPACE_MAX_KNOBS 40
+#define RLT_KNOB_SPACE_MAX_CHOICES 64
+typedef struct rlt_knob_space rlt_knob_space;
+typedef struct rlt_config_measurer rlt_config_measurer;
+
+typedef struct rlt_config_measurer_options {
+    rlt_build_opts build;
+    rlt_run_opts run;
+    const char *db_path;
+    const char *tuner;
+    uint64_t seed;
+} rlt_config_measurer_options;
+
+typedef struct rlt_config_result {
+    rlt_status status;
+    bool is_absent;
+    bool is_from_records;
+    double gflops;
+    double time_median_ms;
+    char message[256];
+} rlt_config_result;
 """
 
 FUNCTIONS = r"""
@@ -413,6 +482,35 @@ const char *rlt_env_accumulator(const rlt_env *env);
 char *rlt_env_tree(const rlt_env *env);
 char *rlt_env_schedule(const rlt_env *env);
 void rlt_env_stats_get(const rlt_env *env, rlt_env_stats *out);
+rlt_status rlt_dataset_measure(const rlt_op *op, const char *path, const rlt_dataset_opts *opts, rlt_dataset_info *out_info, rlt_dataset_result *out, rlt_diag *diag);
+rlt_status rlt_knob_space_create(const rlt_op *op, int n_threads, rlt_knob_space **out, rlt_diag *diag);
+rlt_status rlt_knob_space_open_dataset(const char *path, rlt_knob_space **out, rlt_diag *diag);
+void rlt_knob_space_destroy(rlt_knob_space *s);
+const char *rlt_knob_space_last_error(const rlt_knob_space *s);
+const rlt_op *rlt_knob_space_op(const rlt_knob_space *s);
+int rlt_knob_space_n_threads(const rlt_knob_space *s);
+int rlt_knob_space_n_knobs(const rlt_knob_space *s);
+const char *rlt_knob_space_knob_name(const rlt_knob_space *s, int knob);
+int rlt_knob_space_n_choices(const rlt_knob_space *s, int knob);
+const char *rlt_knob_space_choice_text(const rlt_knob_space *s, int knob, int choice);
+uint64_t rlt_knob_space_size(const rlt_knob_space *s);
+rlt_status rlt_knob_space_config_key(rlt_knob_space *s, const int *config, char **out, rlt_diag *diag);
+rlt_status rlt_knob_space_config_parse(rlt_knob_space *s, const char *key, int *out, rlt_diag *diag);
+bool rlt_knob_space_is_valid(const rlt_knob_space *s, const int *config);
+rlt_status rlt_knob_space_config_check(rlt_knob_space *s, const int *config, rlt_diag *diag);
+int rlt_knob_space_nearest_valid(const rlt_knob_space *s, const int *from, int *out);
+int rlt_knob_space_median(const rlt_knob_space *s, int *out);
+int rlt_knob_space_dataset_size(const rlt_knob_space *s);
+rlt_status rlt_knob_space_dataset_config(rlt_knob_space *s, int i, int *out, rlt_diag *diag);
+bool rlt_knob_space_in_dataset(const rlt_knob_space *s, const int *config);
+void rlt_config_measurer_options_init(rlt_config_measurer_options *o);
+rlt_status rlt_config_measurer_create_live(const rlt_knob_space *space, const rlt_config_measurer_options *opts, rlt_config_measurer **out, rlt_diag *diag);
+rlt_status rlt_config_measurer_create_replay(const rlt_knob_space *space, const char *dataset_path, rlt_config_measurer **out, rlt_diag *diag);
+void rlt_config_measurer_destroy(rlt_config_measurer *m);
+const char *rlt_config_measurer_kind(const rlt_config_measurer *m);
+double rlt_config_measurer_best_gflops(const rlt_config_measurer *m);
+rlt_status rlt_config_measure(rlt_config_measurer *m, int n, const int *configs, rlt_config_result *out, rlt_diag *diag);
+const char *rlt_config_measurer_last_error(const rlt_config_measurer *m);
 """
 
 LIBC = r"""
@@ -441,4 +539,9 @@ STRUCTS = (
     "rlt_env_eval_result",
     "rlt_env_opts",
     "rlt_env_stats",
+    "rlt_dataset_info",
+    "rlt_dataset_opts",
+    "rlt_dataset_result",
+    "rlt_config_measurer_options",
+    "rlt_config_result",
 )

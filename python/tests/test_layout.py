@@ -1,7 +1,8 @@
 """The cffi declarations (rltune/_cdef.py) against the real headers: a C
 program compiled with include/rltune.h prints the size and every field
 offset of each declared struct and the value of every constant, which must
-equal what cffi computed; and every declared function, redeclared after the
+equal what cffi computed (rltune/space.h is included beside rltune.h, which
+need not include it yet); and every declared function, redeclared after the
 headers, must compile (a prototype that drifted from its header is a
 conflicting declaration)."""
 
@@ -59,7 +60,7 @@ def _expected() -> list[str]:
 
 
 def _program() -> str:
-    out = ["#include <rltune.h>", "#include <stdalign.h>", "#include <stdio.h>", "int main(void) {"]
+    out = ["#include <rltune.h>", "#include <rltune/space.h>", "#include <stdalign.h>", "#include <stdio.h>", "int main(void) {"]
     for struct in _cdef.STRUCTS:
         t = ffi.typeof(struct)
         out.append(f'    printf("sizeof {struct} %zu\\n", sizeof({struct}));')
@@ -89,7 +90,7 @@ def test_struct_layouts_and_constants_match_the_headers(tmp_path: Path) -> None:
 def test_every_declared_function_matches_its_header(tmp_path: Path) -> None:
     include, cc = _include_dir(), _compiler()
     src = tmp_path / "decls.c"
-    src.write_text("#include <rltune.h>\n" + _cdef.FUNCTIONS)
+    src.write_text("#include <rltune.h>\n#include <rltune/space.h>\n" + _cdef.FUNCTIONS)
     r = subprocess.run(
         [cc, "-std=c11", "-fsyntax-only", "-Werror", "-I", str(include), str(src)],
         capture_output=True,
