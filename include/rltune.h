@@ -10,6 +10,8 @@
  *   rltune/session.h   a tuning session, stepped batch by batch; the tuners;
  *                      datasets measured once for replayed tuning
  *   rltune/experiment.h  tuners x workloads x seeds, and their report
+ *   rltune/space.h     knob spaces, and measuring their configurations
+ *                      live or from a dataset (the knob environments)
  *   rltune/records.h   the records database: best, history, export, import
  *   rltune/export.h    a kernel as a stand-alone C library
  *   rltune/env.h       the LoopTune environment over a loop nest
@@ -75,6 +77,7 @@
 #include "rltune/records.h"
 #include "rltune/schedule.h"
 #include "rltune/session.h"
+#include "rltune/space.h"
 #include "rltune/train.h"
 
 #endif /* RLTUNE_H */
