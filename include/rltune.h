@@ -12,6 +12,7 @@
  *   rltune/experiment.h  tuners x workloads x seeds, and their report
  *   rltune/space.h     knob spaces, and measuring their configurations
  *                      live or from a dataset (the knob environments)
+ *   rltune/model.h     whole networks (ONNX): import, and the tasks to tune
  *   rltune/records.h   the records database: best, history, export, import
  *   rltune/export.h    a kernel as a stand-alone C library
  *   rltune/env.h       the LoopTune environment over a loop nest
@@ -72,6 +73,7 @@
 #include "rltune/experiment.h"
 #include "rltune/export.h"
 #include "rltune/measure.h"
+#include "rltune/model.h"
 #include "rltune/op.h"
 #include "rltune/policy.h"
 #include "rltune/records.h"

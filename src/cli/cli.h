@@ -59,6 +59,7 @@ extern const rlt_cli_cmd rlt_cli_cmd_train;
 extern const rlt_cli_cmd rlt_cli_cmd_gen_demos;
 extern const rlt_cli_cmd rlt_cli_cmd_imitate;
 extern const rlt_cli_cmd rlt_cli_cmd_optimize;
+extern const rlt_cli_cmd rlt_cli_cmd_tasks;
 
 /* Reads a whole text file, or stdin for "-" ("<stdin>" in messages): at most
  * 64 MiB and no NUL byte (PARSE_ERROR), so that parsers see all of it.

@@ -4,7 +4,8 @@
  * attributes), the graph's inputs and outputs; topological order, shape
  * inference with constant folding, dead-code elimination, a text form; and
  * BatchNormalization folding (fold.c); the reference evaluation (eval.c);
- * the ONNX importer (onnx.c) that builds one from a model file.
+ * the ONNX importer (onnx.c) that builds one from a model file; the tasks
+ * (tasks.c): the kernels rltune tunes, with what would fuse into them.
  * docs/graph.md describes the module.
  *
  * Conventions:
@@ -218,6 +219,52 @@ int rlt_graph_fold_batchnorm(rlt_graph *g, rlt_diag *diag);
  * graph is not changed; one graph may be evaluated by several threads. */
 rlt_status rlt_graph_eval(const rlt_graph *g, int n_inputs, const void *const *inputs, int n_outputs, void **outputs,
                           rlt_diag *diag);
+
+/* ---- tasks (tasks.c) ------------------------------------------------------ */
+
+/* The kernels rltune tunes in a graph: each Conv, Gemm and MatMul that fits
+ * a built-in op (conv2d, depthwise_conv2d, dense, matmul, batch_matmul)
+ * with the elementwise nodes that directly follow it and would fuse into it
+ * (its epilogue), deduplicated by (op spec, epilogue). docs/graph.md,
+ * "Tasks", gives the rules. */
+typedef struct rlt_graph_task {
+    char spec[512];     /* canonical op spec (rlt_op_spec) */
+    char epilogue[128]; /* "" or the fused steps in order: "bias,add,relu" */
+    int weight;         /* occurrences in the graph */
+    double flops;       /* of one occurrence: rlt_op_flops of spec (the epilogue not counted) */
+    int n_nodes;
+    int *nodes;         /* heap: node indices, occurrence after occurrence, each its kernel
+                           node then the nodes fused into it, in graph order */
+} rlt_graph_task;
+
+/* Nodes that are not tasks, grouped by (op type, reason). */
+typedef struct rlt_graph_other {
+    const char *op_type; /* borrowed from the graph */
+    char reason[256];    /* "" when rltune has no op for the op type (pools, Softmax,
+                            Reshape, ...); otherwise why a Conv / Gemm / MatMul does not
+                            fit the op library yet ("asymmetric pads [0,0,1,1] ...") */
+    int count;
+    int first_node;      /* index of the first such node */
+} rlt_graph_other;
+
+typedef struct rlt_graph_tasks {
+    int n_tasks;
+    rlt_graph_task *tasks;   /* heap, in the order of their first occurrence */
+    int n_others;
+    rlt_graph_other *others; /* heap, in the order of their first occurrence */
+} rlt_graph_tasks;
+
+/* Extracts the tasks of a sorted, inferred graph (what rlt_graph_load_onnx
+ * returns, best after rlt_graph_fold_batchnorm and rlt_graph_dce); nodes
+ * marked removed are skipped. `out` is filled on success only (free with
+ * rlt_graph_tasks_free); the graph is not changed. Errors: OUT_OF_MEMORY,
+ * INVALID_ARGUMENT for a graph that is not inferred. */
+rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt_diag *diag);
+void rlt_graph_tasks_free(rlt_graph_tasks *t); /* frees what extract made; NULL ok */
+
+/* A name for a node in messages and task lists: its own name, or its first
+ * output tensor's name when the model gave none. Borrowed from the graph. */
+const char *rlt_graph_node_label(const rlt_graph *g, int node);
 
 /* ---- ONNX import (onnx.c) ------------------------------------------------ */
 

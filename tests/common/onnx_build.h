@@ -2,8 +2,10 @@
  * with the structs protoc-c generates from onnx.proto: declare inputs,
  * initializers, nodes (with attributes) and outputs, then pack the model
  * into bytes (ob_pack) or load it straight into a graph (ob_load). Every
- * piece is allocated by the builder and freed by ob_free. Header-only, like
- * fixtures.h; used by tests/unit/test_graph_onnx.c (and its fuzz seeds).
+ * piece is allocated by the builder and freed by ob_free; and a few layers
+ * (ob_conv, ob_batchnorm, ob_resnet_block). Header-only, like fixtures.h;
+ * used by tests/unit/test_graph_onnx.c (and its fuzz seeds),
+ * test_graph_eval.c, test_graph_tasks.c and tests/cli/test_cli_tasks.c.
  *
  *     onnx_build b;
  *     ob_init(&b, 13);
@@ -18,6 +20,8 @@
 #ifndef RLT_TESTS_ONNX_BUILD_H
 #define RLT_TESTS_ONNX_BUILD_H
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +292,65 @@ static inline rlt_status ob_load(onnx_build *b, rlt_graph **g, rlt_diag *d)
     size_t len;
     uint8_t *buf = ob_pack(b, &len);
     return rlt_graph_load_onnx_bytes(buf, len, "test.onnx", g, d);
+}
+
+/* ---- layers (tests/unit/test_graph_tasks.c, tests/cli/test_cli_tasks.c) ---- */
+
+#define OB_DIMS(...) ((int64_t[]){__VA_ARGS__})
+
+/* A Conv named `name` from `in` to `out`: weight [K, C/group, R, R] (and
+ * bias [K] when has_bias), square stride and symmetric pad. */
+static inline Onnx__NodeProto *ob_conv(onnx_build *b, const char *name, const char *in, const char *out, int64_t C,
+                                        int64_t K, int64_t R, int64_t stride, int64_t pad, int64_t group, bool has_bias)
+{
+    char w[160], bias[160], inputs[480];
+    snprintf(w, sizeof w, "%s_w", name);
+    snprintf(bias, sizeof bias, "%s_b", name);
+    ob_init_f32(b, w, 4, OB_DIMS(K, C / group, R, R), NULL);
+    if (has_bias) ob_init_f32(b, bias, 1, OB_DIMS(K), NULL);
+    snprintf(inputs, sizeof inputs, "%s,%s%s%s", in, w, has_bias ? "," : "", has_bias ? bias : "");
+    Onnx__NodeProto *n = ob_node(b, "Conv", name, inputs, out);
+    ob_attr_ints(b, n, "pads", 4, OB_DIMS(pad, pad, pad, pad));
+    ob_attr_ints(b, n, "strides", 2, OB_DIMS(stride, stride));
+    if (group != 1) ob_attr_i(b, n, "group", group);
+    return n;
+}
+
+/* An inference BatchNormalization over C channels. */
+static inline void ob_batchnorm(onnx_build *b, const char *name, const char *in, const char *out, int64_t C)
+{
+    char s[160], bb[160], m[160], v[160], inputs[800];
+    snprintf(s, sizeof s, "%s_scale", name);
+    snprintf(bb, sizeof bb, "%s_bias", name);
+    snprintf(m, sizeof m, "%s_mean", name);
+    snprintf(v, sizeof v, "%s_var", name);
+    ob_init_f32(b, s, 1, OB_DIMS(C), NULL);
+    ob_init_f32(b, bb, 1, OB_DIMS(C), NULL);
+    ob_init_f32(b, m, 1, OB_DIMS(C), NULL);
+    ob_init_f32(b, v, 1, OB_DIMS(C), NULL);
+    snprintf(inputs, sizeof inputs, "%s,%s,%s,%s,%s", in, s, bb, m, v);
+    ob_node(b, "BatchNormalization", name, inputs, out);
+}
+
+/* A ResNet basic block over [1, C, H, W]: Conv-BN-Relu-Conv-BN-Add(in)-Relu,
+ * its nodes named PREFIX_conv1 ... PREFIX_relu2, writing PREFIX_out. */
+static inline void ob_resnet_block(onnx_build *b, const char *p, const char *in, int64_t C)
+{
+    char n[12][64];
+    const char *part[] = {"conv1", "bn1", "relu1", "conv2", "bn2", "add", "relu2", "c1", "b1", "r1", "c2", "b2"};
+    for (int i = 0; i < 12; i++) snprintf(n[i], sizeof n[i], "%s_%s", p, part[i]);
+    char a[64], out[64];
+    snprintf(a, sizeof a, "%s_a", p);
+    snprintf(out, sizeof out, "%s_out", p);
+    ob_conv(b, n[0], in, n[7], C, C, 3, 1, 1, 1, false);
+    ob_batchnorm(b, n[1], n[7], n[8], C);
+    ob_node(b, "Relu", n[2], n[8], n[9]);
+    ob_conv(b, n[3], n[9], n[10], C, C, 3, 1, 1, 1, false);
+    ob_batchnorm(b, n[4], n[10], n[11], C);
+    char add_in[140];
+    snprintf(add_in, sizeof add_in, "%s,%s", n[11], in);
+    ob_node(b, "Add", n[5], add_in, a);
+    ob_node(b, "Relu", n[6], a, out);
 }
 
 #endif /* RLT_TESTS_ONNX_BUILD_H */

@@ -1,0 +1,528 @@
+/*
+ * tasks.c - the kernels rltune tunes in a whole network
+ * (rlt_graph_tasks_extract): each Conv, Gemm and MatMul that fits a
+ * built-in op becomes an op spec (conv2d, depthwise_conv2d, dense, matmul,
+ * batch_matmul), with its epilogue, the elementwise nodes that directly
+ * follow it and would fuse into it (bias, residual add, relu, relu6,
+ * sigmoid). Kernels are deduplicated by (canonical spec, epilogue) into
+ * tasks weighted by their occurrences; every other node is counted by op
+ * type, with the reason when it is a Conv / Gemm / MatMul that does not fit
+ * the op library yet. This step only records what would fuse: the fused
+ * code comes later. The rules are in docs/graph.md, "Tasks".
+ */
+#include "graph/graph.h"
+#include "ir/ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_EPILOGUE_STEPS 8 /* fused nodes after one kernel */
+
+/* What one Conv / Gemm / MatMul node is, before its epilogue. */
+typedef struct kernel {
+    bool is_task;       /* false: `reason` says why not */
+    char spec[512];     /* the op spec as built here (canonicalised by rlt_op_parse) */
+    char reason[256];
+    int channel_axis;   /* the axis of the output channels in the node's output; -1: none */
+    const char *own;    /* the node's own epilogue: "bias" (Conv's B, Gemm's C), "add" (Gemm's C
+                           of the output's shape) or "" */
+} kernel;
+
+/* Who reads each tensor: the number of reads by live nodes and graph
+ * outputs, and the last node that read it. */
+typedef struct readers {
+    int *n_reads;
+    int *reader;
+} readers;
+
+const char *rlt_graph_node_label(const rlt_graph *g, int node)
+{
+    const rlt_graph_node *n = &g->nodes[node];
+    if (n->name && n->name[0]) return n->name;
+    for (int o = 0; o < n->n_outputs; o++)
+        if (n->outputs[o] >= 0) return g->tensors[n->outputs[o]].name;
+    return n->op_type;
+}
+
+static void not_task(kernel *k, const char *fmt, ...) RLT_PRINTF(2, 3);
+static void not_task(kernel *k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->reason, sizeof k->reason, fmt, ap);
+    va_end(ap);
+    k->is_task = false;
+}
+
+static const rlt_graph_tensor *input_of(const rlt_graph *g, const rlt_graph_node *n, int i)
+{
+    return i < n->n_inputs && n->inputs[i] >= 0 ? &g->tensors[n->inputs[i]] : NULL;
+}
+
+static int64_t attr_int(const rlt_graph_node *n, const char *name, int64_t def)
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
+    return a && a->kind == RLT_GRAPH_ATTR_INT ? a->i : def;
+}
+
+static double attr_float(const rlt_graph_node *n, const char *name, double def)
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
+    return a && a->kind == RLT_GRAPH_ATTR_FLOAT ? (double)a->f : def;
+}
+
+/* The two values of a 2-D attribute (strides, dilations), `def` when absent. */
+static void attr_pair(const rlt_graph_node *n, const char *name, int64_t def, int64_t out[2])
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
+    bool has = a && a->kind == RLT_GRAPH_ATTR_INTS && a->n_values == 2;
+    out[0] = has ? a->ints[0] : def;
+    out[1] = has ? a->ints[1] : def;
+}
+
+/* "[1,2,3]" into buf. */
+static const char *dims_text(int rank, const int64_t *dims, char *buf, size_t cap)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < rank && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%" PRId64, i ? "," : "", dims[i]);
+    if (used < cap) snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+static int64_t prod(int n, const int64_t *dims)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) p *= dims[i];
+    return p;
+}
+
+static bool same_shape(const rlt_graph_tensor *a, const rlt_graph_tensor *b)
+{
+    if (!a->has_shape || !b->has_shape || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* True when constant-or-not tensor c, broadcast against `out`, holds one
+ * value per output channel (every other dimension 1): a bias. */
+static bool is_per_channel(const rlt_graph_tensor *c, const rlt_graph_tensor *out, int channel_axis)
+{
+    if (channel_axis < 0 || !c->has_shape || c->rank > out->rank) return false;
+    for (int i = 0; i < c->rank; i++) {
+        int axis = out->rank - c->rank + i;
+        if (c->dims[i] != 1 && !(axis == channel_axis && c->dims[i] == out->dims[axis])) return false;
+    }
+    return true;
+}
+
+/* ---- classifying a kernel node ------------------------------------------------- */
+
+static void classify_conv(const rlt_graph *g, const rlt_graph_node *n, kernel *k)
+{
+    const rlt_graph_tensor *x = input_of(g, n, 0), *w = input_of(g, n, 1);
+    char buf[96];
+    if (x->rank != 4) {
+        not_task(k, "%d-D convolution: conv2d and depthwise_conv2d are 2-D", x->rank - 2);
+        return;
+    }
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t K = w->dims[0], R = w->dims[2], S = w->dims[3];
+    int64_t group = attr_int(n, "group", 1), strides[2], dil[2], pads[4] = {0, 0, 0, 0};
+    attr_pair(n, "strides", 1, strides);
+    attr_pair(n, "dilations", 1, dil);
+    const rlt_graph_attr *pa = rlt_graph_node_attr(n, "pads");
+    if (pa && pa->kind == RLT_GRAPH_ATTR_INTS && pa->n_values == 4) memcpy(pads, pa->ints, sizeof pads);
+    bool is_depthwise = group > 1 && group == C && K == C;
+    if (group != 1 && !is_depthwise) {
+        not_task(k, "grouped convolution (group=%" PRId64 ", %" PRId64 " to %" PRId64
+                    " channels): the op library has conv2d (group 1) and depthwise_conv2d (group = input "
+                    "channels = output channels)", group, C, K);
+        return;
+    }
+    if (strides[0] != strides[1]) {
+        not_task(k, "unequal strides %s: the op's one stride applies to both dimensions",
+                 dims_text(2, strides, buf, sizeof buf));
+        return;
+    }
+    if (dil[0] != dil[1]) {
+        not_task(k, "unequal dilations %s: the op's one dilation applies to both dimensions",
+                 dims_text(2, dil, buf, sizeof buf));
+        return;
+    }
+    if (pads[1] != pads[0] || pads[2] != pads[0] || pads[3] != pads[0]) {
+        not_task(k, "asymmetric pads %s: the op pads every side alike", dims_text(4, pads, buf, sizeof buf));
+        return;
+    }
+    if (is_depthwise)
+        snprintf(k->spec, sizeof k->spec,
+                 "depthwise_conv2d:N=%" PRId64 ",C=%" PRId64 ",H=%" PRId64 ",W=%" PRId64 ",R=%" PRId64 ",S=%" PRId64
+                 ",stride=%" PRId64 ",pad=%" PRId64 ",dilation=%" PRId64,
+                 N, C, H, W, R, S, strides[0], pads[0], dil[0]);
+    else
+        snprintf(k->spec, sizeof k->spec,
+                 "conv2d:N=%" PRId64 ",C=%" PRId64 ",H=%" PRId64 ",W=%" PRId64 ",K=%" PRId64 ",R=%" PRId64
+                 ",S=%" PRId64 ",stride=%" PRId64 ",pad=%" PRId64 ",dilation=%" PRId64,
+                 N, C, H, W, K, R, S, strides[0], pads[0], dil[0]);
+    k->is_task = true;
+    k->channel_axis = 1;
+    if (input_of(g, n, 2)) k->own = "bias";
+}
+
+/* Y = alpha * A' B' + beta * C. A constant B is a weight: dense, whose
+ * [N,K] weight is B itself (transB=1) or B transposed once when the network
+ * is compiled; a computed B with transB=0 is a matmul. */
+static void classify_gemm(const rlt_graph *g, const rlt_graph_node *n, kernel *k)
+{
+    const rlt_graph_tensor *a = input_of(g, n, 0), *b = input_of(g, n, 1), *c = input_of(g, n, 2);
+    const rlt_graph_tensor *y = &g->tensors[n->outputs[0]];
+    char buf[96];
+    int64_t trans_a = attr_int(n, "transA", 0), trans_b = attr_int(n, "transB", 0);
+    double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
+    bool is_weight = b->data != NULL;
+    if (trans_a) {
+        not_task(k, "transA=1 (a transposed left operand): dense and matmul take A as [M,K]");
+        return;
+    }
+    if (alpha != 1.0 && !is_weight) {
+        not_task(k, "alpha=%g with a computed B: only a constant B can absorb the scale", alpha);
+        return;
+    }
+    int64_t M = a->dims[0], K = a->dims[1], N = trans_b ? b->dims[0] : b->dims[1];
+    if (c && beta != 0.0) {
+        if (c->data && is_per_channel(c, y, 1))
+            k->own = "bias";
+        else if (same_shape(c, y) && (beta == 1.0 || c->data))
+            k->own = "add";
+        else {
+            not_task(k, "C of shape %s with beta=%g is neither a per-column bias nor an addend of the output's "
+                        "shape [%" PRId64 ",%" PRId64 "]", dims_text(c->rank, c->dims, buf, sizeof buf), beta, M, N);
+            return;
+        }
+    }
+    if (trans_b || is_weight)
+        snprintf(k->spec, sizeof k->spec, "dense:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, M, N, K);
+    else
+        snprintf(k->spec, sizeof k->spec, "matmul:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, M, N, K);
+    k->is_task = true;
+    k->channel_axis = 1;
+}
+
+/* numpy matmul: 1-D operands promoted; a 2-D B folds A's batch dimensions
+ * into M; batch dimensions of A and B must be equal (no broadcasting) for a
+ * batch_matmul, and a batch of one is a plain matmul. */
+static void classify_matmul(const rlt_graph *g, const rlt_graph_node *n, kernel *k)
+{
+    const rlt_graph_tensor *a = input_of(g, n, 0), *b = input_of(g, n, 1);
+    char ba[96], bb[96];
+    bool is_weight = b->data != NULL;
+    int64_t M = a->rank == 1 ? 1 : prod(a->rank - 1, a->dims), K = a->dims[a->rank - 1];
+    int64_t N = b->rank == 1 ? 1 : b->dims[b->rank - 1];
+    k->channel_axis = b->rank == 1 ? -1 : g->tensors[n->outputs[0]].rank - 1;
+    if (b->rank <= 2) {
+        if (is_weight)
+            snprintf(k->spec, sizeof k->spec, "dense:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, M, N, K);
+        else
+            snprintf(k->spec, sizeof k->spec, "matmul:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, M, N, K);
+        k->is_task = true;
+        return;
+    }
+    /* B has batch dimensions: A's (left-padded with ones) must equal them */
+    int nb = b->rank - 2, na = a->rank >= 2 ? a->rank - 2 : 0;
+    int64_t a_batch[RLT_GRAPH_MAX_RANK], b_batch[RLT_GRAPH_MAX_RANK];
+    int n_batch = nb > na ? nb : na;
+    for (int i = 0; i < n_batch; i++) {
+        int ia = i - (n_batch - na), ib = i - (n_batch - nb);
+        a_batch[i] = ia >= 0 ? a->dims[ia] : 1;
+        b_batch[i] = ib >= 0 ? b->dims[ib] : 1;
+    }
+    M = a->rank == 1 ? 1 : a->dims[a->rank - 2];
+    for (int i = 0; i < n_batch; i++) {
+        if (a_batch[i] != b_batch[i]) {
+            not_task(k, "batch dimensions %s of A and %s of B broadcast: batch_matmul takes equal ones",
+                     dims_text(n_batch, a_batch, ba, sizeof ba), dims_text(n_batch, b_batch, bb, sizeof bb));
+            return;
+        }
+    }
+    int64_t batch = prod(n_batch, b_batch);
+    if (batch == 1)
+        snprintf(k->spec, sizeof k->spec, "%s:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64,
+                 is_weight ? "dense" : "matmul", M, N, K);
+    else
+        snprintf(k->spec, sizeof k->spec, "batch_matmul:B=%" PRId64 ",M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64,
+                 batch, M, N, K);
+    k->is_task = true;
+}
+
+/* Classifies node n: false when it is not a kind rltune tunes. */
+static bool classify(const rlt_graph *g, int node, kernel *k)
+{
+    const rlt_graph_node *n = &g->nodes[node];
+    memset(k, 0, sizeof *k);
+    k->own = "";
+    k->channel_axis = -1;
+    bool is_conv = strcmp(n->op_type, "Conv") == 0, is_gemm = strcmp(n->op_type, "Gemm") == 0;
+    bool is_matmul = strcmp(n->op_type, "MatMul") == 0;
+    if (!is_conv && !is_gemm && !is_matmul) return false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const rlt_graph_tensor *t = input_of(g, n, i);
+        if (t && (t->dtype != RLT_DTYPE_FLOAT32 || !t->has_shape)) {
+            not_task(k, "input '%s' is not an f32 tensor of known shape", t->name);
+            return true;
+        }
+    }
+    if (is_conv)
+        classify_conv(g, n, k);
+    else if (is_gemm)
+        classify_gemm(g, n, k);
+    else
+        classify_matmul(g, n, k);
+    return true;
+}
+
+/* ---- epilogues ------------------------------------------------------------------ */
+
+/* The value of Clip's bound `which` (0 min, 1 max): false when it is given
+ * but not a constant; *is_set false when absent. */
+static bool clip_bound(const rlt_graph *g, const rlt_graph_node *n, int which, bool *is_set, double *v)
+{
+    *is_set = false;
+    if (g->opset < 11) {
+        const rlt_graph_attr *a = rlt_graph_node_attr(n, which ? "max" : "min");
+        if (a && a->kind == RLT_GRAPH_ATTR_FLOAT) {
+            *is_set = true;
+            *v = (double)a->f;
+        }
+        return true;
+    }
+    const rlt_graph_tensor *t = input_of(g, n, 1 + which);
+    if (!t) return true;
+    if (!t->data || t->dtype != RLT_DTYPE_FLOAT32 || rlt_graph_tensor_n_elems(t) != 1) return false;
+    *is_set = true;
+    *v = (double)((const float *)t->data)[0];
+    return true;
+}
+
+/* The epilogue step of Clip: "relu" for min 0 without max, "relu6" for
+ * (0, 6); NULL otherwise. */
+static const char *clip_step(const rlt_graph *g, const rlt_graph_node *n)
+{
+    bool has_min, has_max;
+    double lo = 0, hi = 0;
+    if (!clip_bound(g, n, 0, &has_min, &lo) || !clip_bound(g, n, 1, &has_max, &hi)) return NULL;
+    if (!has_min || lo != 0.0) return NULL;
+    if (!has_max) return "relu";
+    return hi == 6.0 ? "relu6" : NULL;
+}
+
+static void epilogue_append(char *epi, size_t cap, const char *step)
+{
+    size_t len = strlen(epi);
+    snprintf(epi + len, cap - len, "%s%s", len ? "," : "", step);
+}
+
+/* Follows the output of kernel node `node` through the elementwise nodes
+ * that would fuse into it, appending their steps to `epi` and their indices
+ * to fused[] (at most MAX_EPILOGUE_STEPS), marking them claimed. A node
+ * fuses when it is the only reader of the tensor so far (which is no graph
+ * output) and writes a tensor of the same shape: Relu, Sigmoid, Clip(0, 6)
+ * or Clip(0, inf), Add of a per-channel constant right after the kernel
+ * (bias), Add of a same-shaped tensor computed before the kernel (add). */
+static int epilogue_walk(const rlt_graph *g, const readers *rd, bool *claimed, int node, int channel_axis, char *epi,
+                         size_t cap, int *fused)
+{
+    int n_fused = 0;
+    int t = g->nodes[node].outputs[0];
+    while (n_fused < MAX_EPILOGUE_STEPS && rd->n_reads[t] == 1 && rd->reader[t] >= 0) {
+        int r = rd->reader[t];
+        const rlt_graph_node *rn = &g->nodes[r];
+        if (claimed[r] || rn->n_outputs < 1 || rn->outputs[0] < 0) break;
+        const rlt_graph_tensor *x = &g->tensors[t], *y = &g->tensors[rn->outputs[0]];
+        if (y->dtype != RLT_DTYPE_FLOAT32 || !same_shape(x, y)) break;
+        bool is_extra_output = false;
+        for (int o = 1; o < rn->n_outputs; o++) is_extra_output |= rn->outputs[o] >= 0;
+        if (is_extra_output) break;
+        const char *step = NULL;
+        bool is_merged = false; /* a second bias joins the first */
+        if (strcmp(rn->op_type, "Relu") == 0)
+            step = "relu";
+        else if (strcmp(rn->op_type, "Sigmoid") == 0)
+            step = "sigmoid";
+        else if (strcmp(rn->op_type, "Clip") == 0)
+            step = clip_step(g, rn);
+        else if (strcmp(rn->op_type, "Add") == 0 && rn->n_inputs == 2) {
+            int other = rn->inputs[0] == t ? rn->inputs[1] : rn->inputs[0];
+            const rlt_graph_tensor *o = &g->tensors[other];
+            if (o->data && is_per_channel(o, y, channel_axis) && (!epi[0] || strcmp(epi, "bias") == 0)) {
+                step = "bias";
+                is_merged = epi[0] != 0;
+            } else if (same_shape(o, y) && o->producer < node) {
+                step = "add";
+            }
+        }
+        if (!step) break;
+        if (!is_merged) epilogue_append(epi, cap, step);
+        claimed[r] = true;
+        fused[n_fused++] = r;
+        t = rn->outputs[0];
+    }
+    return n_fused;
+}
+
+/* ---- extraction ---------------------------------------------------------------- */
+
+static rlt_status readers_count(const rlt_graph *g, readers *rd, rlt_diag *diag)
+{
+    rd->n_reads = rlt_calloc((size_t)g->n_tensors + 1, sizeof *rd->n_reads);
+    rd->reader = rlt_calloc((size_t)g->n_tensors + 1, sizeof *rd->reader);
+    if (!rd->n_reads || !rd->reader) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
+    for (int t = 0; t < g->n_tensors; t++) rd->reader[t] = -1;
+    for (int n = 0; n < g->n_nodes; n++) {
+        const rlt_graph_node *node = &g->nodes[n];
+        if (node->is_removed) continue;
+        for (int i = 0; i < node->n_inputs; i++) {
+            int t = node->inputs[i];
+            if (t < 0) continue;
+            rd->n_reads[t]++;
+            rd->reader[t] = n;
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        rd->n_reads[g->outputs[i]]++;
+        rd->reader[g->outputs[i]] = -1; /* a graph output is written out: nothing fuses past it */
+    }
+    return RLT_STATUS_OK;
+}
+
+/* Adds one occurrence (kernel node + fused nodes) of (spec, epi). */
+static rlt_status task_add(rlt_graph_tasks *out, const char *spec, const char *epi, double flops, int node,
+                           const int *fused, int n_fused, rlt_diag *diag)
+{
+    int i = 0;
+    while (i < out->n_tasks && (strcmp(out->tasks[i].spec, spec) != 0 || strcmp(out->tasks[i].epilogue, epi) != 0))
+        i++;
+    if (i == out->n_tasks) {
+        rlt_graph_task *grown = rlt_realloc(out->tasks, ((size_t)out->n_tasks + 1) * sizeof *grown);
+        if (!grown) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
+        out->tasks = grown;
+        rlt_graph_task *t = &out->tasks[out->n_tasks++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->spec, sizeof t->spec, "%s", spec);
+        snprintf(t->epilogue, sizeof t->epilogue, "%s", epi);
+        t->flops = flops;
+    }
+    rlt_graph_task *t = &out->tasks[i];
+    int *nodes = rlt_realloc(t->nodes, ((size_t)t->n_nodes + 1 + (size_t)n_fused) * sizeof *nodes);
+    if (!nodes) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
+    t->nodes = nodes;
+    t->nodes[t->n_nodes++] = node;
+    for (int f = 0; f < n_fused; f++) t->nodes[t->n_nodes++] = fused[f];
+    t->weight++;
+    return RLT_STATUS_OK;
+}
+
+static rlt_status other_add(rlt_graph_tasks *out, const rlt_graph *g, int node, const char *reason, rlt_diag *diag)
+{
+    const char *op_type = g->nodes[node].op_type;
+    for (int i = 0; i < out->n_others; i++) {
+        if (strcmp(out->others[i].op_type, op_type) == 0 && strcmp(out->others[i].reason, reason) == 0) {
+            out->others[i].count++;
+            return RLT_STATUS_OK;
+        }
+    }
+    rlt_graph_other *grown = rlt_realloc(out->others, ((size_t)out->n_others + 1) * sizeof *grown);
+    if (!grown) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
+    out->others = grown;
+    rlt_graph_other *o = &out->others[out->n_others++];
+    memset(o, 0, sizeof *o);
+    o->op_type = op_type;
+    snprintf(o->reason, sizeof o->reason, "%s", reason);
+    o->count = 1;
+    o->first_node = node;
+    return RLT_STATUS_OK;
+}
+
+/* The canonical spec and FLOPs of k's spec; a spec the op library refuses
+ * (a size past its range) makes the node no task, with the library's
+ * message as the reason. Only running out of memory fails. */
+static rlt_status kernel_finish(kernel *k, double *flops, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    rlt_op *op = NULL;
+    rlt_status st = rlt_op_parse(k->spec, &op, &d);
+    if (st == RLT_STATUS_OUT_OF_MEMORY) return rlt_fail(diag, st, "%s", d.message);
+    if (st != RLT_STATUS_OK) {
+        not_task(k, "does not fit the op library: %s", d.message);
+        return RLT_STATUS_OK;
+    }
+    snprintf(k->spec, sizeof k->spec, "%s", rlt_op_spec(op));
+    *flops = rlt_op_flops(op);
+    rlt_op_destroy(op);
+    return RLT_STATUS_OK;
+}
+
+void rlt_graph_tasks_free(rlt_graph_tasks *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->n_tasks; i++) rlt_free(t->tasks[i].nodes);
+    rlt_free(t->tasks);
+    rlt_free(t->others);
+    memset(t, 0, sizeof *t);
+}
+
+rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt_diag *diag)
+{
+    rlt_graph_tasks res = {0};
+    readers rd = {0};
+    bool *claimed = NULL;
+    rlt_status st = RLT_STATUS_OK;
+    for (int n = 0; n < g->n_nodes; n++) {
+        const rlt_graph_node *node = &g->nodes[n];
+        if (node->is_removed) continue;
+        for (int o = 0; o < node->n_outputs; o++) {
+            if (node->outputs[o] >= 0 && !g->tensors[node->outputs[o]].has_shape) {
+                st = rlt_graph_node_fail(g, node, diag, RLT_STATUS_INVALID_ARGUMENT,
+                                         "output '%s' has no shape: the graph is not inferred",
+                                         g->tensors[node->outputs[o]].name);
+                goto cleanup;
+            }
+        }
+    }
+    if ((st = readers_count(g, &rd, diag)) != RLT_STATUS_OK) goto cleanup;
+    if (!(claimed = rlt_calloc((size_t)g->n_nodes + 1, sizeof *claimed))) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
+        goto cleanup;
+    }
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (g->nodes[n].is_removed || claimed[n]) continue;
+        kernel k;
+        double flops = 0;
+        if (!classify(g, n, &k)) {
+            st = other_add(&res, g, n, "", diag);
+        } else {
+            if (k.is_task && (st = kernel_finish(&k, &flops, diag)) != RLT_STATUS_OK) goto cleanup;
+            if (!k.is_task) {
+                st = other_add(&res, g, n, k.reason, diag);
+            } else {
+                char epi[128];
+                int fused[MAX_EPILOGUE_STEPS];
+                snprintf(epi, sizeof epi, "%s", k.own);
+                int n_fused = epilogue_walk(g, &rd, claimed, n, k.channel_axis, epi, sizeof epi, fused);
+                st = task_add(&res, k.spec, epi, flops, n, fused, n_fused, diag);
+            }
+        }
+        if (st != RLT_STATUS_OK) goto cleanup;
+    }
+    *out = res;
+    memset(&res, 0, sizeof res);
+cleanup:
+    rlt_graph_tasks_free(&res);
+    rlt_free(claimed);
+    rlt_free(rd.reader);
+    rlt_free(rd.n_reads);
+    return st;
+}
