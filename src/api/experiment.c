@@ -27,14 +27,10 @@ struct rlt_experiment {
 };
 
 /* Keeps a failed call's message in the handle (rlt_experiment_last_error)
- * and hands it to the caller's diag, which keeps a message it already
- * holds. */
+ * and hands it to the caller's diag. */
 static rlt_status noted(rlt_experiment *e, rlt_status st, const rlt_diag *d, rlt_diag *diag)
 {
-    if (st == RLT_STATUS_OK) return st;
-    snprintf(e->last_error, sizeof e->last_error, "%s", d->message);
-    if (diag && diag->status == RLT_STATUS_OK) *diag = *d;
-    return st;
+    return rlt_diag_keep(e->last_error, sizeof e->last_error, st, d, diag);
 }
 
 const char *rlt_experiment_last_error(const rlt_experiment *e) { return e->last_error; }

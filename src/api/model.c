@@ -19,10 +19,7 @@ struct rlt_model {
  * hands it to the caller's diag, which keeps a message it already holds. */
 static rlt_status noted(rlt_model *m, rlt_status st, const rlt_diag *d, rlt_diag *diag)
 {
-    if (st == RLT_STATUS_OK) return st;
-    snprintf(m->last_error, sizeof m->last_error, "%s", d->message);
-    if (diag && diag->status == RLT_STATUS_OK) *diag = *d;
-    return st;
+    return rlt_diag_keep(m->last_error, sizeof m->last_error, st, d, diag);
 }
 
 rlt_status rlt_model_load(const char *path, rlt_model **out, rlt_diag *diag)

@@ -116,26 +116,10 @@ done:
     return st;
 }
 
-/* The records database of a live run; a dataset is refused (it holds only
- * its own measurements: replay it instead). */
+/* The records database of a live run; a dataset is refused. */
 static rlt_status open_db(const char *path, rlt_db **out, rlt_diag *diag)
 {
-    rlt_str value;
-    rlt_str_init(&value);
-    bool is_dataset = false;
-    rlt_status st = rlt_db_open(path, NULL, out, diag);
-    if (st == RLT_STATUS_OK) st = rlt_db_meta_get(*out, RLT_DATASET_META_KEY, &value, &is_dataset, diag);
-    if (st == RLT_STATUS_OK && is_dataset)
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "'%s' is a dataset (made by 'rltune dataset'), which holds only its own measurements: "
-                      "replay it (replay_path), or tune into another database",
-                      path);
-    if (st != RLT_STATUS_OK) {
-        rlt_db_close(*out);
-        *out = NULL;
-    }
-    rlt_str_free(&value);
-    return st;
+    return rlt_dataset_refusing_open(path, "replay it (replay_path), or tune into another database", out, diag);
 }
 
 /* The policy rolled out on the op, every state measured with the run's

@@ -55,8 +55,7 @@ static void copy_text(char *dst, size_t cap, const char *src)
 /* Keeps a failure's message in `last` and passes st on. */
 static rlt_status keep(char *last, size_t cap, rlt_status st, const rlt_diag *d)
 {
-    if (st != RLT_STATUS_OK) copy_text(last, cap, d->message[0] ? d->message : rlt_status_str(st));
-    return st;
+    return rlt_diag_keep(last, cap, st, d, NULL);
 }
 
 /* ---- the knob space -------------------------------------------------------------- */
@@ -391,26 +390,11 @@ static rlt_status copy_build_strings(rlt_config_measurer *m, rlt_build_opts *bui
     return RLT_STATUS_OK;
 }
 
-/* The records database of a live measurer; a dataset is refused (it holds
- * only its own measurements: replay it instead). */
+/* The records database of a live measurer; a dataset is refused. */
 static rlt_status open_records(const char *path, rlt_db **out, rlt_diag *diag)
 {
-    rlt_str value;
-    rlt_str_init(&value);
-    bool is_dataset = false;
-    rlt_status st = rlt_db_open(path, NULL, out, diag);
-    if (st == RLT_STATUS_OK) st = rlt_db_meta_get(*out, RLT_DATASET_META_KEY, &value, &is_dataset, diag);
-    if (st == RLT_STATUS_OK && is_dataset)
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "'%s' is a dataset (made by 'rltune dataset'), which holds only its own measurements: "
-                      "replay it (rlt_config_measurer_create_replay), or store into another database",
-                      path);
-    if (st != RLT_STATUS_OK) {
-        rlt_db_close(*out);
-        *out = NULL;
-    }
-    rlt_str_free(&value);
-    return st;
+    return rlt_dataset_refusing_open(
+        path, "replay it (rlt_config_measurer_create_replay), or store into another database", out, diag);
 }
 
 rlt_status rlt_config_measurer_create_live(const rlt_knob_space *space, const rlt_config_measurer_options *opts,

@@ -68,6 +68,14 @@ rlt_status rlt_fail(rlt_diag *diag, rlt_status status, const char *fmt, ...)
     return status;
 }
 
+rlt_status rlt_diag_keep(char *last_error, size_t cap, rlt_status st, const rlt_diag *d, rlt_diag *diag)
+{
+    if (st == RLT_STATUS_OK) return st;
+    snprintf(last_error, cap, "%s", d && d->message[0] ? d->message : rlt_status_str(st));
+    if (diag && diag != d && diag->status == RLT_STATUS_OK) *diag = *d;
+    return st;
+}
+
 void rlt_diag_prefix(rlt_diag *diag, const char *fmt, ...)
 {
     if (!diag) return;

@@ -36,6 +36,13 @@ _Noreturn void rlt_assert_fail(const char *cond, const char *file, int line);
 
 /* rlt_fail and rlt_diag_prefix are public (rltune/base.h). */
 
+/* What a handle that keeps its last error (rlt_session_last_error and the
+ * like) does with a call's outcome: when st failed, d's message (the
+ * status's name when d is NULL or empty) goes into last_error (cap bytes),
+ * and d goes to the caller's diag when that is another one holding no
+ * message yet (as rlt_fail, the first failure wins). Returns st. */
+rlt_status rlt_diag_keep(char *last_error, size_t cap, rlt_status st, const rlt_diag *d, rlt_diag *diag);
+
 /* ---- allocation --------------------------------------------------------- */
 
 /* All heap memory goes through these. They return NULL on failure (callers

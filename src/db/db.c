@@ -1097,14 +1097,10 @@ rlt_status rlt_db_workload(rlt_db *db, const char *spec, const rlt_record_target
 }
 
 /* The public calls on an open database keep their failure's message in the
- * handle (rlt_db_last_error) and hand it to the caller's diag, which, as
- * rlt_fail does, keeps a message it already holds. */
+ * handle (rlt_db_last_error) and hand it to the caller's diag. */
 static rlt_status noted(rlt_db *db, rlt_status st, const rlt_diag *d, rlt_diag *diag)
 {
-    if (st == RLT_STATUS_OK) return st;
-    snprintf(db->last_error, sizeof db->last_error, "%s", d->message);
-    if (diag && diag->status == RLT_STATUS_OK) *diag = *d;
-    return st;
+    return rlt_diag_keep(db->last_error, sizeof db->last_error, st, d, diag);
 }
 
 const char *rlt_db_last_error(const rlt_db *db) { return db->last_error; }

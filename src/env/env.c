@@ -303,14 +303,12 @@ void rlt_env_restore(rlt_env *dst, const rlt_env *src)
 }
 
 /* The public calls that change envs keep a failure's message in each of
- * them (rlt_env_last_error) and hand it to the caller's diag, which, as
- * rlt_fail does, keeps a message it already holds. */
+ * them (rlt_env_last_error) and hand it to the caller's diag once. */
 static rlt_status noted(rlt_env *const *envs, int n, rlt_status st, const rlt_diag *d, rlt_diag *diag)
 {
-    if (st == RLT_STATUS_OK) return st;
     for (int i = 0; envs && i < n; i++)
-        if (envs[i]) snprintf(envs[i]->last_error, sizeof envs[i]->last_error, "%s", d->message);
-    if (diag && diag->status == RLT_STATUS_OK) *diag = *d;
+        if (envs[i]) rlt_diag_keep(envs[i]->last_error, sizeof envs[i]->last_error, st, d, NULL);
+    if (st != RLT_STATUS_OK && diag && diag->status == RLT_STATUS_OK) *diag = *d;
     return st;
 }
 

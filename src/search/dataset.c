@@ -436,3 +436,22 @@ rlt_status rlt_dataset_measure(const rlt_op *op, const char *path, const rlt_dat
     rlt_db_close(db);
     return st;
 }
+
+rlt_status rlt_dataset_refusing_open(const char *path, const char *instead, rlt_db **out, rlt_diag *diag)
+{
+    rlt_str value;
+    rlt_str_init(&value);
+    bool is_dataset = false;
+    rlt_status st = rlt_db_open(path, NULL, out, diag);
+    if (st == RLT_STATUS_OK) st = rlt_db_meta_get(*out, RLT_DATASET_META_KEY, &value, &is_dataset, diag);
+    if (st == RLT_STATUS_OK && is_dataset)
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                      "'%s' is a dataset (made by 'rltune dataset'), which holds only its own measurements: %s", path,
+                      instead);
+    if (st != RLT_STATUS_OK) {
+        rlt_db_close(*out);
+        *out = NULL;
+    }
+    rlt_str_free(&value);
+    return st;
+}

@@ -69,6 +69,12 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
 rlt_status rlt_dataset_info_get(rlt_db *db, const char *path, rlt_dataset_info *out, bool *out_is_dataset,
                                 rlt_diag *diag);
 
+/* Opens (creating it when absent) the records database a live run stores
+ * into, and refuses a dataset, which holds only its own measurements
+ * (INVALID_ARGUMENT; `instead` ends the message with what to do, e.g.
+ * "replay it (replay_path), or tune into another database"). */
+rlt_status rlt_dataset_refusing_open(const char *path, const char *instead, rlt_db **out, rlt_diag *diag);
+
 /* Writes the description into a records database (what rlt_dataset_build
  * does before measuring; tests use it to make datasets of made-up
  * measurements). */

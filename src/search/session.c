@@ -344,8 +344,7 @@ struct rlt_session {
 /* Keeps a failure's message for rlt_session_last_error; passes st on. */
 static rlt_status noted(rlt_session *s, rlt_status st, const rlt_diag *diag)
 {
-    if (st != RLT_STATUS_OK) copy_text(s->last_error, sizeof s->last_error, diag ? diag->message : rlt_status_str(st));
-    return st;
+    return rlt_diag_keep(s->last_error, sizeof s->last_error, st, diag, NULL);
 }
 
 rlt_status rlt_session_create(const rlt_op *op, const rlt_space *space, const rlt_session_opts *opts,
