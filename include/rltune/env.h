@@ -105,6 +105,12 @@ typedef enum rlt_env_action {
 #define RLT_ENV_OBS_MASK (RLT_ENV_OBS_GFLOPS + 1)                                          /* 342: 17 */
 #define RLT_ENV_OBS_LEN (RLT_ENV_OBS_MASK + RLT_ENV_N_ACTIONS)                             /* 359 */
 
+/* The range of every observation feature (layout above), for declaring an
+ * observation space (Gymnasium's Box): flags and one-hot blocks in [0, 1],
+ * log2 features of extents, points and strides in [0, 64] (64-bit counts),
+ * the stride histogram and the GFLOP/s over the peak in [0, FLT_MAX]. */
+RLT_API void rlt_env_observation_bounds(float low[RLT_ENV_OBS_LEN], float high[RLT_ENV_OBS_LEN]);
+
 /* What an evaluator is asked to score: one state the cache has not seen. */
 typedef struct rlt_env_eval_request {
     const char *op_spec;          /* the op's canonical spec */

@@ -468,6 +468,7 @@ rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_
 rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag);
 rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag);
 rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag);
+void rlt_env_observation_bounds(float low[359], float high[359]);
 void rlt_env_action_mask(const rlt_env *env, bool mask[17]);
 bool rlt_env_is_done(const rlt_env *env);
 bool rlt_env_is_reset(const rlt_env *env);

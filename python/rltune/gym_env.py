@@ -28,27 +28,19 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
+from ._lib import ffi, lib
 from .env import ACTION_NAMES, N_ACTIONS, OBS_LEN, Evaluator, LoopTuneEnv
 from .errors import IllegalScheduleError, InvalidArgumentError
 
 ObsType = npt.NDArray[np.float32]
 
-_BIG = float(np.finfo(np.float32).max)
-
 
 def _observation_bounds() -> tuple[ObsType, ObsType]:
-    """Bounds of every feature (docs/env.md, "Observation"): 0/1 flags,
-    log2 of extents, points and strides (< 64 for int64 values), depth < 1;
-    the stride histogram and GFLOP/s over the peak have no fixed bound."""
+    """Bounds of every feature (docs/env.md, "Observation"), as the C env
+    declares them (rlt_env_observation_bounds)."""
     low = np.zeros(OBS_LEN, dtype=np.float32)
-    high = np.ones(OBS_LEN, dtype=np.float32)
-    for row in range(16):
-        base = row * 14
-        high[base + 1] = 64.0  # log2 extent
-        high[base + 9] = 64.0  # log2 points inside
-        high[base + 10 : base + 14] = 64.0  # log2(1 + |stride|)
-    high[224:256] = _BIG  # stride histogram
-    high[341] = _BIG  # GFLOP/s over the peak
+    high = np.zeros(OBS_LEN, dtype=np.float32)
+    lib().rlt_env_observation_bounds(ffi.from_buffer("float[]", low), ffi.from_buffer("float[]", high))
     return low, high
 
 

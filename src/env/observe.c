@@ -18,6 +18,7 @@
  */
 #include "env/env.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -95,6 +96,22 @@ static bool loop_has_tail(const rlt_nest *n, int l)
         if (v == n->loops[l].var) return true;
     }
     return false;
+}
+
+void rlt_env_observation_bounds(float low[RLT_ENV_OBS_LEN], float high[RLT_ENV_OBS_LEN])
+{
+    for (int i = 0; i < RLT_ENV_OBS_LEN; i++) {
+        low[i] = 0;
+        high[i] = 1;
+    }
+    for (int l = 0; l < RLT_ENV_MAX_LOOPS; l++) {
+        float *row = high + RLT_ENV_OBS_LOOPS + l * RLT_ENV_LOOP_FEATURES;
+        row[F_LOG2_EXTENT] = 64;
+        row[F_LOG2_INNER] = 64;
+        for (int k = 0; k < RLT_ENV_OBS_TENSORS; k++) row[F_STRIDES + k] = 64;
+    }
+    for (int b = 0; b < RLT_ENV_STRIDE_BUCKETS; b++) high[RLT_ENV_OBS_STRIDES + b] = FLT_MAX;
+    high[RLT_ENV_OBS_GFLOPS] = FLT_MAX;
 }
 
 void env_observe(const env_state *state, double peak_norm, float *out)

@@ -7,6 +7,7 @@
  * last error. Nothing here includes a src/ header. */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -523,4 +524,38 @@ Test(api, a_session_keeps_nothing_of_the_callers_strings)
     cr_assert_eq(access(temp_path("agent.bin"), F_OK), 0, "the agent was saved where agent_out said");
     cr_assert_eq(access(temp_path("borrowed.db"), F_OK), 0);
     rlt_op_destroy(op);
+}
+
+/* The declared bounds hold every observation an episode of random legal
+ * actions passes through (the observation space a Gymnasium env declares). */
+Test(api, observations_stay_within_their_declared_bounds)
+{
+    float low[RLT_ENV_OBS_LEN], high[RLT_ENV_OBS_LEN], obs[RLT_ENV_OBS_LEN];
+    rlt_env_observation_bounds(low, high);
+    for (int i = 0; i < RLT_ENV_OBS_LEN; i++) cr_assert_leq(low[i], high[i], "feature %d", i);
+    cr_assert_eq(high[RLT_ENV_OBS_GFLOPS], FLT_MAX);
+    rlt_diag d = {0};
+    rlt_env *env = NULL;
+    rlt_env_opts eo = {.peak_gflops = 1};
+    cr_assert_eq(rlt_env_create("conv2d:N=1,C=8,H=6,W=6,K=8,R=3,S=3,pad=1", &eo, &env, &d), RLT_STATUS_OK, "%s",
+                 d.message);
+    cr_assert_eq(rlt_env_reset(env, &d), RLT_STATUS_OK, "%s", d.message);
+    uint64_t rng = 7;
+    for (int step = 0; step < 40 && !rlt_env_is_done(env); step++) {
+        cr_assert_eq(rlt_env_observe(env, obs, RLT_ENV_OBS_LEN, &d), RLT_STATUS_OK, "%s", d.message);
+        for (int i = 0; i < RLT_ENV_OBS_LEN; i++)
+            cr_assert(obs[i] >= low[i] && obs[i] <= high[i], "step %d, feature %d = %g", step, i, obs[i]);
+        bool mask[RLT_ENV_N_ACTIONS];
+        rlt_env_action_mask(env, mask);
+        int legal[RLT_ENV_N_ACTIONS], n_legal = 0;
+        for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
+            if (mask[a] && a != RLT_ENV_ACTION_STOP) legal[n_legal++] = a;
+        if (n_legal == 0) break;
+        rng = rng * 6364136223846793005u + 1442695040888963407u;
+        double reward = 0;
+        bool done = false;
+        cr_assert_eq(rlt_env_step(env, legal[(rng >> 33) % (uint64_t)n_legal], &reward, &done, &d), RLT_STATUS_OK,
+                     "%s", d.message);
+    }
+    rlt_env_destroy(env);
 }
