@@ -204,11 +204,18 @@ const rlt_graph_attr *rlt_graph_node_attr(const rlt_graph_node *node, const char
 rlt_status rlt_graph_node_fail(const rlt_graph *g, const rlt_graph_node *node, rlt_diag *diag, rlt_status status,
                                const char *fmt, ...)
 {
-    char what[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    rlt_status st = rlt_graph_node_vfail(g, node, diag, status, fmt, ap);
     va_end(ap);
+    return st;
+}
+
+rlt_status rlt_graph_node_vfail(const rlt_graph *g, const rlt_graph_node *node, rlt_diag *diag, rlt_status status,
+                                const char *fmt, va_list ap)
+{
+    char what[768];
+    vsnprintf(what, sizeof what, fmt, ap);
     if (node->name[0])
         return rlt_fail(diag, status, "node %d '%s' (%s, opset %d): %s", node->file_index, node->name,
                         node->op_type, g->opset, what);

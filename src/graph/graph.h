@@ -27,6 +27,8 @@
 
 #include "core/core.h"
 
+#include <stdarg.h>
+
 #define RLT_GRAPH_MAX_RANK 8                        /* dimensions of one tensor */
 #define RLT_GRAPH_MAX_ELEMS ((int64_t)1 << 40)      /* elements of one tensor */
 #define RLT_GRAPH_FOLD_MAX_ELEMS ((int64_t)1 << 20) /* largest result constant folding makes */
@@ -142,6 +144,9 @@ const rlt_graph_attr *rlt_graph_node_attr(const rlt_graph_node *node, const char
  * (OP, opset N): " followed by the formatted text. */
 rlt_status rlt_graph_node_fail(const rlt_graph *g, const rlt_graph_node *node, rlt_diag *diag, rlt_status status,
                                const char *fmt, ...) RLT_PRINTF(5, 6);
+/* The same with a va_list (for the passes' own failure helpers). */
+rlt_status rlt_graph_node_vfail(const rlt_graph *g, const rlt_graph_node *node, rlt_diag *diag, rlt_status status,
+                                const char *fmt, va_list ap);
 
 /* INVALID_ARGUMENT naming the node when its op type is not one rltune
  * supports, or needs a later opset than the graph's (attributes and inputs

@@ -38,12 +38,11 @@ static rlt_status nfail(const ictx *c, rlt_status status, const char *fmt, ...) 
 
 static rlt_status nfail(const ictx *c, rlt_status status, const char *fmt, ...)
 {
-    char what[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    rlt_status st = rlt_graph_node_vfail(c->g, c->node, c->diag, status, fmt, ap);
     va_end(ap);
-    return rlt_graph_node_fail(c->g, c->node, c->diag, status, "%s", what);
+    return st;
 }
 
 #define BAD(...) nfail(c, RLT_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
