@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes.util
 import os
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, NoReturn, Optional, TypeVar
 
 import cffi
 
@@ -151,3 +151,26 @@ def cstr(value: Optional[str | os.PathLike[str]], keep: list[Any]) -> Any:
     buf = ffi.new("char[]", os.fsencode(value))
     keep.append(buf)
     return buf
+
+
+_H = TypeVar("_H", bound="Handle")
+
+
+class Handle:
+    """A wrapper owning one C handle in `_ptr` (a cdata whose destructor,
+    set with ffi.gc, frees it): close() frees it now, and a with block
+    closes it at the end."""
+
+    _ptr: Any
+
+    def close(self) -> None:
+        if self._ptr is not None:
+            ffi.release(self._ptr)
+            self._ptr = None
+
+    def __enter__(self: _H) -> _H:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

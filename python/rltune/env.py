@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 import numpy.typing as npt
 
-from ._lib import check, cstr, ffi, lib, new_diag, status_name, take_text, text
+from ._lib import Handle, check, cstr, ffi, lib, new_diag, status_name, take_text, text
 
 N_ACTIONS: int = 17  # RLT_ENV_N_ACTIONS (the layout test checks it)
 OBS_LEN: int = 359  # RLT_ENV_OBS_LEN
@@ -101,7 +101,7 @@ class _EvaluatorBridge:
             return int(lib().RLT_STATUS_INVALID_ARGUMENT)
 
 
-class LoopTuneEnv:
+class LoopTuneEnv(Handle):
     """A handle on rlt_env: the state, actions, mask and observation of the
     LoopTune environment, without Gymnasium's conventions. Every call is the
     C function of the same name; failures raise RltuneError subclasses
@@ -161,10 +161,6 @@ class LoopTuneEnv:
             raise ValueError("the env is closed")
         return self._ptr
 
-    def close(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
 
     def clone(self) -> "LoopTuneEnv":
         """A new env in the same state, sharing the op, workload and cache."""

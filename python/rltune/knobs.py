@@ -24,7 +24,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from ._lib import check, cstr, ffi, lib, new_diag, status_name, take_text, text
+from ._lib import Handle, check, cstr, ffi, lib, new_diag, status_name, take_text, text
 from .measure import BuildOptions, RunOptions
 from .op import Op
 
@@ -66,7 +66,7 @@ class ConfigResult:
         )
 
 
-class KnobSpace:
+class KnobSpace(Handle):
     """An op's knob space, as a tuning session searches it
     (rlt_knob_space_create), or the space a dataset was measured on
     (KnobSpace.open_dataset). Bad input raises ValueError subclasses with
@@ -202,13 +202,8 @@ class KnobSpace:
         nothing compiled; a configuration it lacks is is_absent."""
         return ConfigMeasurer._replay(self, dataset)
 
-    def close(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
 
-
-class ConfigMeasurer:
+class ConfigMeasurer(Handle):
     """Measures configurations of a KnobSpace (rlt_config_measurer): live
     or replayed. Make one with KnobSpace.live_measurer / replay_measurer."""
 
@@ -286,17 +281,6 @@ class ConfigMeasurer:
         d = new_diag()
         check(lib().rlt_config_measure(self._h(), n, flat, out, d), d)
         return [ConfigResult._from_c(out[i]) for i in range(n)]
-
-    def close(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
-
-    def __enter__(self) -> "ConfigMeasurer":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Iterator, Optional
 
-from ._lib import check, cstr, ffi, lib, libc, new_diag, status_name, take_text, text
+from ._lib import Handle, check, cstr, ffi, lib, libc, new_diag, status_name, take_text, text
 from .errors import RltuneIOError
 
 
@@ -136,7 +136,7 @@ def config_key_get(key: str, name: str) -> Optional[str]:
     return _s(buf)
 
 
-class Database:
+class Database(Handle):
     """A records database (SQLite), created if absent unless read_only.
     Use as a context manager or call close()."""
 
@@ -156,16 +156,6 @@ class Database:
     def open(cls, path: str | os.PathLike[str], read_only: bool = False) -> "Database":
         return cls(path, read_only)
 
-    def close(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
-
-    def __enter__(self) -> "Database":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _h(self) -> Any:
         if self._ptr is None:

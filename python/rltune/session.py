@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ._lib import check, cstr, ffi, lib, new_diag, take_text, text
+from ._lib import Handle, check, cstr, ffi, lib, new_diag, take_text, text
 from .measure import BuildOptions, RunOptions
 from .op import Op
 from .records import RecordTarget
@@ -104,7 +104,7 @@ def session_target(build: Optional[BuildOptions] = None, n_threads: int = 1) -> 
     return RecordTarget._from_c(out)
 
 
-class Session:
+class Session(Handle):
     """A tuning session of one op. Options are keyword arguments named as
     rlt_session_options' fields (None / unset: rltune's defaults), with
     `build` and `run` as BuildOptions / RunOptions. A refused option
@@ -227,13 +227,3 @@ class Session:
     def last_error(self) -> str:
         return text(lib().rlt_session_last_error(self._h()))
 
-    def close(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
-
-    def __enter__(self) -> "Session":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
