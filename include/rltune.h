@@ -13,6 +13,8 @@
  *   rltune/space.h     knob spaces, and measuring their configurations
  *                      live or from a dataset (the knob environments)
  *   rltune/model.h     whole networks (ONNX): import, and the tasks to tune
+ *   rltune/npy.h       n-dimensional arrays, read from and written to
+ *                      NumPy .npy files
  *   rltune/records.h   the records database: best, history, export, import
  *   rltune/export.h    a kernel as a stand-alone C library
  *   rltune/env.h       the LoopTune environment over a loop nest
@@ -74,6 +76,7 @@
 #include "rltune/export.h"
 #include "rltune/measure.h"
 #include "rltune/model.h"
+#include "rltune/npy.h"
 #include "rltune/op.h"
 #include "rltune/policy.h"
 #include "rltune/records.h"

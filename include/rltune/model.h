@@ -21,6 +21,9 @@
 #define RLTUNE_MODEL_H
 
 #include "rltune/base.h"
+#include "rltune/measure.h"
+#include "rltune/npy.h"
+#include "rltune/session.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,11 +62,13 @@ RLT_API int rlt_model_n_outputs(const rlt_model *m);
 /* A task: one distinct kernel rltune tunes, and how often the network runs
  * it. */
 typedef struct rlt_task {
-    char spec[512];     /* the canonical op spec, e.g. "conv2d:N=1,C=64,...": rlt_op_parse takes it */
-    char epilogue[128]; /* what would fuse into the kernel, in order, comma-separated: "bias",
-                           "add" (a residual), "relu", "relu6" (Clip 0..6), "sigmoid"; "" for none */
+    char spec[512];     /* the canonical spec of the fused op, e.g. "conv2d:N=1,C=64,...,
+                           epilogue=bias+relu": what `rltune tune --op` takes and records are
+                           filed under */
+    char epilogue[128]; /* what fuses into the kernel, in order, comma-separated: "bias",
+                           "add" (a residual), "relu", "relu6" (Clip 0..6); "" for none */
     int weight;         /* occurrences in the network (>= 1) */
-    double flops;       /* of one occurrence: rlt_op_flops of spec (the epilogue not counted) */
+    double flops;       /* of one occurrence: rlt_op_flops of spec (the epilogue counted) */
     int n_nodes;
     const char *const *nodes; /* the names of the nodes the task covers, occurrence after
                                  occurrence, each the kernel node then the nodes fused into it;
@@ -95,6 +100,222 @@ typedef struct rlt_other_kernel {
  * is an array of *out_n (free with rlt_free; NULL when 0). Errors:
  * OUT_OF_MEMORY (kept as m's last error). */
 RLT_API rlt_status rlt_model_other_kernels(rlt_model *m, rlt_other_kernel **out, int *out_n, rlt_diag *diag);
+
+/* ---- inputs, outputs and the reference ----------------------------------- */
+
+/* A graph input or output: its name, element type and static shape. */
+typedef struct rlt_model_tensor {
+    char name[256];
+    rlt_elem elem;
+    int rank;
+    int64_t dims[RLT_ARRAY_MAX_RANK];
+} rlt_model_tensor;
+
+/* Input / output i (0 <= i < the count) described in *out. */
+RLT_API void rlt_model_input(const rlt_model *m, int i, rlt_model_tensor *out);
+RLT_API void rlt_model_output(const rlt_model *m, int i, rlt_model_tensor *out);
+
+/* A seeded input for every graph input (room for rlt_model_n_inputs
+ * arrays in `out`; free each with rlt_array_destroy): f32 uniform in
+ * [-1, 1) (input i from its own stream of `seed`), integer and bool
+ * inputs zero. OUT_OF_MEMORY; all NULL on failure. */
+RLT_API rlt_status rlt_model_random_inputs(const rlt_model *m, uint64_t seed, rlt_array **out, rlt_diag *diag);
+
+/* Runs the graph with rltune's reference evaluator (plain loops, long sums
+ * in double: docs/graph.md): what compiled networks are checked against.
+ * inputs: one array per graph input, in order, of its element type and
+ * shape (borrowed). outputs: room for one array per graph output; each is
+ * set to a new array (free with rlt_array_destroy), all NULL on failure.
+ * Errors: INVALID_ARGUMENT (a missing array, one of another type or shape:
+ * the message names the input; a run-time error of a node), OUT_OF_MEMORY
+ * (kept as m's last error). */
+RLT_API rlt_status rlt_model_evaluate(rlt_model *m, const rlt_array *const *inputs, rlt_array **outputs,
+                                      rlt_diag *diag);
+
+/* ---- compiled networks ------------------------------------------------------ */
+
+/* A model compiled to a program that runs in this process: one kernel per
+ * task (the fused op's schedule from the best record of a records
+ * database, else the best record of the op without its epilogue, else the
+ * first rule-built seed of its search space), and rltune's own code for
+ * the other nodes; activations in one buffer placed by a static memory
+ * plan. docs/net.md describes it. */
+typedef struct rlt_net rlt_net;
+
+typedef struct rlt_net_options {
+    const char *db_path;  /* records to take schedules from; NULL: seeds only */
+    int n_threads;        /* threads kernels are compiled for, looked up under and run with (>= 1) */
+    rlt_build_opts build; /* compiler, flags, kernel cache (as for tuning: records are looked up
+                             under the target these make) */
+} rlt_net_options;
+
+/* Defaults: no database, 1 thread, the default compiler. */
+RLT_API void rlt_net_options_init(rlt_net_options *o);
+
+/* Compiles m (borrowed: it must outlive the net). Errors: INVALID_ARGUMENT
+ * (options; a node rltune cannot run), IO_ERROR / INVALID_ARGUMENT (the
+ * database), BUILD_ERROR (a kernel failed to compile or load: the message
+ * names its task), OUT_OF_MEMORY; kept as m's last error. *out is set on
+ * success only (free with rlt_net_destroy). */
+RLT_API rlt_status rlt_model_compile(rlt_model *m, const rlt_net_options *o, rlt_net **out, rlt_diag *diag);
+RLT_API void rlt_net_destroy(rlt_net *n); /* NULL ok */
+
+/* Runs the network once. inputs: one array per graph input, in order, of
+ * its type and shape (borrowed); outputs: one array per graph output, of
+ * its type and shape (rlt_array_create), overwritten. Nothing is allocated,
+ * so a timed call times the network alone. Errors: INVALID_ARGUMENT (an
+ * array missing or of another type or shape, naming it; a node's run-time
+ * error, naming the node). Threads: one call on a net at a time. */
+RLT_API rlt_status rlt_net_run(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs,
+                               rlt_diag *diag);
+
+/* While profiling is on, every run adds each step's wall time to its
+ * total_ms; turning it on clears the totals. */
+RLT_API void rlt_net_profile(rlt_net *n, bool on);
+
+/* Where a task's schedule came from. */
+typedef enum rlt_net_origin {
+    RLT_NET_FROM_RECORD = 0,  /* the best OK record of the fused op on this target */
+    RLT_NET_FROM_BASE_RECORD, /* the best OK record of the op without its epilogue */
+    RLT_NET_FROM_SEED         /* untuned: the first rule-built seed of its space */
+} rlt_net_origin;
+
+/* A compiled task. */
+typedef struct rlt_net_task {
+    char spec[512];         /* the fused op (rlt_task.spec) */
+    int weight;             /* occurrences */
+    double flops;           /* of one occurrence */
+    rlt_net_origin origin;
+    int64_t record_id;      /* the record's id (0 for a seed) */
+    double record_ms;       /* the record's median time (0 for a seed) */
+} rlt_net_task;
+
+/* One step of the program: a fused kernel, or a node rltune's own code runs. */
+typedef struct rlt_net_step {
+    const char *name;  /* the (kernel) node's label; borrowed from the net */
+    const char *what;  /* a kernel's fused op spec, or the node's op type; borrowed */
+    int task;          /* index of the task, or -1 */
+    int n_nodes;       /* graph nodes the step runs (a kernel and its epilogue) */
+    double flops;      /* a kernel's FLOPs; 0 otherwise */
+    double total_ms;   /* wall time over the profiled runs */
+} rlt_net_step;
+
+RLT_API int rlt_net_n_tasks(const rlt_net *n);
+RLT_API void rlt_net_task_get(const rlt_net *n, int i, rlt_net_task *out);
+RLT_API int rlt_net_n_steps(const rlt_net *n);
+RLT_API void rlt_net_step_get(const rlt_net *n, int i, rlt_net_step *out);
+/* The activations' buffer (the memory plan's peak), and the bytes compiling
+ * added beside the model's weights: weights transposed or scaled, biases,
+ * kernels' workspaces (packed weights). */
+RLT_API int64_t rlt_net_activation_bytes(const rlt_net *n);
+RLT_API int64_t rlt_net_extra_bytes(const rlt_net *n);
+/* Wall time the compile took, in seconds. */
+RLT_API double rlt_net_compile_s(const rlt_net *n);
+
+/* ---- tuning a whole network ---------------------------------------------------- */
+
+/* A network's tasks tuned from one budget of trials by Ansor's
+ * gradient-based task scheduler: after a warm-up round of every task, each
+ * round (one batch of one task's tuning session) goes to the task whose
+ * tuning is expected to cut the network's latency estimate, sum over tasks
+ * of weight x best time, the most (docs/net.md, "Tuning a network"). Every
+ * measurement goes to the records database, which `rlt_model_compile`
+ * then takes the schedules from. A rerun continues: what the database
+ * holds for the tasks counts toward the budget and is where each task's
+ * tuning starts from.
+ *
+ *     rlt_model_tune_options o;
+ *     rlt_model_tune_options_init(&o);
+ *     o.n_trials = 512; o.session.db_path = "rltune.db";
+ *     rlt_model_tuning *t;
+ *     rlt_model_tuning_open(m, &o, &t, &d);
+ *     while (!rlt_model_tuning_is_done(t) && rlt_model_tuning_step(t, &d) == RLT_STATUS_OK) { ... }
+ *     rlt_model_tuning_finish(t, &d);
+ *     rlt_model_tuning_destroy(t);
+ */
+typedef struct rlt_model_tuning rlt_model_tuning;
+
+typedef struct rlt_model_tune_options {
+    /* Every task's session: tuner, batch_size (one round), seed, n_threads,
+     * build, run, db_path (required), n_seeds, n_final, the tuner's
+     * hyper-parameters, stop. Its n_trials, replay_path, transfer_path,
+     * agent_in, agent_out, start_key, policy_path and progress are not used
+     * (must be unset: NULL or the default). */
+    rlt_session_options session;
+    int n_trials;     /* the network's budget: trials over all tasks, the records the database
+                         already holds for them on this target included, so that a rerun of an
+                         interrupted run finishes it and a rerun of a finished one measures
+                         nothing (>= 1; whole rounds: the last may pass it by less than a batch) */
+    bool no_transfer; /* tuners with a cost model (xgb, xgb-rank, ppo) warm-start from the records
+                         of the other tasks of their op kind in db_path unless this is set */
+} rlt_model_tune_options;
+
+/* Defaults: the session's (xgb-rank, batches of 16, ...), 1000 trials,
+ * transfer on, db_path NULL (to be set). */
+RLT_API void rlt_model_tune_options_init(rlt_model_tune_options *o);
+
+/* Reads what the database already holds for each task on this target.
+ * Sessions open when their task is first picked. m is borrowed and must
+ * outlive the tuning. Errors: INVALID_ARGUMENT (options), IO_ERROR /
+ * INVALID_ARGUMENT (the database), OUT_OF_MEMORY; kept as m's last error. */
+RLT_API rlt_status rlt_model_tuning_open(rlt_model *m, const rlt_model_tune_options *o, rlt_model_tuning **out,
+                                         rlt_diag *diag);
+
+/* One round: the scheduler picks a task, its session (opened now if it is
+ * the task's first) tunes one batch. Errors: a session's (the failing task
+ * named), INVALID_ARGUMENT after the end; what was measured is stored. */
+RLT_API rlt_status rlt_model_tuning_step(rlt_model_tuning *t, rlt_diag *diag);
+
+/* The budget is spent, every task is done, or the stop flag was raised. */
+RLT_API bool rlt_model_tuning_is_done(const rlt_model_tuning *t);
+
+/* Ends every opened session (each measures its best few again: the final
+ * pick, rlt_session_options.n_final). Call once, after the last step. */
+RLT_API rlt_status rlt_model_tuning_finish(rlt_model_tuning *t, rlt_diag *diag);
+
+RLT_API void rlt_model_tuning_destroy(rlt_model_tuning *t); /* NULL ok */
+
+/* The message of the last failed call ("" when none). */
+RLT_API const char *rlt_model_tuning_last_error(const rlt_model_tuning *t);
+
+/* One point of the latency estimate over tuning. */
+typedef struct rlt_latency_point {
+    int n_trials;      /* new measurements so far */
+    double wall_s;     /* since open */
+    double latency_ms; /* sum of weight x best time; INFINITY while a task has none */
+} rlt_latency_point;
+
+typedef struct rlt_model_tuning_summary {
+    int n_tasks;
+    int n_trials;        /* new measurements so far, every task's */
+    int n_budget;        /* the options' n_trials (records at open count toward it) */
+    int n_rounds;        /* rounds so far (steps) */
+    int n_recorded;      /* OK and failed records the database held for the tasks at open */
+    int last_task;       /* the task of the last round; -1 before the first */
+    double wall_s;
+    double latency_ms;   /* the estimate now (as above) */
+    double latency_ms_at_open; /* from the records at open (INFINITY when a task had none) */
+    int n_points;
+    const rlt_latency_point *curve; /* after every round; borrowed, valid until the next call */
+    bool was_stopped;
+} rlt_model_tuning_summary;
+
+RLT_API void rlt_model_tuning_summary_get(const rlt_model_tuning *t, rlt_model_tuning_summary *out);
+
+/* One task as the tuning sees it. */
+typedef struct rlt_tuning_task {
+    char spec[512];    /* the fused op */
+    int weight;
+    double flops;
+    int n_rounds;      /* rounds it got */
+    int n_trials;      /* new measurements */
+    int n_recorded;    /* records on this target at open */
+    double best_ms;    /* best time (records at open, or measured since); INFINITY: none */
+    double gradient;   /* the scheduler's last estimate (more negative: more to gain); 0 before */
+    bool is_done;
+} rlt_tuning_task;
+
+RLT_API void rlt_model_tuning_task_get(const rlt_model_tuning *t, int i, rlt_tuning_task *out);
 
 #ifdef __cplusplus
 }

@@ -4,8 +4,9 @@
  * and dead-code removal), its text form and counts, and its tasks and other
  * kernels copied out of graph/tasks.c's extraction into the public structs.
  */
-#include "graph/graph.h"
-#include "rltune/model.h"
+#include "api/model_internal.h"
+#include "ir/ir.h"
+#include "net/net.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,13 @@ void rlt_model_destroy(rlt_model *m)
 }
 
 const char *rlt_model_last_error(const rlt_model *m) { return m->last_error; }
+
+const rlt_graph *rlt_model_graph(const rlt_model *m) { return m->graph; }
+
+rlt_status rlt_model_noted(rlt_model *m, rlt_status st, const rlt_diag *d, rlt_diag *diag)
+{
+    return noted(m, st, d, diag);
+}
 
 char *rlt_model_text(const rlt_model *m) { return rlt_graph_print(m->graph); }
 
@@ -141,4 +149,151 @@ rlt_status rlt_model_other_kernels(rlt_model *m, rlt_other_kernel **out, int *ou
     }
     rlt_graph_tasks_free(&gt);
     return RLT_STATUS_OK;
+}
+
+/* ---- inputs, outputs and the reference -------------------------------------- */
+
+_Static_assert((int)RLT_ELEM_F32 == (int)RLT_DTYPE_FLOAT32 && (int)RLT_ELEM_I64 == (int)RLT_DTYPE_INT64 &&
+                   (int)RLT_ELEM_I32 == (int)RLT_DTYPE_INT32 && (int)RLT_ELEM_BOOL == (int)RLT_DTYPE_BOOL,
+               "rlt_elem and rlt_dtype number the element types alike");
+_Static_assert(RLT_ARRAY_MAX_RANK == RLT_GRAPH_MAX_RANK, "arrays hold any graph tensor");
+
+static void describe(const rlt_graph *g, int t, rlt_model_tensor *out)
+{
+    const rlt_graph_tensor *gt = &g->tensors[t];
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", gt->name);
+    out->elem = (rlt_elem)gt->dtype;
+    out->rank = gt->rank;
+    for (int d = 0; d < gt->rank; d++) out->dims[d] = gt->dims[d];
+}
+
+void rlt_model_input(const rlt_model *m, int i, rlt_model_tensor *out) { describe(m->graph, m->graph->inputs[i], out); }
+
+void rlt_model_output(const rlt_model *m, int i, rlt_model_tensor *out)
+{
+    describe(m->graph, m->graph->outputs[i], out);
+}
+
+/* INVALID_ARGUMENT unless array a fits graph tensor t; `what` says which
+ * ("input 0"). */
+static rlt_status check_array(const rlt_graph *g, int t, const rlt_array *a, const char *what, rlt_diag *diag)
+{
+    const rlt_graph_tensor *gt = &g->tensors[t];
+    if (!a) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s ('%s') is missing", what, gt->name);
+    bool fits = (int)a->elem == (int)gt->dtype && a->rank == gt->rank && a->data;
+    for (int d = 0; fits && d < gt->rank; d++) fits = a->dims[d] == gt->dims[d];
+    if (fits) return RLT_STATUS_OK;
+    char want[160], got[160];
+    size_t k = (size_t)snprintf(want, sizeof want, "%s[", rlt_dtype_str(gt->dtype));
+    for (int d = 0; d < gt->rank && k < sizeof want; d++)
+        k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", d ? "," : "", (long long)gt->dims[d]);
+    if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
+    k = (size_t)snprintf(got, sizeof got, "%s[", rlt_elem_name(a->elem));
+    for (int d = 0; d < a->rank && d < RLT_ARRAY_MAX_RANK && k < sizeof got; d++)
+        k += (size_t)snprintf(got + k, sizeof got - k, "%s%lld", d ? "," : "", (long long)a->dims[d]);
+    if (k < sizeof got) snprintf(got + k, sizeof got - k, "]");
+    return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "%s ('%s') is %s; the model needs %s", what, gt->name, got,
+                    want);
+}
+
+static rlt_status check_inputs(const rlt_graph *g, const rlt_array *const *inputs, rlt_diag *diag)
+{
+    for (int i = 0; i < g->n_inputs; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "input %d", i);
+        rlt_status st = check_array(g, g->inputs[i], inputs ? inputs[i] : NULL, what, diag);
+        if (st != RLT_STATUS_OK) return st;
+    }
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_model_random_inputs(const rlt_model *m, uint64_t seed, rlt_array **out, rlt_diag *diag)
+{
+    const rlt_graph *g = m->graph;
+    for (int i = 0; i < g->n_inputs; i++) out[i] = NULL;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const rlt_graph_tensor *t = &g->tensors[g->inputs[i]];
+        rlt_status st = rlt_array_create((rlt_elem)t->dtype, t->rank, t->dims, &out[i], diag);
+        if (st != RLT_STATUS_OK) {
+            for (int k = 0; k < i; k++) {
+                rlt_array_destroy(out[k]);
+                out[k] = NULL;
+            }
+            return st;
+        }
+        if (t->dtype == RLT_DTYPE_FLOAT32)
+            rlt_tensor_fill(out[i]->data, rlt_graph_tensor_n_elems(t),
+                            seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)); /* one stream an input */
+    }
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_model_evaluate(rlt_model *m, const rlt_array *const *inputs, rlt_array **outputs, rlt_diag *diag)
+{
+    const rlt_graph *g = m->graph;
+    rlt_diag d = {0};
+    for (int i = 0; i < g->n_outputs; i++) outputs[i] = NULL;
+    rlt_status st = check_inputs(g, inputs, &d);
+    if (st != RLT_STATUS_OK) return noted(m, st, &d, diag);
+    const void **in = rlt_calloc((size_t)g->n_inputs + 1, sizeof *in);
+    void **out = rlt_calloc((size_t)g->n_outputs + 1, sizeof *out);
+    if (!in || !out) {
+        st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory evaluating the model");
+        goto cleanup;
+    }
+    for (int i = 0; i < g->n_inputs; i++) in[i] = inputs[i]->data;
+    if ((st = rlt_graph_eval(g, g->n_inputs, in, g->n_outputs, out, &d)) != RLT_STATUS_OK) goto cleanup;
+    for (int i = 0; i < g->n_outputs && st == RLT_STATUS_OK; i++) {
+        const rlt_graph_tensor *t = &g->tensors[g->outputs[i]];
+        if ((st = rlt_array_create((rlt_elem)t->dtype, t->rank, t->dims, &outputs[i], &d)) == RLT_STATUS_OK &&
+            rlt_graph_tensor_n_elems(t) > 0)
+            memcpy(outputs[i]->data, out[i], (size_t)rlt_graph_tensor_n_elems(t) * rlt_dtype_size(t->dtype));
+    }
+cleanup:
+    if (out)
+        for (int i = 0; i < g->n_outputs; i++) rlt_free(out[i]);
+    if (st != RLT_STATUS_OK)
+        for (int i = 0; i < g->n_outputs; i++) {
+            rlt_array_destroy(outputs[i]);
+            outputs[i] = NULL;
+        }
+    rlt_free(out);
+    rlt_free(in);
+    return st == RLT_STATUS_OK ? st : noted(m, st, &d, diag);
+}
+
+/* ---- compiled networks ------------------------------------------------------ */
+
+void rlt_net_options_init(rlt_net_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->n_threads = 1;
+}
+
+rlt_status rlt_model_compile(rlt_model *m, const rlt_net_options *o, rlt_net **out, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    rlt_status st = rlt_net_compile(m->graph, o, out, &d);
+    return st == RLT_STATUS_OK ? st : noted(m, st, &d, diag);
+}
+
+rlt_status rlt_net_run(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs, rlt_diag *diag)
+{
+    const rlt_graph *g = rlt_net_graph(n);
+    enum { MAX_IO = 64 };
+    if (g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "rlt_net_run takes at most %d inputs and outputs", MAX_IO);
+    const void *in[MAX_IO];
+    void *out[MAX_IO];
+    rlt_status st = check_inputs(g, inputs, diag);
+    if (st != RLT_STATUS_OK) return st;
+    for (int i = 0; i < g->n_outputs; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "output %d", i);
+        if ((st = check_array(g, g->outputs[i], outputs ? outputs[i] : NULL, what, diag)) != RLT_STATUS_OK) return st;
+        out[i] = outputs[i]->data;
+    }
+    for (int i = 0; i < g->n_inputs; i++) in[i] = inputs[i]->data;
+    return rlt_net_run_buffers(n, in, out, diag);
 }

@@ -60,6 +60,12 @@ extern const rlt_cli_cmd rlt_cli_cmd_gen_demos;
 extern const rlt_cli_cmd rlt_cli_cmd_imitate;
 extern const rlt_cli_cmd rlt_cli_cmd_optimize;
 extern const rlt_cli_cmd rlt_cli_cmd_tasks;
+extern const rlt_cli_cmd rlt_cli_cmd_run;
+
+/* `rltune tune --model`: the network's tasks tuned from one budget of
+ * n_trials (cmd_tune_model.c), every session with options `o` (cmd_tune.c
+ * filled them from the shared options). Returns the exit code. */
+int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *o, int64_t n_trials);
 
 /* Reads a whole text file, or stdin for "-" ("<stdin>" in messages): at most
  * 64 MiB and no NUL byte (PARSE_ERROR), so that parsers see all of it.

@@ -59,15 +59,12 @@ static void print_text(const tasks_view *v)
     if (v->n_tasks == 0) {
         printf("\ntasks: none\n");
     } else {
-        int spec_w = (int)strlen("op spec");
-        for (int i = 0; i < v->n_tasks; i++) spec_w = RLT_CLI_MAX(spec_w, (int)strlen(v->tasks[i].spec));
         printf("\ntasks: %d (%d kernel%s), heaviest first\n", v->n_tasks, v->n_kernels, v->n_kernels == 1 ? "" : "s");
-        printf("  %6s %14s %6s  %-*s  %s\n", "weight", "FLOPs", "share", spec_w, "op spec", "epilogue");
+        printf("  %6s %14s %6s  %s\n", "weight", "FLOPs", "share", "op spec (the fused kernel)");
         for (int i = 0; i < v->n_tasks; i++) {
             const rlt_task *t = &v->tasks[v->order[i].index];
             double share = v->total_flops > 0 ? 100.0 * t->weight * t->flops / v->total_flops : 0.0;
-            printf("  %6d %14.0f %5.1f%%  %-*s  %s\n", t->weight, t->flops, share, spec_w, t->spec,
-                   t->epilogue[0] ? t->epilogue : "-");
+            printf("  %6d %14.0f %5.1f%%  %s\n", t->weight, t->flops, share, t->spec);
         }
         printf("  total: %d kernel%s, %.0f FLOPs per run\n", v->n_kernels, v->n_kernels == 1 ? "" : "s",
                v->total_flops);
@@ -201,11 +198,11 @@ const rlt_cli_cmd rlt_cli_cmd_tasks = {
     .synopsis = "--model FILE [--json]",
     .summary = "Loads an ONNX model (shapes inferred, BatchNormalizations folded into their Convs) and\n"
                "lists its tasks: each distinct kernel rltune tunes (Conv as conv2d or depthwise_conv2d,\n"
-               "Gemm and MatMul as dense, matmul or batch_matmul) with its epilogue, the elementwise\n"
-               "nodes that would fuse into it (bias, add, relu, relu6, sigmoid); weight = how often\n"
-               "the network runs it. Heaviest first by weight x FLOPs, then the total and the other\n"
-               "kernels (pools, Softmax, Reshape, ... and the Convs / Gemms / MatMuls that do not fit\n"
-               "an op yet, with the reason).",
+               "Gemm and MatMul as dense, matmul or batch_matmul) fused with its epilogue, the\n"
+               "elementwise nodes after it (bias, add, relu, relu6: ',epilogue=...' in the spec, which\n"
+               "'rltune tune --op' takes); weight = how often the network runs it. Heaviest first by\n"
+               "weight x FLOPs, then the total and the other kernels (pools, Softmax, Reshape, ... and\n"
+               "the Convs / Gemms / MatMuls that do not fit an op yet, with the reason).",
     .details = "With --json, stdout holds one JSON object: model, opset, n_nodes, n_inputs,\n"
                "n_outputs, n_tasks, n_kernels, total_flops, tasks (heaviest first: spec, epilogue,\n"
                "weight, flops, nodes) and other_kernels (op_type, count, reason, first_node).\n"

@@ -25,6 +25,8 @@
 
 static const rlt_cli_opt tune_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},
+    {"model", "FILE", "tune a whole ONNX model instead: its tasks share --trials (see 'rltune tasks')"},
+    {"no-transfer", NULL, "--model: do not warm-start xgb / xgb-rank / ppo from the model's other tasks' records"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), the learning agents ga-dqn, dqn, bandit, ppo, "
@@ -247,6 +249,10 @@ static int run_tune(const rlt_cli_args *args)
             goto cleanup;
         }
     }
+    if (rlt_cli_args_has(args, "no-transfer") && !rlt_cli_args_has(args, "model")) {
+        rlt_cli_error("--no-transfer goes with --model (an op's run transfers only with --transfer)");
+        goto cleanup;
+    }
     if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;
     rc = RLT_CLI_EXIT_USAGE;
     if (is_policy && replay_path) {
@@ -255,6 +261,19 @@ static int run_tune(const rlt_cli_args *args)
     }
     if (is_policy && rlt_cli_args_has(args, "start")) {
         rlt_cli_error("--start and --tuner policy both choose where the search starts: give one");
+        goto cleanup;
+    }
+    if (rlt_cli_args_has(args, "model")) {
+        o.tuner = tuner;
+        o.seed = (uint64_t)seed;
+        o.db_path = rlt_cli_args_get(args, "db") ? rlt_cli_args_get(args, "db") : "rltune.db";
+        o.n_seeds = (int)n_seeds;
+        o.n_final = (int)n_final;
+        o.from_other_threads = !rlt_cli_args_has(args, "no-other-threads");
+        o.tuner_config_path = rlt_cli_args_get(args, "tuner-config");
+        o.tuner_options = rlt_cli_args_get(args, "tuner-opt");
+        o.stop = &rlt_cli_stop_requested;
+        rc = rlt_cli_tune_model(args, &o, trials);
         goto cleanup;
     }
     if ((st = rlt_cli_op_load(args, &op, &d)) != RLT_STATUS_OK) {
@@ -342,7 +361,7 @@ cleanup:
 const rlt_cli_cmd rlt_cli_cmd_tune = {
     .name = "tune",
     .brief = "search an op's schedule space for its fastest kernel, recording every measurement",
-    .synopsis = "(--op SPEC | --expr EXPR --shape SHAPE) [--tuner NAME] [--trials N] [options]",
+    .synopsis = "(--op SPEC | --expr EXPR --shape SHAPE | --model FILE) [--tuner NAME] [--trials N] [options]",
     .summary = "Searches the op's space (multi-level tiling, vectorisation, unrolling, packing, ...) with\n"
                "a tuner: each batch is built in parallel, then run, verified and timed one at a time,\n"
                "and stored in the records database before the tuner sees it. A configuration measured\n"
@@ -353,7 +372,12 @@ const rlt_cli_cmd rlt_cli_cmd_tune = {
                "run's (the CPU may differ: a replay answers for the machine that measured it).\n"
                "With --transfer FILE, xgb, xgb-rank and ppo first learn from FILE's records of other\n"
                "workloads of the same op kind on this target (AutoTVM's transfer learning), so even\n"
-               "the first batch comes from the model instead of at random.",
+               "the first batch comes from the model instead of at random.\n"
+               "With --model FILE, the tasks of an ONNX model ('rltune tasks') share the --trials\n"
+               "(new measurements): after one round (a --batch) of each, every round goes to the task\n"
+               "whose tuning should cut the network's latency estimate (sum of weight x best time)\n"
+               "the most (Ansor's task scheduler). A line per round shows the task and the estimate;\n"
+               "records already in the --db count, so a rerun continues. 'rltune run' then uses them.",
     .details = "Ctrl-C stops after the batch in flight, with everything measured stored; a second\n"
                "Ctrl-C ends at once (committed batches are kept).\n"
                "Tuning times each candidate with a few short samples, which can flatter one; with\n"

@@ -409,8 +409,11 @@ static rlt_status ev_copy(ectx *c)
 static rlt_status ev_dropout(ectx *c)
 {
     TRY(ev_copy(c));
+    /* Inference keeps every element: the mask is all true (bool from
+     * opset 10), or all 1.0 (of the input's type before). */
     const rlt_graph_tensor *mt = out_t(c, 1);
-    if (mt) memset(out_v(c, 1), 1, (size_t)n_elems(mt) * rlt_dtype_size(mt->dtype));
+    if (mt)
+        for (int64_t i = 0, n = n_elems(mt); i < n; i++) st_i(mt->dtype, out_v(c, 1), i, 1);
     return RLT_STATUS_OK;
 }
 
@@ -1152,6 +1155,22 @@ static eval_fn eval_find(const char *op_type)
 }
 
 static size_t tensor_bytes(const rlt_graph_tensor *t) { return (size_t)n_elems(t) * rlt_dtype_size(t->dtype); }
+
+bool rlt_graph_can_eval(const char *op_type) { return eval_find(op_type) != NULL; }
+
+rlt_status rlt_graph_eval_node(const rlt_graph *g, int node, void **vals, rlt_diag *diag)
+{
+    const rlt_graph_node *n = &g->nodes[node];
+    eval_fn fn = eval_find(n->op_type);
+    if (!fn)
+        return rlt_graph_node_fail(g, n, diag, RLT_STATUS_INVALID_ARGUMENT, "op %s cannot be evaluated", n->op_type);
+    for (int o = 0; o < n->n_outputs; o++) {
+        int t = n->outputs[o];
+        if (t >= 0) memset(vals[t], 0, tensor_bytes(&g->tensors[t]));
+    }
+    ectx c = {.g = g, .node = n, .vals = vals, .diag = diag};
+    return fn(&c);
+}
 
 rlt_status rlt_graph_eval(const rlt_graph *g, int n_inputs, const void *const *inputs, int n_outputs, void **outputs,
                           rlt_diag *diag)

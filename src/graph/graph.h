@@ -225,6 +225,17 @@ int rlt_graph_fold_batchnorm(rlt_graph *g, rlt_diag *diag);
 rlt_status rlt_graph_eval(const rlt_graph *g, int n_inputs, const void *const *inputs, int n_outputs, void **outputs,
                           rlt_diag *diag);
 
+/* True when rlt_graph_eval can evaluate nodes of this op type. */
+bool rlt_graph_can_eval(const char *op_type);
+
+/* Evaluates one node of a sorted, inferred graph as rlt_graph_eval does:
+ * vals[t] holds tensor t's values for every input of the node (constants
+ * included: pass the tensor's data) and a buffer of the tensor's size for
+ * every output, which is zeroed and then written. What compiled networks
+ * run for the nodes that are not tuned kernels. Errors as rlt_graph_eval's,
+ * naming the node. */
+rlt_status rlt_graph_eval_node(const rlt_graph *g, int node, void **vals, rlt_diag *diag);
+
 /* ---- tasks (tasks.c) ------------------------------------------------------ */
 
 /* The kernels rltune tunes in a graph: each Conv, Gemm and MatMul that fits
@@ -233,13 +244,16 @@ rlt_status rlt_graph_eval(const rlt_graph *g, int n_inputs, const void *const *i
  * (its epilogue), deduplicated by (op spec, epilogue). docs/graph.md,
  * "Tasks", gives the rules. */
 typedef struct rlt_graph_task {
-    char spec[512];     /* canonical op spec (rlt_op_spec) */
+    char spec[512];     /* canonical spec (rlt_op_spec) of the fused op: the kernel's op with
+                           its epilogue (",epilogue=bias+add+relu"; dense says bias / relu
+                           with its own keys) */
     char epilogue[128]; /* "" or the fused steps in order: "bias,add,relu" */
     int weight;         /* occurrences in the graph */
-    double flops;       /* of one occurrence: rlt_op_flops of spec (the epilogue not counted) */
+    double flops;       /* of one occurrence: rlt_op_flops of spec (the epilogue counted) */
     int n_nodes;
     int *nodes;         /* heap: node indices, occurrence after occurrence, each its kernel
                            node then the nodes fused into it, in graph order */
+    int *starts;        /* heap: weight entries, where each occurrence begins in nodes[] */
 } rlt_graph_task;
 
 /* Nodes that are not tasks, grouped by (op type, reason). */
@@ -267,6 +281,11 @@ typedef struct rlt_graph_tasks {
 rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt_diag *diag);
 void rlt_graph_tasks_free(rlt_graph_tasks *t); /* frees what extract made; NULL ok */
 
+/* True when tensor c (constant or not), broadcast against `out`, holds one
+ * value per output channel (channel_axis of out; every other dimension 1):
+ * what tasks fuse as a bias. */
+bool rlt_graph_is_per_channel(const rlt_graph_tensor *c, const rlt_graph_tensor *out, int channel_axis);
+
 /* A name for a node in messages and task lists: its own name, or its first
  * output tensor's name when the model gave none. Borrowed from the graph. */
 const char *rlt_graph_node_label(const rlt_graph *g, int node);
@@ -276,6 +295,9 @@ const char *rlt_graph_node_label(const rlt_graph *g, int node);
 /* ONNX's TensorProto.DataType codes rltune reads: 1 (FLOAT), 6 (INT32),
  * 7 (INT64), 9 (BOOL). False for the others. */
 bool rlt_dtype_from_onnx(int64_t code, rlt_dtype *out);
+/* ONNX's name of a TensorProto.DataType code, for messages: "FLOAT16",
+ * "FLOAT8E4M3FN", ... (up to 28, FLOAT6E3M2); "unknown" for others. */
+const char *rlt_dtype_onnx_name(int64_t code);
 
 /* Reads an ONNX model (.onnx, protobuf) into a graph: sorted, shapes
  * inferred, constant shape subgraphs folded, dead nodes removed. Opsets 9 to
@@ -290,5 +312,17 @@ rlt_status rlt_graph_load_onnx(const char *path, rlt_graph **out, rlt_diag *diag
  * in messages (may be NULL). */
 rlt_status rlt_graph_load_onnx_bytes(const void *data, size_t len, const char *source, rlt_graph **out,
                                      rlt_diag *diag);
+
+/* Decodes one serialized ONNX TensorProto (what ONNX's backend tests keep in
+ * test_data_set_N/input_K.pb and output_K.pb) with the importer's rules
+ * (data types, raw or typed data, its length checked against the shape):
+ * out's dtype, rank and dims are set, out->data is a new buffer of its
+ * values (free with rlt_free), out->name is NULL. `data` is borrowed for the
+ * call; `source` names it in messages (may be NULL). `*out` is set on
+ * success only. Errors: PARSE_ERROR (not a TensorProto, data that does not
+ * fit), INVALID_ARGUMENT (a data type rltune does not read, external
+ * data), OUT_OF_MEMORY. */
+rlt_status rlt_graph_tensor_decode_onnx(const void *data, size_t len, const char *source, rlt_graph_tensor *out,
+                                        rlt_diag *diag);
 
 #endif /* RLT_GRAPH_H */

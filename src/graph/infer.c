@@ -331,7 +331,8 @@ static rlt_status infer_dropout(ictx *c)
     }
     const rlt_graph_tensor *x = in_t(c, 0);
     TRY(set_out_like(c, 0, x));
-    return set_out(c, 1, RLT_DTYPE_BOOL, x->rank, x->dims);
+    /* The mask is bool from opset 10; before, of the input's type. */
+    return set_out(c, 1, c->g->opset >= 10 ? RLT_DTYPE_BOOL : x->dtype, x->rank, x->dims);
 }
 
 static rlt_status infer_clip(ictx *c)
@@ -1054,8 +1055,8 @@ static rlt_status infer_cast(ictx *c)
     if (!attr(c, "to")) return BAD("attribute 'to' is required");
     rlt_dtype to;
     if (!rlt_dtype_from_onnx(attr_i(c, "to", 0), &to))
-        return BAD("cast to ONNX data type %" PRId64 " is not supported; supported: 1 (float), 6 (int32), 7 (int64), "
-                   "9 (bool)", attr_i(c, "to", 0));
+        return BAD("cast to ONNX data type %" PRId64 " (%s) is not supported; supported: 1 (FLOAT), 6 (INT32), "
+                   "7 (INT64), 9 (BOOL)", attr_i(c, "to", 0), rlt_dtype_onnx_name(attr_i(c, "to", 0)));
     TRY(set_out(c, 0, to, x->rank, x->dims));
     if (!x->data || !fold_small(c)) return RLT_STATUS_OK;
     void *p;

@@ -2,7 +2,8 @@
  * onnx.c - the ONNX importer: a model file (protobuf ModelProto, decoded by
  * the code protoc-c generates from Debian's onnx.proto, cmake/onnx.cmake)
  * into the graph IR. Entry points: rlt_graph_load_onnx (a file) and
- * rlt_graph_load_onnx_bytes (a buffer).
+ * rlt_graph_load_onnx_bytes (a buffer); rlt_graph_tensor_decode_onnx reads
+ * one TensorProto by the same rules (ONNX's backend test data).
  *
  * Nothing in the file is trusted: every name is looked up, every tensor's
  * data length is checked against its shape and type, every count is
@@ -36,11 +37,14 @@ bool rlt_dtype_from_onnx(int64_t code, rlt_dtype *out)
     }
 }
 
-static const char *onnx_dtype_name(int64_t code)
+const char *rlt_dtype_onnx_name(int64_t code)
 {
-    static const char *const names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32",
-                                        "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64",
-                                        "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+    static const char *const names[] = {
+        "UNDEFINED",  "FLOAT",      "UINT8",      "INT8",           "UINT16",     "INT16",
+        "INT32",      "INT64",      "STRING",     "BOOL",           "FLOAT16",    "DOUBLE",
+        "UINT32",     "UINT64",     "COMPLEX64",  "COMPLEX128",     "BFLOAT16",   "FLOAT8E4M3FN",
+        "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",  "INT4",       "FLOAT4E2M1",
+        "FLOAT8E8M0", "UINT2",      "INT2",       "FLOAT6E2M3",     "FLOAT6E3M2"};
     return code >= 0 && code < (int64_t)RLT_ARRAY_LEN(names) ? names[code] : "unknown";
 }
 
@@ -61,6 +65,7 @@ static void pb_free(void *data, void *ptr)
 
 typedef struct importer {
     rlt_graph *g;
+    rlt_arena *arena;   /* where decoded tensor data goes: the graph's, or a scratch one */
     const char *source; /* names the model in messages */
     rlt_diag *diag;
 } importer;
@@ -84,7 +89,8 @@ static rlt_status tensor_decode(const importer *im, const Onnx__TensorProto *tp,
     if (!tp->has_data_type || !rlt_dtype_from_onnx(tp->data_type, &t->dtype))
         return rlt_fail(im->diag, RLT_STATUS_INVALID_ARGUMENT,
                         "%s: %s has ONNX data type %d (%s); supported: FLOAT, INT64, INT32, BOOL", im->source, what,
-                        tp->has_data_type ? tp->data_type : 0, onnx_dtype_name(tp->has_data_type ? tp->data_type : 0));
+                        tp->has_data_type ? tp->data_type : 0,
+                        rlt_dtype_onnx_name(tp->has_data_type ? tp->data_type : 0));
     if (tp->n_dims > RLT_GRAPH_MAX_RANK)
         return rlt_fail(im->diag, RLT_STATUS_INVALID_ARGUMENT, "%s: %s has rank %zu; at most %d is supported",
                         im->source, what, tp->n_dims, RLT_GRAPH_MAX_RANK);
@@ -125,7 +131,7 @@ static rlt_status tensor_decode(const importer *im, const Onnx__TensorProto *tp,
                         im->source, what, field,
                         tp->has_raw_data ? tp->raw_data.len : (have == (size_t)-1 ? 0 : have) * es, n,
                         rlt_dtype_str(t->dtype), (size_t)n * es);
-    unsigned char *data = rlt_arena_alloc(im->g->arena, (size_t)n * es + 1);
+    unsigned char *data = rlt_arena_alloc(im->arena, (size_t)n * es + 1);
     if (!data) return rlt_fail(im->diag, RLT_STATUS_OUT_OF_MEMORY, "%s: out of memory reading %s", im->source, what);
     if (tp->has_raw_data) {
         if (n) memcpy(data, tp->raw_data.data, (size_t)n * es);
@@ -194,7 +200,7 @@ static rlt_status add_input(const importer *im, const Onnx__ValueInfoProto *vi, 
     if (!tt->has_elem_type || !rlt_dtype_from_onnx(tt->elem_type, &dtype))
         return rlt_fail(im->diag, RLT_STATUS_INVALID_ARGUMENT,
                         "%s: graph input '%s' has ONNX data type %d (%s); supported: FLOAT, INT64, INT32, BOOL",
-                        im->source, name, tt->elem_type, onnx_dtype_name(tt->elem_type));
+                        im->source, name, tt->elem_type, rlt_dtype_onnx_name(tt->elem_type));
     if (!tt->shape)
         return rlt_fail(im->diag, RLT_STATUS_INVALID_ARGUMENT,
                         "%s: graph input '%s' has no shape; rltune needs static shapes", im->source, name);
@@ -442,6 +448,7 @@ static rlt_status import_model(importer *im, const Onnx__ModelProto *m, rlt_grap
     st = rlt_graph_create(opset, &im->g, im->diag);
     if (st != RLT_STATUS_OK) return st;
     rlt_graph *g = im->g;
+    im->arena = g->arena;
     g->inputs = rlt_arena_alloc(g->arena, (gp->n_input + 1) * sizeof(int));
     g->outputs = rlt_arena_alloc(g->arena, (gp->n_output + 1) * sizeof(int));
     if (!g->inputs || !g->outputs) {
@@ -531,5 +538,48 @@ rlt_status rlt_graph_load_onnx(const char *path, rlt_graph **out, rlt_diag *diag
 cleanup:
     rlt_free(data);
     fclose(f);
+    return st;
+}
+
+rlt_status rlt_graph_tensor_decode_onnx(const void *data, size_t len, const char *source, rlt_graph_tensor *out,
+                                        rlt_diag *diag)
+{
+    importer im = {.source = source ? source : "ONNX tensor", .diag = diag};
+    if (!out)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "rlt_graph_tensor_decode_onnx: no place for the result");
+    if (!data && len) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "rlt_graph_tensor_decode_onnx: no data");
+    ProtobufCAllocator alloc = {.alloc = pb_alloc, .free = pb_free, .allocator_data = NULL};
+    rlt_status st = RLT_STATUS_OK;
+    void *copy = NULL;
+    /* An empty message is a valid TensorProto (no type: refused below). */
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, len, len ? data : (const void *)"");
+    im.arena = rlt_arena_create();
+    if (!tp) {
+        st = rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
+                      "%s: not an ONNX TensorProto: the protobuf data is malformed or truncated (%zu bytes)", im.source,
+                      len);
+        goto cleanup;
+    }
+    if (!im.arena) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "%s: out of memory", im.source);
+        goto cleanup;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "tensor '%.200s'", str_or_empty(tp->name));
+    rlt_graph_tensor t = {.producer = -1};
+    if ((st = tensor_decode(&im, tp, what, &t)) != RLT_STATUS_OK) goto cleanup;
+    size_t bytes = (size_t)rlt_graph_tensor_n_elems(&t) * rlt_dtype_size(t.dtype);
+    copy = rlt_malloc(bytes + 1);
+    if (!copy) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", im.source, bytes);
+        goto cleanup;
+    }
+    if (bytes) memcpy(copy, t.data, bytes);
+    *out = t;
+    out->name = NULL;
+    out->data = copy;
+cleanup:
+    rlt_arena_destroy(im.arena);
+    if (tp) onnx__tensor_proto__free_unpacked(tp, &alloc);
     return st;
 }

@@ -3,12 +3,13 @@
  * (rlt_graph_tasks_extract): each Conv, Gemm and MatMul that fits a
  * built-in op becomes an op spec (conv2d, depthwise_conv2d, dense, matmul,
  * batch_matmul), with its epilogue, the elementwise nodes that directly
- * follow it and would fuse into it (bias, residual add, relu, relu6,
- * sigmoid). Kernels are deduplicated by (canonical spec, epilogue) into
- * tasks weighted by their occurrences; every other node is counted by op
- * type, with the reason when it is a Conv / Gemm / MatMul that does not fit
- * the op library yet. This step only records what would fuse: the fused
- * code comes later. The rules are in docs/graph.md, "Tasks".
+ * follow it and fuse into it (bias, residual add, relu, relu6): the
+ * task's op is the fused one (",epilogue=..." in its spec). Kernels are
+ * deduplicated by that spec into tasks weighted by their occurrences;
+ * every other node is counted by op type, with the reason when it is a
+ * Conv / Gemm / MatMul that does not fit the op library yet. Compiled
+ * networks (src/net/) run each occurrence as one fused kernel. The rules
+ * are in docs/graph.md, "Tasks".
  */
 #include "graph/graph.h"
 #include "ir/ir.h"
@@ -108,9 +109,7 @@ static bool same_shape(const rlt_graph_tensor *a, const rlt_graph_tensor *b)
     return true;
 }
 
-/* True when constant-or-not tensor c, broadcast against `out`, holds one
- * value per output channel (every other dimension 1): a bias. */
-static bool is_per_channel(const rlt_graph_tensor *c, const rlt_graph_tensor *out, int channel_axis)
+bool rlt_graph_is_per_channel(const rlt_graph_tensor *c, const rlt_graph_tensor *out, int channel_axis)
 {
     if (channel_axis < 0 || !c->has_shape || c->rank > out->rank) return false;
     for (int i = 0; i < c->rank; i++) {
@@ -194,7 +193,7 @@ static void classify_gemm(const rlt_graph *g, const rlt_graph_node *n, kernel *k
     }
     int64_t M = a->dims[0], K = a->dims[1], N = trans_b ? b->dims[0] : b->dims[1];
     if (c && beta != 0.0) {
-        if (c->data && is_per_channel(c, y, 1))
+        if (c->data && rlt_graph_is_per_channel(c, y, 1))
             k->own = "bias";
         else if (same_shape(c, y) && (beta == 1.0 || c->data))
             k->own = "add";
@@ -319,6 +318,15 @@ static const char *clip_step(const rlt_graph *g, const rlt_graph_node *n)
     return hi == 6.0 ? "relu6" : NULL;
 }
 
+static bool has_step(const char *epi, const char *step)
+{
+    size_t n = strlen(step);
+    for (const char *p = epi; *p; p += strcspn(p, ","), p += *p == ',') {
+        if (strncmp(p, step, n) == 0 && (p[n] == ',' || p[n] == '\0')) return true;
+    }
+    return false;
+}
+
 static void epilogue_append(char *epi, size_t cap, const char *step)
 {
     size_t len = strlen(epi);
@@ -329,7 +337,7 @@ static void epilogue_append(char *epi, size_t cap, const char *step)
  * that would fuse into it, appending their steps to `epi` and their indices
  * to fused[] (at most MAX_EPILOGUE_STEPS), marking them claimed. A node
  * fuses when it is the only reader of the tensor so far (which is no graph
- * output) and writes a tensor of the same shape: Relu, Sigmoid, Clip(0, 6)
+ * output) and writes a tensor of the same shape: Relu, Clip(0, 6)
  * or Clip(0, inf), Add of a per-channel constant right after the kernel
  * (bias), Add of a same-shaped tensor computed before the kernel (add). */
 static int epilogue_walk(const rlt_graph *g, const readers *rd, bool *claimed, int node, int channel_axis, char *epi,
@@ -350,21 +358,19 @@ static int epilogue_walk(const rlt_graph *g, const readers *rd, bool *claimed, i
         bool is_merged = false; /* a second bias joins the first */
         if (strcmp(rn->op_type, "Relu") == 0)
             step = "relu";
-        else if (strcmp(rn->op_type, "Sigmoid") == 0)
-            step = "sigmoid";
         else if (strcmp(rn->op_type, "Clip") == 0)
             step = clip_step(g, rn);
         else if (strcmp(rn->op_type, "Add") == 0 && rn->n_inputs == 2) {
             int other = rn->inputs[0] == t ? rn->inputs[1] : rn->inputs[0];
             const rlt_graph_tensor *o = &g->tensors[other];
-            if (o->data && is_per_channel(o, y, channel_axis) && (!epi[0] || strcmp(epi, "bias") == 0)) {
+            if (o->data && rlt_graph_is_per_channel(o, y, channel_axis) && (!epi[0] || strcmp(epi, "bias") == 0)) {
                 step = "bias";
                 is_merged = epi[0] != 0;
             } else if (same_shape(o, y) && o->producer < node) {
                 step = "add";
             }
         }
-        if (!step) break;
+        if (!step || (!is_merged && has_step(epi, step))) break; /* a fused op has each step once */
         if (!is_merged) epilogue_append(epi, cap, step);
         claimed[r] = true;
         fused[n_fused++] = r;
@@ -398,13 +404,12 @@ static rlt_status readers_count(const rlt_graph *g, readers *rd, rlt_diag *diag)
     return RLT_STATUS_OK;
 }
 
-/* Adds one occurrence (kernel node + fused nodes) of (spec, epi). */
+/* Adds one occurrence (kernel node + fused nodes) of the fused op `spec`. */
 static rlt_status task_add(rlt_graph_tasks *out, const char *spec, const char *epi, double flops, int node,
                            const int *fused, int n_fused, rlt_diag *diag)
 {
     int i = 0;
-    while (i < out->n_tasks && (strcmp(out->tasks[i].spec, spec) != 0 || strcmp(out->tasks[i].epilogue, epi) != 0))
-        i++;
+    while (i < out->n_tasks && strcmp(out->tasks[i].spec, spec) != 0) i++;
     if (i == out->n_tasks) {
         rlt_graph_task *grown = rlt_realloc(out->tasks, ((size_t)out->n_tasks + 1) * sizeof *grown);
         if (!grown) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
@@ -419,6 +424,10 @@ static rlt_status task_add(rlt_graph_tasks *out, const char *spec, const char *e
     int *nodes = rlt_realloc(t->nodes, ((size_t)t->n_nodes + 1 + (size_t)n_fused) * sizeof *nodes);
     if (!nodes) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
     t->nodes = nodes;
+    int *starts = rlt_realloc(t->starts, ((size_t)t->weight + 1) * sizeof *starts);
+    if (!starts) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
+    t->starts = starts;
+    t->starts[t->weight] = t->n_nodes;
     t->nodes[t->n_nodes++] = node;
     for (int f = 0; f < n_fused; f++) t->nodes[t->n_nodes++] = fused[f];
     t->weight++;
@@ -446,13 +455,20 @@ static rlt_status other_add(rlt_graph_tasks *out, const rlt_graph *g, int node, 
     return RLT_STATUS_OK;
 }
 
-/* The canonical spec and FLOPs of k's spec; a spec the op library refuses
- * (a size past its range) makes the node no task, with the library's
- * message as the reason. Only running out of memory fails. */
-static rlt_status kernel_finish(kernel *k, double *flops, rlt_diag *diag)
+/* The canonical spec and FLOPs of k's spec, with epilogue `epi` (NULL:
+ * none yet); a spec the op library refuses (a size past its range) makes
+ * the node no task, with the library's message as the reason. Only running
+ * out of memory fails. */
+static rlt_status kernel_finish(kernel *k, const char *epi, double *flops, rlt_diag *diag)
 {
     rlt_diag d = {0};
     rlt_op *op = NULL;
+    if (epi && epi[0]) {
+        size_t len = strlen(k->spec);
+        snprintf(k->spec + len, sizeof k->spec - len, ",epilogue=%s", epi);
+        for (char *c = k->spec + len + 10; *c; c++)
+            if (*c == ',') *c = '+';
+    }
     rlt_status st = rlt_op_parse(k->spec, &op, &d);
     if (st == RLT_STATUS_OUT_OF_MEMORY) return rlt_fail(diag, st, "%s", d.message);
     if (st != RLT_STATUS_OK) {
@@ -468,7 +484,10 @@ static rlt_status kernel_finish(kernel *k, double *flops, rlt_diag *diag)
 void rlt_graph_tasks_free(rlt_graph_tasks *t)
 {
     if (!t) return;
-    for (int i = 0; i < t->n_tasks; i++) rlt_free(t->tasks[i].nodes);
+    for (int i = 0; i < t->n_tasks; i++) {
+        rlt_free(t->tasks[i].nodes);
+        rlt_free(t->tasks[i].starts);
+    }
     rlt_free(t->tasks);
     rlt_free(t->others);
     memset(t, 0, sizeof *t);
@@ -504,7 +523,7 @@ rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt
         if (!classify(g, n, &k)) {
             st = other_add(&res, g, n, "", diag);
         } else {
-            if (k.is_task && (st = kernel_finish(&k, &flops, diag)) != RLT_STATUS_OK) goto cleanup;
+            if (k.is_task && (st = kernel_finish(&k, NULL, &flops, diag)) != RLT_STATUS_OK) goto cleanup;
             if (!k.is_task) {
                 st = other_add(&res, g, n, k.reason, diag);
             } else {
@@ -512,6 +531,8 @@ rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt
                 int fused[MAX_EPILOGUE_STEPS];
                 snprintf(epi, sizeof epi, "%s", k.own);
                 int n_fused = epilogue_walk(g, &rd, claimed, n, k.channel_axis, epi, sizeof epi, fused);
+                if ((st = kernel_finish(&k, epi, &flops, diag)) != RLT_STATUS_OK) goto cleanup;
+                RLT_ASSERT(k.is_task); /* the base op parsed, and an epilogue adds no size */
                 st = task_add(&res, k.spec, epi, flops, n, fused, n_fused, diag);
             }
         }

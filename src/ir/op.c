@@ -90,6 +90,24 @@ _Static_assert(RLT_ARRAY_LEN(op_library) == N_BUILTIN_OPS, "one builder per libr
 
 enum { MAX_PARAMS = 10 };
 
+/* ---- epilogues on built-in ops ------------------------------------------- */
+
+/* The steps an `epilogue=` key may list, applied in the order given to the
+ * reduction's result: what a network fuses into the kernel producing it. */
+typedef enum epi_step { EPI_BIAS, EPI_ADD, EPI_RELU, EPI_RELU6, N_EPI_STEPS } epi_step;
+
+static const char *const epi_step_names[N_EPI_STEPS] = {"bias", "add", "relu", "relu6"};
+
+typedef struct epi_steps {
+    int n;
+    epi_step step[N_EPI_STEPS]; /* each step at most once */
+} epi_steps;
+
+/* The output-channel axis of each built-in: the axis a bias runs along. */
+static const int channel_axis_of[N_BUILTIN_OPS] = {
+    [OP_MATMUL] = 1, [OP_BATCH_MATMUL] = 2, [OP_DENSE] = 1, [OP_CONV2D] = 1, [OP_DEPTHWISE_CONV2D] = 1,
+};
+
 const rlt_op_info *rlt_op_library(int *n_ops)
 {
     if (n_ops) *n_ops = (int)RLT_ARRAY_LEN(op_library);
@@ -399,6 +417,7 @@ static int add_tensor(rlt_op *op, const char *name, int n_dims, const int64_t *d
 {
     RLT_ASSERT(op->n_tensors < RLT_MAX_TENSORS && n_dims <= RLT_MAX_DIMS);
     rlt_tensor *t = &op->tensors[op->n_tensors];
+    memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->n_dims = n_dims;
     for (int d = 0; d < n_dims; d++) t->dims[d] = dims[d];
@@ -552,6 +571,48 @@ static const rlt_expr *build_depthwise_conv2d(rlt_op *op, const int64_t *v)
                    new_load(op, w, (int[]){c, -1, r, s}));
 }
 
+/* Appends the steps' epilogue to a built op: bias[channels] (a weight) for
+ * `bias`, res[the output's shape] for `add`, the tensors placed before the
+ * output, which stays last. False when out of memory. */
+static bool attach_epilogue(rlt_op *op, int kind, const epi_steps *steps)
+{
+    if (steps->n == 0) return true;
+    rlt_tensor out = op->tensors[op->n_tensors - 1];
+    op->n_tensors--;
+    int channel = channel_axis_of[kind];
+    int spatial[RLT_MAX_DIMS];
+    for (int d = 0; d < op->n_spatial; d++) spatial[d] = d;
+    const rlt_expr *e = op->epilogue ? op->epilogue : rlt_expr_new(op->arena, RLT_EXPR_ACC, NULL, NULL);
+    for (int i = 0; i < steps->n && e; i++) {
+        switch (steps->step[i]) {
+        case EPI_BIAS: {
+            int t = add_tensor(op, "bias", 1, (int64_t[]){op->axes[channel].extent}, true);
+            const rlt_expr *b = new_load(op, t, (int[]){channel});
+            e = b ? rlt_expr_new(op->arena, RLT_EXPR_ADD, e, b) : NULL;
+            break;
+        }
+        case EPI_ADD: {
+            int t = add_tensor(op, "res", out.n_dims, out.dims, false);
+            const rlt_expr *r = new_load(op, t, spatial);
+            e = r ? rlt_expr_new(op->arena, RLT_EXPR_ADD, e, r) : NULL;
+            break;
+        }
+        case EPI_RELU: e = rlt_expr_new(op->arena, RLT_EXPR_RELU, e, NULL); break;
+        case EPI_RELU6: {
+            rlt_expr *six = rlt_expr_new(op->arena, RLT_EXPR_CONST, NULL, NULL);
+            if (six) six->value = 6.0;
+            const rlt_expr *r = six ? rlt_expr_new(op->arena, RLT_EXPR_RELU, e, NULL) : NULL;
+            e = r ? rlt_expr_new(op->arena, RLT_EXPR_MIN, r, six) : NULL;
+            break;
+        }
+        case N_EPI_STEPS: RLT_ASSERT(false);
+        }
+    }
+    op->tensors[op->n_tensors++] = out;
+    op->epilogue = e;
+    return e != NULL;
+}
+
 typedef const rlt_expr *(*op_builder)(rlt_op *op, const int64_t *values);
 
 static const op_builder op_builders[N_BUILTIN_OPS] = {
@@ -598,6 +659,7 @@ static void list_keys(const rlt_op_info *info, char *buf, size_t cap)
     for (int i = 0; i < info->n_params && k < cap; i++)
         k += (size_t)snprintf(buf + k, cap - k, "%s%s%s", i > 0 ? ", " : "", info->params[i].key,
                               info->params[i].is_required ? "" : " (optional)");
+    if (k < cap) snprintf(buf + k, cap - k, ", epilogue (optional)");
 }
 
 static void list_ops(char *buf, size_t cap)
@@ -665,8 +727,39 @@ static rlt_status parse_value(const char *spec_q, const rlt_op_param *param, con
 }
 
 /* Splits "KEY=VALUE,..." into the parameter values, defaults filled in. */
+/* Parses the value of `epilogue=`: steps joined by '+', each at most once. */
+static rlt_status parse_epilogue(const char *spec_q, const char *text, size_t n, epi_steps *out, rlt_diag *diag)
+{
+    char vq[48];
+    memset(out, 0, sizeof *out);
+    size_t at = 0;
+    while (at <= n) {
+        size_t len = 0;
+        while (at + len < n && text[at + len] != '+') len++;
+        const char *word = text + at;
+        size_t wn = len;
+        trim(&word, &wn);
+        int found = -1;
+        for (int i = 0; i < N_EPI_STEPS; i++)
+            if (strlen(epi_step_names[i]) == wn && strncmp(epi_step_names[i], word, wn) == 0) found = i;
+        if (found < 0)
+            return rlt_fail(diag, wn == 0 ? RLT_STATUS_PARSE_ERROR : RLT_STATUS_INVALID_ARGUMENT,
+                            "op spec '%s': %s epilogue step '%s'; expected steps from bias, add, relu, relu6 "
+                            "joined by '+', e.g. epilogue=bias+add+relu",
+                            spec_q, wn == 0 ? "empty" : "unknown", quoted(vq, sizeof vq, word, wn));
+        for (int i = 0; i < out->n; i++)
+            if ((int)out->step[i] == found)
+                return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                                "op spec '%s': epilogue step %s is given twice; each step may appear once", spec_q,
+                                epi_step_names[found]);
+        out->step[out->n++] = (epi_step)found;
+        at += len + 1;
+    }
+    return RLT_STATUS_OK;
+}
+
 static rlt_status parse_params(const char *spec_q, const rlt_op_info *info, const char *text, size_t text_col,
-                               int64_t *values, rlt_diag *diag)
+                               int64_t *values, epi_steps *epilogue, bool *has_epilogue, rlt_diag *diag)
 {
     bool is_set[MAX_PARAMS] = {false};
     char keys[256], kq[48];
@@ -701,6 +794,18 @@ static rlt_status parse_params(const char *spec_q, const rlt_op_info *info, cons
             return rlt_fail(diag, RLT_STATUS_PARSE_ERROR,
                             "op spec '%s': parameter at column %zu has no key before '='; %s accepts %s", spec_q,
                             col, info->name, keys);
+        if (key_len == 8 && strncmp(key, "epilogue", 8) == 0) {
+            if (*has_epilogue)
+                return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                                "op spec '%s': key epilogue is given twice (again at column %zu); give each key once",
+                                spec_q, col);
+            rlt_status st = parse_epilogue(spec_q, val, val_len, epilogue, diag);
+            if (st != RLT_STATUS_OK) return st;
+            *has_epilogue = true;
+            if (item[item_len] == '\0') break;
+            p = item + item_len + 1;
+            continue;
+        }
         int found = -1, found_nocase = -1;
         for (int i = 0; i < info->n_params; i++) {
             const char *pk = info->params[i].key;
@@ -806,6 +911,28 @@ static rlt_status parse_expr_spec(const char *spec, const char *body, rlt_op **o
     return st;
 }
 
+/* dense has its own bias and relu keys: an epilogue they can say (bias,
+ * relu, or bias then relu) becomes them, so that one op has one spec; any
+ * other epilogue needs both keys 0. */
+static rlt_status dense_epilogue(const char *spec_q, int kind, int64_t *values, epi_steps *e, rlt_diag *diag)
+{
+    if (kind != OP_DENSE || e->n == 0) return RLT_STATUS_OK;
+    if (values[3] || values[4])
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "op spec '%s': dense takes its epilogue either as bias=/relu= or as epilogue=, not both",
+                        spec_q);
+    int i = 0;
+    bool bias = i < e->n && e->step[i] == EPI_BIAS;
+    if (bias) i++;
+    bool relu = i < e->n && e->step[i] == EPI_RELU;
+    if (relu) i++;
+    if (i < e->n) return RLT_STATUS_OK;
+    values[3] = bias;
+    values[4] = relu;
+    e->n = 0;
+    return RLT_STATUS_OK;
+}
+
 rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag)
 {
     rlt_status st = RLT_STATUS_OK;
@@ -848,8 +975,11 @@ rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag)
 
     size_t params_at = strcspn(spec, ":") + 1;
     int64_t values[MAX_PARAMS] = {0};
-    st = parse_params(sq, info, spec + params_at, params_at + 1, values, diag);
+    epi_steps epilogue = {0};
+    bool has_epilogue = false;
+    st = parse_params(sq, info, spec + params_at, params_at + 1, values, &epilogue, &has_epilogue, diag);
     if (st != RLT_STATUS_OK) goto cleanup;
+    if ((st = dense_epilogue(sq, kind, values, &epilogue, diag)) != RLT_STATUS_OK) goto cleanup;
     st = check_shapes(sq, kind, values, diag);
     if (st != RLT_STATUS_OK) goto cleanup;
 
@@ -860,7 +990,7 @@ rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag)
     }
     snprintf(op->kind, sizeof op->kind, "%s", info->name);
     op->body = op_builders[kind](op, values);
-    if (!op->body) {
+    if (!op->body || !attach_epilogue(op, kind, &epilogue)) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building op '%s'", sq);
         goto cleanup;
     }
@@ -872,6 +1002,9 @@ rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag)
     for (int i = 0; i < info->n_params; i++)
         k += (size_t)snprintf(op->spec + k, sizeof op->spec - k, "%s%s=%" PRId64, i > 0 ? "," : "",
                               info->params[i].key, values[i]);
+    for (int i = 0; i < epilogue.n; i++)
+        k += (size_t)snprintf(op->spec + k, sizeof op->spec - k, "%s%s", i == 0 ? ",epilogue=" : "+",
+                              epi_step_names[epilogue.step[i]]);
     RLT_ASSERT(k < sizeof op->spec);
     *out = op;
     op = NULL;

@@ -14,7 +14,7 @@
 
 #define CONV16 "conv2d:N=1,C=16,H=8,W=8,K=16,R=3,S=3,stride=1,pad=1,dilation=1"
 #define CONV16_FLOPS (2.0 * 16 * 8 * 8 * 16 * 3 * 3)
-#define DENSE "dense:M=1,N=10,K=16,bias=0,relu=0"
+#define DENSE "dense:M=1,N=10,K=16,bias=1,relu=0"
 
 static char tmp_dir[] = "/tmp/rlt_cli_tasks_XXXXXX";
 static char model_path[300];
@@ -59,14 +59,14 @@ Test(cli_tasks, table)
     snprintf(want, sizeof want, "model: %s (opset 13): 14 nodes, 1 input, 1 output\n", model_path);
     assert_has(r.out, want, "stdout");
     assert_has(r.out, "tasks: 3 (5 kernels), heaviest first\n", "stdout");
-    /* equal load: the model's order; the small dense last */
-    const char *k1 = strstr(r.out, CONV16 "  bias,relu\n");
-    const char *k2 = strstr(r.out, CONV16 "  bias,add,relu\n");
+    /* heaviest first: the residual add makes the second conv's epilogue one op longer */
+    const char *k1 = strstr(r.out, CONV16 ",epilogue=bias+add+relu\n");
+    const char *k2 = strstr(r.out, CONV16 ",epilogue=bias+relu\n");
     const char *k3 = strstr(r.out, DENSE);
     cr_assert(k1 && k2 && k3, "stdout:\n%s", r.out);
     cr_expect(k1 < k2 && k2 < k3, "not heaviest first:\n%s", r.out);
-    assert_has(r.out, "       2         294912  50.0%  " CONV16, "stdout");
-    assert_has(r.out, "  total: 5 kernels, 1179968 FLOPs per run\n", "stdout");
+    assert_has(r.out, "       2         297984  50.1%  " CONV16 ",epilogue=bias+add+relu\n", "stdout");
+    assert_has(r.out, "  total: 5 kernels, 1190218 FLOPs per run\n", "stdout");
     assert_has(r.out, "other kernels: 3 nodes, not tuned\n", "stdout");
     assert_has(r.out, "       1  Conv: not tunable yet: asymmetric pads [0,0,1,1]", "stdout");
     assert_has(r.out, "(first: asym)\n", "stdout");
@@ -85,18 +85,20 @@ Test(cli_tasks, json)
     cr_expect_eq(cJSON_GetObjectItem(j, "n_nodes")->valuedouble, 14);
     cr_expect_eq(cJSON_GetObjectItem(j, "n_tasks")->valuedouble, 3);
     cr_expect_eq(cJSON_GetObjectItem(j, "n_kernels")->valuedouble, 5);
-    cr_expect_eq(cJSON_GetObjectItem(j, "total_flops")->valuedouble, 4 * CONV16_FLOPS + 2.0 * 10 * 16);
+    /* each conv adds bias and relu (and one of them the residual) per output; the dense its bias */
+    cr_expect_eq(cJSON_GetObjectItem(j, "total_flops")->valuedouble,
+                 4 * CONV16_FLOPS + (2 * 2 + 2 * 3) * 1024.0 + 2.0 * 10 * 16 + 10);
     cJSON *tasks = cJSON_GetObjectItem(j, "tasks");
     cr_assert(cJSON_IsArray(tasks) && cJSON_GetArraySize(tasks) == 3, "%s", r.out);
     cJSON *t0 = cJSON_GetArrayItem(tasks, 0), *t2 = cJSON_GetArrayItem(tasks, 2);
-    cr_expect_str_eq(cJSON_GetObjectItem(t0, "spec")->valuestring, CONV16);
-    cr_expect_str_eq(cJSON_GetObjectItem(t0, "epilogue")->valuestring, "bias,relu");
+    cr_expect_str_eq(cJSON_GetObjectItem(t0, "spec")->valuestring, CONV16 ",epilogue=bias+add+relu");
+    cr_expect_str_eq(cJSON_GetObjectItem(t0, "epilogue")->valuestring, "bias,add,relu");
     cr_expect_eq(cJSON_GetObjectItem(t0, "weight")->valuedouble, 2);
-    cr_expect_eq(cJSON_GetObjectItem(t0, "flops")->valuedouble, CONV16_FLOPS);
+    cr_expect_eq(cJSON_GetObjectItem(t0, "flops")->valuedouble, CONV16_FLOPS + 3 * 1024.0);
     cJSON *nodes = cJSON_GetObjectItem(t0, "nodes");
-    cr_assert(cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) == 4, "%s", r.out);
-    cr_expect_str_eq(cJSON_GetArrayItem(nodes, 0)->valuestring, "a_conv1");
-    cr_expect_str_eq(cJSON_GetArrayItem(nodes, 3)->valuestring, "b_relu1");
+    cr_assert(cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) == 6, "%s", r.out);
+    cr_expect_str_eq(cJSON_GetArrayItem(nodes, 0)->valuestring, "a_conv2");
+    cr_expect_str_eq(cJSON_GetArrayItem(nodes, 5)->valuestring, "b_relu2");
     cr_expect_str_eq(cJSON_GetObjectItem(t2, "spec")->valuestring, DENSE);
     cr_expect_str_eq(cJSON_GetObjectItem(t2, "epilogue")->valuestring, "bias");
     cJSON *others = cJSON_GetObjectItem(j, "other_kernels");

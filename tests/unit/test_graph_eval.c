@@ -713,6 +713,35 @@ Test(graph_eval, reshape_flatten_squeeze_unsqueeze_dropout_identity)
     ob_free(&b);
 }
 
+/* Dropout before opset 10 writes its mask in the input's type: all 1.0
+ * in inference (ONNX's reference keeps every element), not bool bytes. */
+Test(graph_eval, dropout_mask_type_by_opset)
+{
+    float x[6] = {1, -2, 3, -4, 5, -6};
+    for (int opset = 9; opset <= 10; opset++) {
+        onnx_build b;
+        ob_init(&b, opset);
+        ob_input(&b, "x", OB_F32, 2, D(2, 3));
+        Onnx__NodeProto *n = ob_node(&b, "Dropout", "d", "x", "y,mask");
+        ob_attr_f(&b, n, "ratio", 0.25f);
+        ob_output(&b, "y");
+        ob_output(&b, "mask");
+        rlt_graph *g = load_ok(&b);
+        const rlt_graph_tensor *mt = &g->tensors[rlt_graph_tensor_find(g, "mask")];
+        cr_assert_eq(mt->dtype, opset < 10 ? RLT_DTYPE_FLOAT32 : RLT_DTYPE_BOOL, "opset %d", opset);
+        void *outs[2];
+        eval_ok(g, (const void *[]){x}, outs);
+        expect_close(outs[0], x, 6, 0, "y");
+        for (int i = 0; i < 6; i++) {
+            if (opset < 10) cr_expect_eq(((float *)outs[1])[i], 1.0f, "mask[%d] at opset 9", i);
+            else cr_expect_eq(((unsigned char *)outs[1])[i], 1, "mask[%d] at opset 10", i);
+        }
+        for (int i = 0; i < 2; i++) rlt_free(outs[i]);
+        rlt_graph_destroy(g);
+        ob_free(&b);
+    }
+}
+
 Test(graph_eval, transpose_perm_and_default)
 {
     float x[24];

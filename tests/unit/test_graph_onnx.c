@@ -423,6 +423,20 @@ Test(graph_onnx, layernorm_softmax_reducemean_dropout)
     n = unary_model(&b, 10, "Dropout", 2, D(3, 4));
     ob_attr_f(&b, n, "ratio", 0.1f);
     expect_shape(&b, "y", "f32[3,4]");
+
+    /* Before opset 10 the mask has the input's type (Dropout-7). */
+    ob_init(&b, 9);
+    ob_input(&b, "x", OB_F32, 2, D(3, 4));
+    ob_node(&b, "Dropout", "drop", "x", "y,mask");
+    ob_output(&b, "y");
+    ob_output(&b, "mask");
+    expect_shape(&b, "mask", "f32[3,4]");
+    ob_init(&b, 10);
+    ob_input(&b, "x", OB_F32, 2, D(3, 4));
+    ob_node(&b, "Dropout", "drop", "x", "y,mask");
+    ob_output(&b, "y");
+    ob_output(&b, "mask");
+    expect_shape(&b, "mask", "bool[3,4]");
 }
 
 /* ---- shape ops ---------------------------------------------------------------- */
@@ -626,7 +640,10 @@ Test(graph_onnx, cast_constant_constantofshape_shape)
     expect_shape(&b, "y", "i64[2,3]");
     n = unary_model(&b, 13, "Cast", 2, D(2, 3));
     ob_attr_i(&b, n, "to", OB_F64);
-    expect_fail(&b, RLT_STATUS_INVALID_ARGUMENT, "cast to ONNX data type 11 is not supported");
+    expect_fail(&b, RLT_STATUS_INVALID_ARGUMENT, "cast to ONNX data type 11 (DOUBLE) is not supported");
+    n = unary_model(&b, 17, "Cast", 2, D(2, 3));
+    ob_attr_i(&b, n, "to", 16);
+    expect_fail(&b, RLT_STATUS_INVALID_ARGUMENT, "cast to ONNX data type 16 (BFLOAT16) is not supported");
 
     ob_init(&b, 13);
     n = ob_node(&b, "Constant", "c", "", "y");
@@ -853,6 +870,17 @@ Test(graph_onnx, bad_models)
     ob_node(&b, "Relu", "r", "x", "y");
     ob_output(&b, "y");
     expect_fail(&b, RLT_STATUS_INVALID_ARGUMENT, "graph input 'x' has ONNX data type 11 (DOUBLE)");
+    /* the newer types have names too (ONNX's node tests have them) */
+    ob_init(&b, 13);
+    ob_input(&b, "x", 17, 1, D(3));
+    ob_node(&b, "Relu", "r", "x", "y");
+    ob_output(&b, "y");
+    expect_fail(&b, RLT_STATUS_INVALID_ARGUMENT, "graph input 'x' has ONNX data type 17 (FLOAT8E4M3FN)");
+    ob_init(&b, 13);
+    ob_input(&b, "x", 26, 1, D(3));
+    ob_node(&b, "Relu", "r", "x", "y");
+    ob_output(&b, "y");
+    expect_fail(&b, RLT_STATUS_INVALID_ARGUMENT, "graph input 'x' has ONNX data type 26 (INT2)");
 
     /* data shorter than the shape */
     ob_init(&b, 13);
@@ -1050,6 +1078,90 @@ Test(graph_onnx, allocation_failures_are_reported)
         }
     }
     cr_expect(loaded, "never loaded with enough allocations");
+    ob_free(&b);
+    assert_no_leaks();
+}
+
+/* ---- TensorProto files (ONNX's backend test data) ------------------------------- */
+
+static uint8_t *pack_tensor(const Onnx__TensorProto *t, size_t *len)
+{
+    *len = onnx__tensor_proto__get_packed_size(t);
+    uint8_t *buf = malloc(*len + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(onnx__tensor_proto__pack(t, buf), *len);
+    return buf;
+}
+
+/* Decodes t's bytes; expects `status` and, on failure, `sub` in the message. */
+static rlt_status decode_tensor(const Onnx__TensorProto *t, rlt_graph_tensor *out, rlt_status status, const char *sub)
+{
+    size_t len;
+    uint8_t *buf = pack_tensor(t, &len);
+    rlt_diag d = {0};
+    rlt_status st = rlt_graph_tensor_decode_onnx(buf, len, "in.pb", out, &d);
+    free(buf);
+    cr_expect_eq(st, status, "got %s: %s", rlt_status_str(st), d.message);
+    if (sub) cr_expect(strstr(d.message, sub), "'%s' not in: %s", sub, d.message);
+    return st;
+}
+
+Test(graph_onnx, tensor_files_decode)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    rlt_graph_tensor t;
+    /* f32 in float_data */
+    decode_tensor(ob_tensor(&b, "x", OB_F32, 2, D(2, 3), NULL), &t, RLT_STATUS_OK, NULL);
+    cr_expect_eq(t.dtype, RLT_DTYPE_FLOAT32);
+    cr_expect_eq(t.rank, 2);
+    cr_expect(t.dims[0] == 2 && t.dims[1] == 3);
+    cr_expect_null(t.name);
+    cr_expect_float_eq(((float *)t.data)[5], 5.5f, 0.0f);
+    rlt_free(t.data);
+    /* i64 in raw_data, a scalar */
+    Onnx__TensorProto *tp = ob_tensor(&b, "s", OB_I64, 0, NULL, NULL);
+    int64_t v = -42;
+    tp->n_int64_data = 0;
+    tp->has_raw_data = 1;
+    tp->raw_data.len = 8;
+    tp->raw_data.data = ob_zalloc(&b, 8);
+    memcpy(tp->raw_data.data, &v, 8);
+    decode_tensor(tp, &t, RLT_STATUS_OK, NULL);
+    cr_expect(t.dtype == RLT_DTYPE_INT64 && t.rank == 0 && ((int64_t *)t.data)[0] == -42);
+    rlt_free(t.data);
+    /* bool in int32_data becomes bytes 0 / 1 */
+    decode_tensor(ob_tensor(&b, "m", OB_BOOL, 1, D(3), (const int32_t[]){0, 7, 1}), &t, RLT_STATUS_OK, NULL);
+    cr_expect(t.dtype == RLT_DTYPE_BOOL && !((uint8_t *)t.data)[0] && ((uint8_t *)t.data)[1] == 1);
+    rlt_free(t.data);
+    /* refused: a type rltune does not read, data that does not fit, junk */
+    memset(&t, 0x5a, sizeof t);
+    decode_tensor(ob_tensor(&b, "d", OB_F64, 1, D(2), NULL), &t, RLT_STATUS_INVALID_ARGUMENT,
+                  "in.pb: tensor 'd' has ONNX data type 11 (DOUBLE)");
+    cr_expect_eq(t.rank, 0x5a5a5a5a, "*out changed on failure");
+    tp = ob_tensor(&b, "short", OB_F32, 1, D(3), NULL);
+    tp->n_float_data = 2;
+    decode_tensor(tp, &t, RLT_STATUS_PARSE_ERROR, "need 12");
+    rlt_diag d = {0};
+    cr_expect_eq(rlt_graph_tensor_decode_onnx("\xff\xff\xff", 3, "junk.pb", &t, &d), RLT_STATUS_PARSE_ERROR);
+    cr_expect(strstr(d.message, "junk.pb: not an ONNX TensorProto"), "%s", d.message);
+    /* allocation failures at every point leak nothing */
+    size_t len;
+    uint8_t *buf = pack_tensor(ob_tensor(&b, "x", OB_F32, 2, D(4, 4), NULL), &len);
+    bool decoded = false;
+    for (long n = 1; n < 100 && !decoded; n++) {
+        rlt_alloc_fail_after(n);
+        rlt_status st = rlt_graph_tensor_decode_onnx(buf, len, "oom.pb", &t, &d);
+        rlt_alloc_fail_after(0);
+        if (st == RLT_STATUS_OK) {
+            decoded = true;
+            rlt_free(t.data);
+        } else {
+            cr_expect(st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_PARSE_ERROR, "%s", d.message);
+        }
+    }
+    cr_expect(decoded);
+    free(buf);
     ob_free(&b);
     assert_no_leaks();
 }

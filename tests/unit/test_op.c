@@ -196,6 +196,76 @@ Test(op, dense_defaults_and_epilogues)
     rlt_op_destroy(op);
 }
 
+Test(op, epilogue_key_on_every_builtin)
+{
+    /* conv2d: bias over k, the residual of the output's shape, before the output */
+    rlt_op *op = parse_ok("conv2d:N=1,C=4,H=6,W=6,K=8,R=3,S=3,pad=1,epilogue=bias+add+relu6");
+    cr_assert_str_eq(op->spec, "conv2d:N=1,C=4,H=6,W=6,K=8,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=bias+add+relu6");
+    cr_assert_eq(op->n_tensors, 5);
+    cr_assert_eq(rlt_op_find_tensor(op, "bias"), 2);
+    cr_assert_eq(rlt_op_find_tensor(op, "res"), 3);
+    cr_assert_eq(rlt_op_find_tensor(op, "O"), 4);
+    assert_dims(op, "bias", 1, (int64_t[]){8});
+    assert_dims(op, "res", 4, (int64_t[]){1, 8, 6, 6});
+    cr_assert(op->tensors[2].is_weight && !op->tensors[2].is_output);
+    cr_assert(!op->tensors[3].is_weight && !op->tensors[3].is_output);
+    cr_assert(op->tensors[4].is_output && !op->tensors[4].is_weight);
+    char *text = print_statement(op);
+    cr_assert_str_eq(text, "O[n,k,p,q] += I[n,c,p+r-1,q+s-1] * W[k,c,r,s]; "
+                           "O[n,k,p,q] = min(relu(O[n,k,p,q] + bias[k] + res[n,k,p,q]), 6)");
+    rlt_free(text);
+    cr_assert_eq(op->flops, 2.0 * 8 * 36 * 4 * 9 + 4.0 * 8 * 36, "sum, then add, add, relu, min per output");
+    rlt_op_destroy(op);
+    /* the order given is the order applied */
+    op = parse_ok("matmul:M=2,N=3,K=4,epilogue=relu+add");
+    text = print_statement(op);
+    cr_assert_str_eq(text, "C[i,j] += A[i,k] * B[k,j]; C[i,j] = relu(C[i,j]) + res[i,j]");
+    rlt_free(text);
+    rlt_op_destroy(op);
+    /* the channel axis of each op */
+    op = parse_ok("batch_matmul:B=2,M=3,N=5,K=4,epilogue=bias");
+    assert_dims(op, "bias", 1, (int64_t[]){5});
+    rlt_op_destroy(op);
+    op = parse_ok("depthwise_conv2d:N=1,C=6,H=5,W=5,R=3,S=3,epilogue=bias+relu6");
+    assert_dims(op, "bias", 1, (int64_t[]){6});
+    text = print_statement(op);
+    cr_assert_str_eq(text, "O[n,c,p,q] += I[n,c,p+r,q+s] * W[c,0,r,s]; O[n,c,p,q] = min(relu(O[n,c,p,q] + bias[c]), 6)");
+    rlt_free(text);
+    rlt_op_destroy(op);
+    /* dense says bias and relu with its own keys; other epilogues keep the key */
+    op = parse_ok("dense:M=2,N=3,K=4,epilogue=bias+relu");
+    cr_assert_str_eq(op->spec, "dense:M=2,N=3,K=4,bias=1,relu=1");
+    rlt_op_destroy(op);
+    op = parse_ok("dense:M=2,N=3,K=4,epilogue=relu");
+    cr_assert_str_eq(op->spec, "dense:M=2,N=3,K=4,bias=0,relu=1");
+    rlt_op_destroy(op);
+    op = parse_ok("dense:M=2,N=3,K=4,epilogue=bias+add");
+    cr_assert_str_eq(op->spec, "dense:M=2,N=3,K=4,bias=0,relu=0,epilogue=bias+add");
+    assert_dims(op, "bias", 1, (int64_t[]){3});
+    rlt_op_destroy(op);
+    /* every fused spec parses back to itself */
+    const char *specs[] = {"conv2d:N=1,C=4,H=6,W=6,K=8,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=relu6",
+                           "matmul:M=2,N=3,K=4,epilogue=add+relu", "dense:M=2,N=3,K=4,bias=0,relu=0,epilogue=relu+bias"};
+    for (size_t i = 0; i < RLT_ARRAY_LEN(specs); i++) {
+        op = parse_ok(specs[i]);
+        cr_assert_str_eq(op->spec, specs[i]);
+        rlt_op_destroy(op);
+    }
+}
+
+Test(op, epilogue_key_errors)
+{
+    spec_fails("matmul:M=2,N=3,K=4,epilogue=sigmoid", RLT_STATUS_INVALID_ARGUMENT,
+               "unknown epilogue step 'sigmoid'; expected steps from bias, add, relu, relu6");
+    spec_fails("matmul:M=2,N=3,K=4,epilogue=", RLT_STATUS_PARSE_ERROR, "empty epilogue step");
+    spec_fails("matmul:M=2,N=3,K=4,epilogue=relu++add", RLT_STATUS_PARSE_ERROR, "empty epilogue step");
+    spec_fails("matmul:M=2,N=3,K=4,epilogue=relu+relu", RLT_STATUS_INVALID_ARGUMENT, "epilogue step relu is given twice");
+    spec_fails("matmul:M=2,N=3,K=4,epilogue=relu,epilogue=add", RLT_STATUS_INVALID_ARGUMENT,
+               "key epilogue is given twice");
+    spec_fails("dense:M=2,N=3,K=4,bias=1,epilogue=add", RLT_STATUS_INVALID_ARGUMENT, "not both");
+    spec_fails("matmul:M=2,N=3,K=4,Epilogue=relu", RLT_STATUS_INVALID_ARGUMENT, "unknown key 'Epilogue'");
+}
+
 Test(op, conv2d_output_sizes)
 {
     rlt_op *op = parse_ok("conv2d:N=2,C=3,H=32,W=30,K=8,R=3,S=5");

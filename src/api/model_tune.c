@@ -1,0 +1,371 @@
+/*
+ * model_tune.c - a whole network tuned from one budget (rltune/model.h,
+ * "tuning a whole network"): one tuning session per task, opened when the
+ * task is first picked and stepped one batch (a round) at a time, the task
+ * of each round chosen by Ansor's gradient-based scheduler
+ * (search/task_sched.c) over the tasks' best times. The records database
+ * is read at open, so a rerun starts from what earlier runs measured.
+ */
+#include "api/model_internal.h"
+#include "ir/ir.h"
+#include "rltune/records.h"
+#include "search/task_sched.h"
+#include "search/tuner.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct tuning_task {
+    rlt_op *op;
+    char spec[512];
+    int weight;
+    double flops;
+    rlt_session *session; /* NULL until first picked */
+    int n_rounds, cap_rounds;
+    double *best_ms;      /* after each round */
+    int n_recorded;
+    double recorded_ms;   /* best in the records at open; INFINITY: none */
+    int n_measured;       /* the session's new measurements so far */
+    double gradient;
+    bool is_done;
+} tuning_task;
+
+struct rlt_model_tuning {
+    rlt_model *model;
+    rlt_model_tune_options o;
+    char *db_path;        /* owned copies of the borrowed strings sessions open with */
+    char *tuner;
+    int n_tasks;
+    tuning_task *tasks;
+    int n_trials, n_rounds, n_recorded, last_task;
+    double latency_at_open;
+    int n_points, cap_points;
+    rlt_latency_point *curve;
+    uint64_t t0_ns;
+    rlt_rng rng;
+    char last_error[1024];
+};
+
+void rlt_model_tune_options_init(rlt_model_tune_options *o)
+{
+    memset(o, 0, sizeof *o);
+    rlt_session_options_init(&o->session);
+    o->n_trials = 1000;
+}
+
+static rlt_status noted(rlt_model_tuning *t, rlt_status st, const rlt_diag *d, rlt_diag *diag)
+{
+    return rlt_diag_keep(t->last_error, sizeof t->last_error, st, d, diag);
+}
+
+const char *rlt_model_tuning_last_error(const rlt_model_tuning *t) { return t->last_error; }
+
+/* What the records hold for a task on the target: count and best. */
+typedef struct recorded {
+    int n;
+    double best_ms;
+} recorded;
+
+static bool count_record(const rlt_record *r, void *ctx)
+{
+    recorded *c = ctx;
+    c->n++;
+    if (r->status == RLT_STATUS_OK && r->time_median_ms > 0 && r->time_median_ms < c->best_ms)
+        c->best_ms = r->time_median_ms;
+    return true;
+}
+
+static rlt_status check_options(const rlt_model_tune_options *o, rlt_diag *diag)
+{
+    const rlt_session_options *s = &o->session;
+    if (o->n_trials < 1)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the network's trials must be at least 1, got %d",
+                        o->n_trials);
+    if (!s->db_path || !s->db_path[0])
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "tuning a network needs a records database (db_path): its runs read it to continue");
+    if (s->replay_path || s->transfer_path || s->agent_in || s->agent_out || s->start_key || s->policy_path)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "a network's tasks are tuned live from their own starts: replay, transfer (set by the "
+                        "tuning), agent files, a start configuration and a policy are not taken");
+    return RLT_STATUS_OK;
+}
+
+static rlt_status read_records(rlt_model_tuning *t, rlt_diag *diag)
+{
+    rlt_db *db = NULL;
+    char *target = NULL;
+    rlt_record_target tt;
+    rlt_status st = rlt_session_target(&t->o.session.build, t->o.session.n_threads, &tt, diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (!(target = rlt_record_target_text(&tt)))
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading the records");
+    /* read-write: the database is created when absent, as the sessions would */
+    if ((st = rlt_db_open(t->db_path, NULL, &db, diag)) != RLT_STATUS_OK) goto cleanup;
+    for (int i = 0; i < t->n_tasks; i++) {
+        recorded c = {.best_ms = INFINITY};
+        if ((st = rlt_db_history(db, t->tasks[i].spec, target, count_record, &c, diag)) != RLT_STATUS_OK)
+            goto cleanup;
+        t->tasks[i].n_recorded = c.n;
+        t->tasks[i].recorded_ms = c.best_ms;
+        t->n_recorded += c.n;
+    }
+cleanup:
+    rlt_db_close(db);
+    rlt_free(target);
+    return st;
+}
+
+rlt_status rlt_model_tuning_open(rlt_model *m, const rlt_model_tune_options *o, rlt_model_tuning **out,
+                                 rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    rlt_graph_tasks gt = {0};
+    *out = NULL;
+    rlt_status st = check_options(o, &d);
+    if (st != RLT_STATUS_OK) return rlt_model_noted(m, st, &d, diag);
+    rlt_model_tuning *t = rlt_calloc(1, sizeof *t);
+    if (!t || !(t->db_path = rlt_strdup(o->session.db_path)) ||
+        !(t->tuner = rlt_strdup(o->session.tuner ? o->session.tuner : "xgb-rank"))) {
+        st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory opening the network's tuning");
+        goto cleanup;
+    }
+    t->model = m;
+    t->o = *o;
+    t->last_task = -1;
+    t->t0_ns = rlt_time_ns();
+    rlt_rng_seed(&t->rng, o->session.seed);
+    if ((st = rlt_graph_tasks_extract(rlt_model_graph(m), &gt, &d)) != RLT_STATUS_OK) goto cleanup;
+    if (!(t->tasks = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *t->tasks))) {
+        st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory opening the network's tuning");
+        goto cleanup;
+    }
+    t->n_tasks = gt.n_tasks;
+    for (int i = 0; i < gt.n_tasks; i++) {
+        tuning_task *k = &t->tasks[i];
+        snprintf(k->spec, sizeof k->spec, "%s", gt.tasks[i].spec);
+        k->weight = gt.tasks[i].weight;
+        k->flops = gt.tasks[i].flops;
+        if ((st = rlt_op_parse(k->spec, &k->op, &d)) != RLT_STATUS_OK) goto cleanup;
+    }
+    if ((st = read_records(t, &d)) != RLT_STATUS_OK) goto cleanup;
+    t->latency_at_open = 0;
+    for (int i = 0; i < t->n_tasks; i++) t->latency_at_open += t->tasks[i].weight * t->tasks[i].recorded_ms;
+    *out = t;
+    t = NULL;
+cleanup:
+    rlt_graph_tasks_free(&gt);
+    rlt_model_tuning_destroy(t);
+    return st == RLT_STATUS_OK ? st : rlt_model_noted(m, st, &d, diag);
+}
+
+void rlt_model_tuning_destroy(rlt_model_tuning *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->n_tasks; i++) {
+        rlt_session_destroy(t->tasks[i].session);
+        rlt_op_destroy(t->tasks[i].op);
+        rlt_free(t->tasks[i].best_ms);
+    }
+    rlt_free(t->tasks);
+    rlt_free(t->curve);
+    rlt_free(t->tuner);
+    rlt_free(t->db_path);
+    rlt_free(t);
+}
+
+/* The scheduler's view of the tasks (states[] of n_tasks, pointing into
+ * the tasks' histories). Rounds before this run count: a task with records
+ * starts as if it had had ceil(records / batch) rounds reaching its
+ * recorded best (a flat history: no recent improvement). */
+static void scheduler_view(const rlt_model_tuning *t, rlt_task_state *states, double *const *hist)
+{
+    int batch = t->o.session.batch_size > 0 ? t->o.session.batch_size : 16;
+    for (int i = 0; i < t->n_tasks; i++) {
+        const tuning_task *k = &t->tasks[i];
+        const char *colon = strchr(k->spec, ':');
+        uint64_t kind = rlt_hash_bytes(RLT_HASH_SEED, k->spec, colon ? (size_t)(colon - k->spec) : strlen(k->spec));
+        int prior = k->n_recorded > 0 ? (k->n_recorded + batch - 1) / batch : 0;
+        for (int r = 0; r < prior; r++) hist[i][r] = k->recorded_ms;
+        for (int r = 0; r < k->n_rounds; r++) hist[i][prior + r] = fmin(k->best_ms[r], k->recorded_ms);
+        states[i] = (rlt_task_state){.weight = k->weight,
+                                     .flops = k->flops,
+                                     .group = (int)(kind & 0x7fffffff),
+                                     .n_rounds = prior + k->n_rounds,
+                                     .best_ms = hist[i],
+                                     .is_done = k->is_done};
+    }
+}
+
+static rlt_status open_session(rlt_model_tuning *t, tuning_task *k, rlt_diag *diag)
+{
+    rlt_session_options so = t->o.session;
+    so.db_path = t->db_path;
+    so.tuner = t->tuner;
+    so.n_trials = k->n_recorded + t->o.n_trials; /* the network's budget bounds it, not this */
+    if (so.n_trials > 1000000) so.n_trials = 1000000;
+    so.progress = NULL;
+    if (!t->o.no_transfer && (rlt_tuner_flags(t->tuner) & RLT_TUNER_USES_TRANSFER)) so.transfer_path = t->db_path;
+    rlt_status st = rlt_session_open(k->op, &so, &k->session, NULL, diag);
+    if (st != RLT_STATUS_OK) rlt_diag_prefix(diag, "task %s", k->spec);
+    return st;
+}
+
+static rlt_status push_point(rlt_model_tuning *t, double latency)
+{
+    if (t->n_points == t->cap_points) {
+        int cap = t->cap_points ? 2 * t->cap_points : 64;
+        rlt_latency_point *grown = rlt_realloc(t->curve, (size_t)cap * sizeof *grown);
+        if (!grown) return RLT_STATUS_OUT_OF_MEMORY;
+        t->curve = grown;
+        t->cap_points = cap;
+    }
+    t->curve[t->n_points++] = (rlt_latency_point){
+        .n_trials = t->n_trials, .wall_s = (double)(rlt_time_ns() - t->t0_ns) * 1e-9, .latency_ms = latency};
+    return RLT_STATUS_OK;
+}
+
+bool rlt_model_tuning_is_done(const rlt_model_tuning *t)
+{
+    if (t->n_recorded + t->n_trials >= t->o.n_trials) return true; /* records count: a rerun continues */
+    if (t->o.session.stop && *t->o.session.stop) return true;
+    for (int i = 0; i < t->n_tasks; i++)
+        if (!t->tasks[i].is_done) return false;
+    return true;
+}
+
+/* The scheduler's pick, with every task's gradient noted for the report. */
+static rlt_status pick(rlt_model_tuning *t, int *out, rlt_diag *diag)
+{
+    int batch = t->o.session.batch_size > 0 ? t->o.session.batch_size : 16;
+    rlt_task_state *states = rlt_calloc((size_t)t->n_tasks + 1, sizeof *states);
+    double **hist = rlt_calloc((size_t)t->n_tasks + 1, sizeof *hist);
+    rlt_status st = RLT_STATUS_OK;
+    if (!states || !hist) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory scheduling the tasks");
+        goto cleanup;
+    }
+    for (int i = 0; i < t->n_tasks; i++) {
+        int n = (t->tasks[i].n_recorded + batch - 1) / batch + t->tasks[i].n_rounds + 1;
+        if (!(hist[i] = rlt_calloc((size_t)n, sizeof *hist[i]))) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory scheduling the tasks");
+            goto cleanup;
+        }
+    }
+    scheduler_view(t, states, hist);
+    for (int i = 0; i < t->n_tasks; i++) t->tasks[i].gradient = rlt_task_sched_gradient(t->n_tasks, states, i);
+    *out = rlt_task_sched_pick(t->n_tasks, states, &t->rng);
+cleanup:
+    if (hist)
+        for (int i = 0; i < t->n_tasks; i++) rlt_free(hist[i]);
+    rlt_free(hist);
+    rlt_free(states);
+    return st;
+}
+
+static double current_latency(const rlt_model_tuning *t)
+{
+    double sum = 0;
+    for (int i = 0; i < t->n_tasks; i++) {
+        const tuning_task *k = &t->tasks[i];
+        double g = k->recorded_ms;
+        if (k->n_rounds > 0) g = fmin(g, k->best_ms[k->n_rounds - 1]);
+        sum += k->weight * g;
+    }
+    return sum;
+}
+
+rlt_status rlt_model_tuning_step(rlt_model_tuning *t, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    rlt_status st;
+    if (rlt_model_tuning_is_done(t)) {
+        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "the network's tuning is done: no step is left");
+        return noted(t, st, &d, diag);
+    }
+    int i = -1;
+    if ((st = pick(t, &i, &d)) != RLT_STATUS_OK) return noted(t, st, &d, diag);
+    RLT_ASSERT(i >= 0); /* not done: some task is not */
+    tuning_task *k = &t->tasks[i];
+    if (!k->session && (st = open_session(t, k, &d)) != RLT_STATUS_OK) return noted(t, st, &d, diag);
+    if (k->n_rounds == k->cap_rounds) {
+        int cap = k->cap_rounds ? 2 * k->cap_rounds : 16;
+        double *grown = rlt_realloc(k->best_ms, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory tuning the network");
+            return noted(t, st, &d, diag);
+        }
+        k->best_ms = grown;
+        k->cap_rounds = cap;
+    }
+    st = rlt_session_step(k->session, &d);
+    rlt_session_summary sum;
+    rlt_session_summary_get(k->session, &sum);
+    t->n_trials += sum.n_measured - k->n_measured;
+    k->n_measured = sum.n_measured;
+    k->best_ms[k->n_rounds++] = sum.best_gflops > 0 ? sum.best_time_ms : INFINITY;
+    k->is_done = rlt_session_is_done(k->session);
+    t->n_rounds++;
+    t->last_task = i;
+    if (st != RLT_STATUS_OK) {
+        rlt_diag_prefix(&d, "task %s", k->spec);
+        return noted(t, st, &d, diag);
+    }
+    if (push_point(t, current_latency(t)) != RLT_STATUS_OK) {
+        st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory tuning the network");
+        return noted(t, st, &d, diag);
+    }
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_model_tuning_finish(rlt_model_tuning *t, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    for (int i = 0; i < t->n_tasks; i++) {
+        tuning_task *k = &t->tasks[i];
+        if (!k->session) continue;
+        rlt_status st = rlt_session_finish(k->session, &d);
+        if (st != RLT_STATUS_OK) {
+            rlt_diag_prefix(&d, "task %s", k->spec);
+            return noted(t, st, &d, diag);
+        }
+        rlt_session_summary sum;
+        rlt_session_summary_get(k->session, &sum);
+        if (sum.best_gflops > 0 && k->n_rounds > 0)
+            k->best_ms[k->n_rounds - 1] = fmin(k->best_ms[k->n_rounds - 1], sum.best_time_ms);
+    }
+    return RLT_STATUS_OK;
+}
+
+void rlt_model_tuning_summary_get(const rlt_model_tuning *t, rlt_model_tuning_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n_tasks = t->n_tasks;
+    out->n_trials = t->n_trials;
+    out->n_budget = t->o.n_trials;
+    out->n_rounds = t->n_rounds;
+    out->n_recorded = t->n_recorded;
+    out->last_task = t->last_task;
+    out->wall_s = (double)(rlt_time_ns() - t->t0_ns) * 1e-9;
+    out->latency_ms = current_latency(t);
+    out->latency_ms_at_open = t->latency_at_open;
+    out->n_points = t->n_points;
+    out->curve = t->curve;
+    out->was_stopped = t->o.session.stop && *t->o.session.stop;
+}
+
+void rlt_model_tuning_task_get(const rlt_model_tuning *t, int i, rlt_tuning_task *out)
+{
+    const tuning_task *k = &t->tasks[i];
+    memset(out, 0, sizeof *out);
+    snprintf(out->spec, sizeof out->spec, "%s", k->spec);
+    out->weight = k->weight;
+    out->flops = k->flops;
+    out->n_rounds = k->n_rounds;
+    out->n_trials = k->n_measured;
+    out->n_recorded = k->n_recorded;
+    out->best_ms = k->n_rounds > 0 ? fmin(k->recorded_ms, k->best_ms[k->n_rounds - 1]) : k->recorded_ms;
+    out->gradient = isfinite(k->gradient) ? k->gradient : 0;
+    out->is_done = k->is_done;
+}

@@ -1,0 +1,678 @@
+/*
+ * net.c - compiles a graph into a program of fused kernels and evaluated
+ * nodes, and runs it (net.h says what and why; docs/net.md the rules).
+ *
+ * Compiling, in order:
+ *   1. the tasks (graph/tasks.c) and the steps: one per occurrence of a task
+ *      (at its kernel node's place) and one per other live node;
+ *   2. each occurrence's tensors bound to the fused op's: graph tensors, or
+ *      buffers made here (a weight transposed to dense's [N,K] or scaled by
+ *      Gemm's alpha; the bias: the kernel's own plus fused per-channel Adds);
+ *   3. the memory plan over the activations' live ranges in steps;
+ *   4. one schedule per task (record, base record or seed), all kernels
+ *      built in one batch, loaded, and every occurrence's weights packed
+ *      into its own workspace.
+ */
+#include "net/net.h"
+
+#include "codegen/codegen.h"
+#include "graph/memplan.h"
+#include "ir/ir.h"
+#include "measure/measure.h"
+#include "rltune/records.h"
+#include "rltune/session.h"
+#include "sched/sched.h"
+#include "space/space.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ALIGN 64 /* bytes: arena blocks, buffers and workspaces */
+
+typedef size_t (*workspace_fn)(void);
+typedef void (*kernel_fn)(float *const *tensors, void *workspace, int n_threads);
+
+/* A task's kernel, shared by its occurrences. */
+typedef struct net_kernel {
+    rlt_op *op;
+    rlt_kernel_src src;
+    const char *cc; /* the compiler its configuration chose; NULL: the options' */
+    void *lib;
+    kernel_fn run, prepare;
+    size_t workspace_bytes;
+} net_kernel;
+
+/* An op tensor of an occurrence: a graph tensor, or a buffer made here. */
+typedef struct bound {
+    int tensor;   /* graph tensor, or -1 */
+    float *buf;   /* when tensor is -1: owned by the net (in allocs) */
+} bound;
+
+typedef struct net_step {
+    int task;     /* -1: an evaluated node */
+    int node;     /* the kernel node, or the evaluated node */
+    int n_nodes;
+    bound bind[RLT_MAX_TENSORS];
+    int out;      /* kernel: the graph tensor the fused kernel writes */
+    float *tensors[RLT_MAX_TENSORS];
+    void *workspace;
+    bool is_prepared_each_run; /* a weight is computed by the network: pack it on every run */
+    double total_ns;
+} net_step;
+
+struct rlt_net {
+    const rlt_graph *g;
+    int n_threads;
+    int n_tasks;
+    rlt_net_task *tasks;
+    net_kernel *kernels;
+    int n_steps;
+    net_step *steps;
+    void **vals;          /* per tensor: its constant data, or its place in the arena, or NULL */
+    void *arena_raw;
+    int64_t arena_bytes;
+    void **allocs;        /* buffers made here (aligned pointers' raw allocations) */
+    int n_allocs, cap_allocs;
+    int64_t extra_bytes;
+    bool is_profiling;
+    double compile_s;
+};
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* A zeroed buffer of `bytes`, ALIGN-aligned, owned by the net; NULL when out
+ * of memory. */
+static void *net_alloc(rlt_net *n, int64_t bytes)
+{
+    if (n->n_allocs == n->cap_allocs) {
+        int cap = n->cap_allocs ? 2 * n->cap_allocs : 16;
+        void **grown = rlt_realloc(n->allocs, (size_t)cap * sizeof *grown);
+        if (!grown) return NULL;
+        n->allocs = grown;
+        n->cap_allocs = cap;
+    }
+    void *raw = rlt_calloc((size_t)bytes + ALIGN, 1);
+    if (!raw) return NULL;
+    n->allocs[n->n_allocs++] = raw;
+    n->extra_bytes += bytes;
+    return (void *)(((uintptr_t)raw + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+}
+
+static size_t tensor_bytes(const rlt_graph_tensor *t)
+{
+    return (size_t)rlt_graph_tensor_n_elems(t) * rlt_dtype_size(t->dtype);
+}
+
+/* ---- binding an occurrence's tensors -------------------------------------- */
+
+static int64_t attr_int(const rlt_graph_node *n, const char *name, int64_t def)
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
+    return a && a->kind == RLT_GRAPH_ATTR_INT ? a->i : def;
+}
+
+static double attr_float(const rlt_graph_node *n, const char *name, double def)
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
+    return a && a->kind == RLT_GRAPH_ATTR_FLOAT ? (double)a->f : def;
+}
+
+static int in_tensor(const rlt_graph_node *n, int i) { return i < n->n_inputs ? n->inputs[i] : -1; }
+
+/* Constant t ([K,N], the last two dimensions) as a new [N,K] buffer, times
+ * scale: dense's weight layout. */
+static float *transposed(rlt_net *n, const rlt_graph_tensor *t, double scale)
+{
+    int64_t K = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
+    float *w = net_alloc(n, K * N * (int64_t)sizeof(float));
+    if (!w) return NULL;
+    const float *src = t->data;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) w[j * K + k] = (float)(src[k * N + j] * scale);
+    return w;
+}
+
+/* Constant t times scale, as a new buffer. */
+static float *scaled(rlt_net *n, const rlt_graph_tensor *t, double scale)
+{
+    int64_t count = rlt_graph_tensor_n_elems(t);
+    float *w = net_alloc(n, count * (int64_t)sizeof(float));
+    if (!w) return NULL;
+    const float *src = t->data;
+    for (int64_t i = 0; i < count; i++) w[i] = (float)(src[i] * scale);
+    return w;
+}
+
+/* Adds scale * (per-channel constant c) into bias[channels]. */
+static void bias_add(float *bias, int64_t channels, const rlt_graph_tensor *c, double scale)
+{
+    const float *v = c->data;
+    bool is_scalar = rlt_graph_tensor_n_elems(c) == 1;
+    for (int64_t k = 0; k < channels; k++) bias[k] += (float)(scale * v[is_scalar ? 0 : k]);
+}
+
+static rlt_status bind_fail(const rlt_graph *g, int node, rlt_diag *diag, const char *what)
+{
+    return rlt_graph_node_fail(g, &g->nodes[node], diag, RLT_STATUS_INVALID_ARGUMENT,
+                               "cannot bind the fused kernel's %s (a task the compiler does not know how to run)",
+                               what);
+}
+
+/* Binds the op tensors of one occurrence (nodes[0] the kernel node, the
+ * rest fused into it) and sets the step's output tensor. */
+static rlt_status bind_occurrence(rlt_net *n, const rlt_op *op, const int *nodes, int n_nodes, net_step *s,
+                                  rlt_diag *diag)
+{
+    const rlt_graph *g = n->g;
+    const rlt_graph_node *kn = &g->nodes[nodes[0]];
+    const char *kind = rlt_op_kind(op);
+    bool is_conv = strcmp(kn->op_type, "Conv") == 0, is_gemm = strcmp(kn->op_type, "Gemm") == 0;
+    bool is_dense = strcmp(kind, "dense") == 0;
+    for (int t = 0; t < op->n_tensors; t++) s->bind[t] = (bound){.tensor = -1};
+    int t_in0 = 0, t_in1 = 1; /* I / A / X, then W / B */
+    int t_bias = rlt_op_find_tensor(op, "bias"), t_res = rlt_op_find_tensor(op, "res");
+    int t_out = op->n_tensors - 1;
+    int64_t channels = 0;
+    float *bias = NULL;
+    if (t_bias >= 0) {
+        channels = op->tensors[t_bias].dims[0];
+        if (!(bias = net_alloc(n, channels * (int64_t)sizeof(float))))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's bias");
+        s->bind[t_bias].buf = bias;
+    }
+    int a = in_tensor(kn, 0), b = in_tensor(kn, 1), c = in_tensor(kn, 2);
+    s->bind[t_in0].tensor = a;
+    const rlt_graph_tensor *bt = &g->tensors[b];
+    if (is_dense && bt->data) {
+        double alpha = is_gemm ? attr_float(kn, "alpha", 1.0) : 1.0;
+        bool is_nk = (is_gemm && attr_int(kn, "transB", 0)) || bt->rank == 1;
+        if (is_nk && alpha == 1.0)
+            s->bind[t_in1].tensor = b;
+        else if (!(s->bind[t_in1].buf = is_nk ? scaled(n, bt, alpha) : transposed(n, bt, alpha)))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's weight");
+    } else {
+        /* a computed operand, or a weight in the op's own layout (Conv's KCRS) */
+        if (is_dense && !(is_gemm && attr_int(kn, "transB", 0))) return bind_fail(g, nodes[0], diag, "weight");
+        s->bind[t_in1].tensor = b;
+    }
+    if (op->tensors[t_in1].is_weight && !bt->data) s->is_prepared_each_run = true;
+    if (c >= 0 && is_conv) {
+        if (!bias || !g->tensors[c].data) return bind_fail(g, nodes[0], diag, "bias");
+        bias_add(bias, channels, &g->tensors[c], 1.0);
+    } else if (c >= 0 && is_gemm && attr_float(kn, "beta", 1.0) != 0.0) {
+        double beta = attr_float(kn, "beta", 1.0);
+        const rlt_graph_tensor *ct = &g->tensors[c];
+        if (ct->data && bias && rlt_graph_is_per_channel(ct, &g->tensors[kn->outputs[0]], 1)) {
+            bias_add(bias, channels, ct, beta);
+        } else if (t_res >= 0) {
+            if (beta == 1.0)
+                s->bind[t_res].tensor = c;
+            else if (!ct->data)
+                return bind_fail(g, nodes[0], diag, "addend");
+            else if (!(s->bind[t_res].buf = scaled(n, ct, beta)))
+                return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's addend");
+        } else {
+            return bind_fail(g, nodes[0], diag, "C input");
+        }
+    }
+    /* the fused nodes: Adds give the bias or the residual */
+    int t = kn->outputs[0];
+    int channel_axis = is_conv || is_gemm ? 1 : g->tensors[t].rank - 1;
+    for (int i = 1; i < n_nodes; i++) {
+        const rlt_graph_node *fn = &g->nodes[nodes[i]];
+        if (strcmp(fn->op_type, "Add") == 0) {
+            int other = fn->inputs[0] == t ? fn->inputs[1] : fn->inputs[0];
+            const rlt_graph_tensor *ot = &g->tensors[other];
+            if (ot->data && bias && rlt_graph_is_per_channel(ot, &g->tensors[fn->outputs[0]], channel_axis))
+                bias_add(bias, channels, ot, 1.0);
+            else if (t_res >= 0 && s->bind[t_res].tensor < 0 && !s->bind[t_res].buf)
+                s->bind[t_res].tensor = other;
+            else
+                return bind_fail(g, nodes[i], diag, "residual");
+        }
+        t = fn->outputs[0];
+    }
+    s->out = t;
+    s->bind[t_out].tensor = t;
+    /* every bound graph tensor must have the op tensor's size */
+    for (int k = 0; k < op->n_tensors; k++) {
+        if (s->bind[k].tensor < 0) {
+            if (!s->bind[k].buf) return bind_fail(g, nodes[0], diag, op->tensors[k].name);
+            continue;
+        }
+        const rlt_graph_tensor *gt = &g->tensors[s->bind[k].tensor];
+        if (gt->dtype != RLT_DTYPE_FLOAT32 || rlt_graph_tensor_n_elems(gt) != rlt_op_tensor_size(op, k))
+            return bind_fail(g, nodes[0], diag, op->tensors[k].name);
+    }
+    return RLT_STATUS_OK;
+}
+
+/* ---- schedules ------------------------------------------------------------ */
+
+/* The spec of the op without its epilogue: the same loops, so a schedule of
+ * one applies to the other. "" when the op has no epilogue. */
+static void base_spec(const char *spec, char *out, size_t cap)
+{
+    out[0] = '\0';
+    const char *epi = strstr(spec, ",epilogue=");
+    if (epi) {
+        snprintf(out, cap, "%.*s", (int)(epi - spec), spec);
+        return;
+    }
+    if (strncmp(spec, "dense:", 6) != 0) return;
+    /* dense says bias and relu with keys of its own (the last two) */
+    const char *keys = strstr(spec, ",bias=");
+    if (!keys || strcmp(keys, ",bias=0,relu=0") == 0) return;
+    snprintf(out, cap, "%.*s,bias=0,relu=0", (int)(keys - spec), spec);
+}
+
+/* The compiler a configuration key chose, or NULL for the base one. */
+static const char *config_cc(const char *config)
+{
+    char cc[16];
+    return rlt_config_key_get(config, "cc", cc, sizeof cc) && strcmp(cc, "clang") == 0 ? "clang" : NULL;
+}
+
+/* The nest of a record's schedule applied to op; false when it does not
+ * apply (then the next source is tried). */
+static bool record_nest(const rlt_op *op, const rlt_record *r, rlt_nest *out)
+{
+    rlt_diag d = {0};
+    rlt_sched *sched = NULL;
+    bool ok = rlt_sched_parse(r->schedule, "a record", &sched, &d) == RLT_STATUS_OK &&
+              rlt_sched_apply(sched, op, out, &d) == RLT_STATUS_OK;
+    rlt_sched_destroy(sched);
+    return ok;
+}
+
+/* Chooses task i's schedule and lowers it to the kernel's source. */
+static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int i, rlt_diag *diag)
+{
+    net_kernel *k = &n->kernels[i];
+    rlt_net_task *t = &n->tasks[i];
+    rlt_nest *nest = rlt_calloc(1, sizeof *nest);
+    rlt_record *r = rlt_calloc(1, sizeof *r);
+    rlt_status st = RLT_STATUS_OK;
+    if (!nest || !r) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory choosing a schedule");
+        goto cleanup;
+    }
+    bool is_found = false;
+    char base[512];
+    base_spec(t->spec, base, sizeof base);
+    const char *specs[2] = {t->spec, base};
+    for (int s = 0; s < 2 && db && !is_found; s++) {
+        if (!specs[s][0]) continue;
+        bool has = false;
+        if ((st = rlt_db_best(db, specs[s], target, r, &has, diag)) != RLT_STATUS_OK) goto cleanup;
+        if (has && record_nest(k->op, r, nest)) {
+            is_found = true;
+            t->origin = s == 0 ? RLT_NET_FROM_RECORD : RLT_NET_FROM_BASE_RECORD;
+            t->record_id = r->id;
+            t->record_ms = r->time_median_ms;
+            k->cc = config_cc(r->config);
+        }
+    }
+    if (!is_found) {
+        rlt_space space;
+        rlt_config seed;
+        const char *cc = NULL;
+        rlt_space_opts so = {.n_threads = n->n_threads, .no_clang = true};
+        if ((st = rlt_space_create(k->op, &so, &space, diag)) != RLT_STATUS_OK) goto cleanup;
+        if (rlt_space_seeds(&space, 1, &seed) != 1) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", t->spec);
+            goto cleanup;
+        }
+        if ((st = rlt_space_nest(&space, &seed, nest, &cc, diag)) != RLT_STATUS_OK) goto cleanup;
+        t->origin = RLT_NET_FROM_SEED;
+    }
+    st = rlt_codegen_kernel(nest, &k->src, diag);
+cleanup:
+    rlt_free(r);
+    rlt_free(nest);
+    return st;
+}
+
+/* Loads kernel i from its shared object. */
+static rlt_status kernel_load(rlt_net *n, int i, const rlt_build_result *b, rlt_diag *diag)
+{
+    net_kernel *k = &n->kernels[i];
+    if (b->status != RLT_STATUS_OK)
+        return rlt_fail(diag, RLT_STATUS_BUILD_ERROR, "the kernel of task %d (%s) did not compile: %s", i + 1,
+                        n->tasks[i].spec, b->log);
+    if (!(k->lib = dlopen(b->so_path, RTLD_NOW | RTLD_LOCAL)))
+        return rlt_fail(diag, RLT_STATUS_BUILD_ERROR, "cannot load the kernel of task %d (%s): %s", i + 1,
+                        n->tasks[i].spec, dlerror());
+    char sym[RLT_SYMBOL_MAX + 32];
+    snprintf(sym, sizeof sym, "%s_workspace_bytes", b->symbol);
+    workspace_fn ws = (workspace_fn)dlsym(k->lib, sym);
+    snprintf(sym, sizeof sym, "%s_prepare", b->symbol);
+    k->prepare = (kernel_fn)dlsym(k->lib, sym);
+    k->run = (kernel_fn)dlsym(k->lib, b->symbol);
+    if (!ws || !k->prepare || !k->run)
+        return rlt_fail(diag, RLT_STATUS_BUILD_ERROR, "the kernel of task %d (%s) lacks its functions in %s", i + 1,
+                        n->tasks[i].spec, b->so_path);
+    k->workspace_bytes = ws();
+    return RLT_STATUS_OK;
+}
+
+/* ---- the steps ------------------------------------------------------------- */
+
+static bool is_folded(const rlt_graph *g, const rlt_graph_node *node)
+{
+    for (int o = 0; o < node->n_outputs; o++)
+        if (node->outputs[o] >= 0 && !g->tensors[node->outputs[o]].data) return false;
+    return true;
+}
+
+/* The steps in graph order: a kernel step at each occurrence's kernel node,
+ * an evaluated step for every other live node that is not fused. */
+static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *diag)
+{
+    const rlt_graph *g = n->g;
+    int *task_of = rlt_malloc(((size_t)g->n_nodes + 1) * sizeof *task_of);
+    int *occ_of = rlt_malloc(((size_t)g->n_nodes + 1) * sizeof *occ_of);
+    rlt_status st = RLT_STATUS_OK;
+    if (!task_of || !occ_of || !(n->steps = rlt_calloc((size_t)g->n_nodes + 1, sizeof *n->steps))) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning the network");
+        goto cleanup;
+    }
+    for (int i = 0; i < g->n_nodes; i++) task_of[i] = occ_of[i] = -1;
+    for (int t = 0; t < gt->n_tasks; t++) {
+        const rlt_graph_task *task = &gt->tasks[t];
+        for (int o = 0; o < task->weight; o++) {
+            int end = o + 1 < task->weight ? task->starts[o + 1] : task->n_nodes;
+            for (int k = task->starts[o]; k < end; k++) task_of[task->nodes[k]] = -2; /* fused */
+            task_of[task->nodes[task->starts[o]]] = t;
+            occ_of[task->nodes[task->starts[o]]] = o;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const rlt_graph_node *node = &g->nodes[i];
+        if (node->is_removed || task_of[i] == -2 || (task_of[i] < 0 && is_folded(g, node))) continue;
+        net_step *s = &n->steps[n->n_steps++];
+        s->node = i;
+        s->task = task_of[i];
+        if (s->task < 0) {
+            s->n_nodes = 1;
+            if (!rlt_graph_can_eval(node->op_type)) {
+                st = rlt_graph_node_fail(g, node, diag, RLT_STATUS_INVALID_ARGUMENT, "op %s cannot be run",
+                                         node->op_type);
+                goto cleanup;
+            }
+            continue;
+        }
+        const rlt_graph_task *task = &gt->tasks[s->task];
+        int o = occ_of[i];
+        int start = task->starts[o], end = o + 1 < task->weight ? task->starts[o + 1] : task->n_nodes;
+        s->n_nodes = end - start;
+        if ((st = bind_occurrence(n, n->kernels[s->task].op, task->nodes + start, end - start, s, diag)) !=
+            RLT_STATUS_OK)
+            goto cleanup;
+    }
+cleanup:
+    rlt_free(occ_of);
+    rlt_free(task_of);
+    return st;
+}
+
+/* The graph tensors step s reads (into reads[], at most cap) and writes. */
+static int step_reads(const rlt_net *n, const net_step *s, int *reads, int cap)
+{
+    int k = 0;
+    if (s->task < 0) {
+        const rlt_graph_node *node = &n->g->nodes[s->node];
+        for (int i = 0; i < node->n_inputs && k < cap; i++)
+            if (node->inputs[i] >= 0) reads[k++] = node->inputs[i];
+        return k;
+    }
+    const rlt_op *op = n->kernels[s->task].op;
+    for (int t = 0; t + 1 < op->n_tensors && k < cap; t++)
+        if (s->bind[t].tensor >= 0) reads[k++] = s->bind[t].tensor;
+    return k;
+}
+
+/* Places every activation (non-constant tensor a step or the caller writes)
+ * in the arena. Step i runs at time i + 1; inputs are written at 0, outputs
+ * read at n_steps + 1. */
+static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
+{
+    const rlt_graph *g = n->g;
+    int nt = g->n_tensors;
+    rlt_mem_block *blocks = rlt_calloc((size_t)nt + 1, sizeof *blocks);
+    bool *is_live = rlt_calloc((size_t)nt + 1, sizeof *is_live);
+    rlt_status st = RLT_STATUS_OK;
+    if (!blocks || !is_live || !(n->vals = rlt_calloc((size_t)nt + 1, sizeof *n->vals))) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning the network's memory");
+        goto cleanup;
+    }
+    for (int t = 0; t < nt; t++) blocks[t].first = blocks[t].last = -1;
+    for (int i = 0; i < g->n_inputs; i++) {
+        blocks[g->inputs[i]].first = blocks[g->inputs[i]].last = 0;
+        is_live[g->inputs[i]] = true;
+    }
+    for (int i = 0; i < n->n_steps; i++) {
+        const net_step *s = &n->steps[i];
+        int time = i + 1;
+        int reads[64];
+        int n_reads = step_reads(n, s, reads, 64);
+        for (int r = 0; r < n_reads; r++)
+            if (!g->tensors[reads[r]].data) blocks[reads[r]].last = time;
+        const rlt_graph_node *node = &g->nodes[s->node];
+        int n_writes = s->task < 0 ? node->n_outputs : 1;
+        for (int w = 0; w < n_writes; w++) {
+            int t = s->task < 0 ? node->outputs[w] : s->out;
+            if (t < 0 || g->tensors[t].data) continue;
+            blocks[t].first = time;
+            if (blocks[t].last < time) blocks[t].last = time;
+            is_live[t] = true;
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) blocks[g->outputs[i]].last = n->n_steps + 1;
+    for (int t = 0; t < nt; t++) {
+        if (!is_live[t]) {
+            blocks[t] = (rlt_mem_block){.bytes = 0, .first = 0, .last = 0};
+            continue;
+        }
+        blocks[t].bytes = (int64_t)tensor_bytes(&g->tensors[t]);
+    }
+    if ((st = rlt_memplan(nt, blocks, ALIGN, &n->arena_bytes, diag)) != RLT_STATUS_OK) goto cleanup;
+    if (!(n->arena_raw = rlt_calloc((size_t)n->arena_bytes + ALIGN, 1))) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory for the network's activations (%" PRId64 " bytes)",
+                      n->arena_bytes);
+        goto cleanup;
+    }
+    char *arena = (char *)(((uintptr_t)n->arena_raw + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+    for (int t = 0; t < nt; t++)
+        n->vals[t] = g->tensors[t].data ? g->tensors[t].data : is_live[t] ? arena + blocks[t].offset : NULL;
+cleanup:
+    rlt_free(is_live);
+    rlt_free(blocks);
+    return st;
+}
+
+/* Points every kernel step's tensors at their buffers and packs its weights. */
+static rlt_status prepare_steps(rlt_net *n, rlt_diag *diag)
+{
+    for (int i = 0; i < n->n_steps; i++) {
+        net_step *s = &n->steps[i];
+        if (s->task < 0) continue;
+        const net_kernel *k = &n->kernels[s->task];
+        for (int t = 0; t < k->op->n_tensors; t++)
+            s->tensors[t] = s->bind[t].tensor >= 0 ? n->vals[s->bind[t].tensor] : s->bind[t].buf;
+        if (k->workspace_bytes && !(s->workspace = net_alloc(n, (int64_t)k->workspace_bytes)))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory for a kernel's workspace (%zu bytes)",
+                            k->workspace_bytes);
+        if (!s->is_prepared_each_run) k->prepare(s->tensors, s->workspace, n->n_threads);
+    }
+    return RLT_STATUS_OK;
+}
+
+/* ---- compile ---------------------------------------------------------------- */
+
+static rlt_status compile_kernels(rlt_net *n, const rlt_net_options *opts, rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    rlt_db *db = NULL;
+    char *target = NULL;
+    rlt_kernel_src *srcs = rlt_calloc((size_t)n->n_tasks + 1, sizeof *srcs);
+    const char **cc_of = rlt_calloc((size_t)n->n_tasks + 1, sizeof *cc_of);
+    rlt_build_result *builds = rlt_calloc((size_t)n->n_tasks + 1, sizeof *builds);
+    if (!srcs || !cc_of || !builds) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+        goto cleanup;
+    }
+    if (opts->db_path) {
+        rlt_record_target tt;
+        if ((st = rlt_db_open(opts->db_path, &(rlt_db_opts){.is_read_only = true}, &db, diag)) != RLT_STATUS_OK ||
+            (st = rlt_session_target(&opts->build, n->n_threads, &tt, diag)) != RLT_STATUS_OK)
+            goto cleanup;
+        if (!(target = rlt_record_target_text(&tt))) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+            goto cleanup;
+        }
+    }
+    for (int i = 0; i < n->n_tasks; i++) {
+        if ((st = kernel_source(n, db, target, i, diag)) != RLT_STATUS_OK) goto cleanup;
+        srcs[i] = n->kernels[i].src;
+        cc_of[i] = n->kernels[i].cc;
+    }
+    if ((st = rlt_build_batch_cc(&opts->build, n->n_tasks, srcs, cc_of, builds, diag)) != RLT_STATUS_OK) goto cleanup;
+    for (int i = 0; i < n->n_tasks; i++)
+        if ((st = kernel_load(n, i, &builds[i], diag)) != RLT_STATUS_OK) goto cleanup;
+cleanup:
+    rlt_free(builds);
+    rlt_free(cc_of);
+    rlt_free(srcs);
+    rlt_free(target);
+    rlt_db_close(db);
+    return st;
+}
+
+rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_net **out, rlt_diag *diag)
+{
+    uint64_t t0 = rlt_time_ns();
+    *out = NULL;
+    if (!opts || opts->n_threads < 1 || opts->n_threads > RLT_MAX_THREADS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the thread count must be from 1 to %d", RLT_MAX_THREADS);
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->tensors[g->inputs[i]].data)
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "graph input '%s' is a constant",
+                            g->tensors[g->inputs[i]].name);
+    rlt_graph_tasks gt = {0};
+    rlt_net *n = rlt_calloc(1, sizeof *n);
+    if (!n) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+    n->g = g;
+    n->n_threads = opts->n_threads;
+    rlt_status st = rlt_graph_tasks_extract(g, &gt, diag);
+    if (st != RLT_STATUS_OK) goto cleanup;
+    n->tasks = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *n->tasks);
+    n->kernels = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *n->kernels);
+    if (!n->tasks || !n->kernels) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+        goto cleanup;
+    }
+    n->n_tasks = gt.n_tasks;
+    for (int i = 0; i < gt.n_tasks; i++) {
+        rlt_net_task *t = &n->tasks[i];
+        snprintf(t->spec, sizeof t->spec, "%s", gt.tasks[i].spec);
+        t->weight = gt.tasks[i].weight;
+        t->flops = gt.tasks[i].flops;
+        if ((st = rlt_op_parse(t->spec, &n->kernels[i].op, diag)) != RLT_STATUS_OK) goto cleanup;
+    }
+    if ((st = plan_steps(n, &gt, diag)) != RLT_STATUS_OK || (st = plan_memory(n, diag)) != RLT_STATUS_OK ||
+        (st = compile_kernels(n, opts, diag)) != RLT_STATUS_OK || (st = prepare_steps(n, diag)) != RLT_STATUS_OK)
+        goto cleanup;
+    n->compile_s = (double)(rlt_time_ns() - t0) * 1e-9;
+    *out = n;
+    n = NULL;
+cleanup:
+    rlt_graph_tasks_free(&gt);
+    rlt_net_destroy(n);
+    return st;
+}
+
+void rlt_net_destroy(rlt_net *n)
+{
+    if (!n) return;
+    for (int i = 0; i < n->n_tasks; i++) {
+        rlt_op_destroy(n->kernels[i].op);
+        rlt_kernel_src_free(&n->kernels[i].src);
+        if (n->kernels[i].lib) dlclose(n->kernels[i].lib);
+    }
+    for (int i = 0; i < n->n_allocs; i++) rlt_free(n->allocs[i]);
+    rlt_free(n->allocs);
+    rlt_free(n->arena_raw);
+    rlt_free(n->vals);
+    rlt_free(n->steps);
+    rlt_free(n->kernels);
+    rlt_free(n->tasks);
+    rlt_free(n);
+}
+
+/* ---- run -------------------------------------------------------------------- */
+
+rlt_status rlt_net_run_buffers(rlt_net *n, const void *const *inputs, void *const *outputs, rlt_diag *diag)
+{
+    const rlt_graph *g = n->g;
+    for (int i = 0; i < g->n_inputs; i++) {
+        if (!inputs || !inputs[i])
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "input %d ('%s') is NULL", i,
+                            g->tensors[g->inputs[i]].name);
+        memcpy(n->vals[g->inputs[i]], inputs[i], tensor_bytes(&g->tensors[g->inputs[i]]));
+    }
+    for (int i = 0; i < n->n_steps; i++) {
+        net_step *s = &n->steps[i];
+        uint64_t t0 = n->is_profiling ? rlt_time_ns() : 0;
+        if (s->task >= 0) {
+            const net_kernel *k = &n->kernels[s->task];
+            if (s->is_prepared_each_run) k->prepare(s->tensors, s->workspace, n->n_threads);
+            k->run(s->tensors, s->workspace, n->n_threads);
+        } else {
+            rlt_status st = rlt_graph_eval_node(g, s->node, n->vals, diag);
+            if (st != RLT_STATUS_OK) return st;
+        }
+        if (n->is_profiling) s->total_ns += (double)(rlt_time_ns() - t0);
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        if (!outputs || !outputs[i])
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "output %d ('%s') has no buffer", i,
+                            g->tensors[g->outputs[i]].name);
+        memcpy(outputs[i], n->vals[g->outputs[i]], tensor_bytes(&g->tensors[g->outputs[i]]));
+    }
+    return RLT_STATUS_OK;
+}
+
+void rlt_net_profile(rlt_net *n, bool on)
+{
+    n->is_profiling = on;
+    if (on)
+        for (int i = 0; i < n->n_steps; i++) n->steps[i].total_ns = 0;
+}
+
+const rlt_graph *rlt_net_graph(const rlt_net *n) { return n->g; }
+
+int rlt_net_n_tasks(const rlt_net *n) { return n->n_tasks; }
+
+void rlt_net_task_get(const rlt_net *n, int i, rlt_net_task *out) { *out = n->tasks[i]; }
+
+int rlt_net_n_steps(const rlt_net *n) { return n->n_steps; }
+
+void rlt_net_step_get(const rlt_net *n, int i, rlt_net_step *out)
+{
+    const net_step *s = &n->steps[i];
+    out->name = rlt_graph_node_label(n->g, s->node);
+    out->what = s->task >= 0 ? n->tasks[s->task].spec : n->g->nodes[s->node].op_type;
+    out->task = s->task;
+    out->n_nodes = s->n_nodes;
+    out->flops = s->task >= 0 ? n->tasks[s->task].flops : 0;
+    out->total_ms = s->total_ns * 1e-6;
+}
+
+int64_t rlt_net_activation_bytes(const rlt_net *n) { return n->arena_bytes; }
+
+int64_t rlt_net_extra_bytes(const rlt_net *n) { return n->extra_bytes; }
+
+double rlt_net_compile_s(const rlt_net *n) { return n->compile_s; }

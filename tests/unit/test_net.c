@@ -1,0 +1,451 @@
+/*
+ * test_net.c - compiled networks (src/net/net.c): every way a task's
+ * tensors are bound to a fused kernel (Conv's own bias, BatchNormalization
+ * folded, per-channel and scalar Adds as biases, residual Adds, relu and
+ * relu6, Gemm with transB 0 / 1, alpha, beta, a per-column bias or a
+ * full-shape addend, MatMul as dense / matmul / batch_matmul, 1-D operands,
+ * depthwise convolutions), nodes left to rltune's own code (pools,
+ * asymmetric pads, Sigmoid), a network equal to its reference evaluation
+ * (the unfused graph) within 1e-4 of its largest output at 1 and 2
+ * threads; schedules taken from records (the fused op's, then the op's
+ * without its epilogue) and seeds; the memory plan's peak; errors.
+ * Models are built in C with tests/common/onnx_build.h, with seeded random
+ * weights of modest size.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/onnx_build.h"
+#include "../common/tmp.h"
+#include "graph/graph.h"
+#include "net/net.h"
+#include "rltune/records.h"
+#include "rltune/session.h"
+
+#define D(...) ((int64_t[]){__VA_ARGS__})
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static float rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(rng_state >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+}
+
+/* An f32 initializer of uniform values in [-scale, scale). */
+static void init_rand(onnx_build *b, const char *name, int rank, const int64_t *dims, float scale)
+{
+    int64_t n = ob_n_elems(rank, dims);
+    float *v = ob_zalloc(b, (size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = scale * rnd();
+    ob_init_f32(b, name, rank, dims, v);
+}
+
+/* A Conv with random weights (scaled by fan-in) and optional bias. */
+static Onnx__NodeProto *conv(onnx_build *b, const char *name, const char *in, const char *out, int64_t C, int64_t K,
+                             int64_t R, int64_t stride, int64_t pad, int64_t group, bool has_bias)
+{
+    char w[96], bias[96], inputs[320];
+    snprintf(w, sizeof w, "%s_w", name);
+    snprintf(bias, sizeof bias, "%s_b", name);
+    init_rand(b, w, 4, D(K, C / group, R, R), 1.5f / sqrtf((float)(C / group * R * R)));
+    if (has_bias) init_rand(b, bias, 1, D(K), 0.5f);
+    snprintf(inputs, sizeof inputs, "%s,%s%s%s", in, w, has_bias ? "," : "", has_bias ? bias : "");
+    Onnx__NodeProto *n = ob_node(b, "Conv", name, inputs, out);
+    ob_attr_ints(b, n, "pads", 4, D(pad, pad, pad, pad));
+    ob_attr_ints(b, n, "strides", 2, D(stride, stride));
+    if (group != 1) ob_attr_i(b, n, "group", group);
+    return n;
+}
+
+static void batchnorm(onnx_build *b, const char *name, const char *in, const char *out, int64_t C)
+{
+    char s[96], bb[96], m[96], v[96], inputs[480];
+    snprintf(s, sizeof s, "%s_scale", name);
+    snprintf(bb, sizeof bb, "%s_bias", name);
+    snprintf(m, sizeof m, "%s_mean", name);
+    snprintf(v, sizeof v, "%s_var", name);
+    float *var = ob_zalloc(b, (size_t)C * sizeof *var);
+    for (int64_t i = 0; i < C; i++) var[i] = 1.0f + 0.5f * rnd();
+    init_rand(b, s, 1, D(C), 1.0f);
+    init_rand(b, bb, 1, D(C), 0.5f);
+    init_rand(b, m, 1, D(C), 0.5f);
+    ob_init_f32(b, v, 1, D(C), var);
+    snprintf(inputs, sizeof inputs, "%s,%s,%s,%s,%s", in, s, bb, m, v);
+    ob_node(b, "BatchNormalization", name, inputs, out);
+}
+
+static rlt_graph *load_folded(onnx_build *b)
+{
+    rlt_graph *g = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(ob_load(b, &g, &d), RLT_STATUS_OK, "load failed: %s", d.message);
+    ob_free(b);
+    cr_assert_geq(rlt_graph_fold_batchnorm(g, &d), 0, "%s", d.message);
+    cr_assert_geq(rlt_graph_dce(g), 0);
+    return g;
+}
+
+static size_t bytes_of(const rlt_graph_tensor *t)
+{
+    return (size_t)rlt_graph_tensor_n_elems(t) * rlt_dtype_size(t->dtype);
+}
+
+static rlt_net *compile_ok(const rlt_graph *g, int n_threads, const char *db_path)
+{
+    rlt_net_options o;
+    rlt_net_options_init(&o);
+    o.n_threads = n_threads;
+    o.db_path = db_path;
+    rlt_net *n = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_net_compile(g, &o, &n, &d), RLT_STATUS_OK, "compile: %s", d.message);
+    return n;
+}
+
+/* Runs net n (twice: a second run must not depend on the first's leftovers)
+ * and the reference on the same seeded inputs, and checks every output
+ * within 1e-4 of its largest reference value. */
+static void check_against_reference(rlt_net *n, const rlt_graph *g, uint64_t seed)
+{
+    void *in[8] = {0}, *out[8] = {0}, *ref[8] = {0};
+    cr_assert(g->n_inputs <= 8 && g->n_outputs <= 8);
+    rng_state = seed;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const rlt_graph_tensor *t = &g->tensors[g->inputs[i]];
+        cr_assert_eq(t->dtype, RLT_DTYPE_FLOAT32);
+        float *x = malloc(bytes_of(t) + 1);
+        for (int64_t k = 0; k < rlt_graph_tensor_n_elems(t); k++) x[k] = rnd();
+        in[i] = x;
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        out[i] = malloc(bytes_of(&g->tensors[g->outputs[i]]) + 1);
+        memset(out[i], 0xff, bytes_of(&g->tensors[g->outputs[i]])); /* NaN: every element must be written */
+    }
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_graph_eval(g, g->n_inputs, (const void *const *)in, g->n_outputs, ref, &d), RLT_STATUS_OK, "%s",
+                 d.message);
+    for (int run = 0; run < 2; run++) {
+        cr_assert_eq(rlt_net_run_buffers(n, (const void *const *)in, out, &d), RLT_STATUS_OK, "%s", d.message);
+        for (int i = 0; i < g->n_outputs; i++) {
+            const rlt_graph_tensor *t = &g->tensors[g->outputs[i]];
+            const float *o = out[i], *r = ref[i];
+            double max_ref = 0, max_err = 0;
+            int64_t worst = 0;
+            for (int64_t k = 0; k < rlt_graph_tensor_n_elems(t); k++) {
+                max_ref = fmax(max_ref, fabs(r[k]));
+                double e = fabs((double)o[k] - r[k]);
+                if (!(e <= max_err)) {
+                    max_err = isnan(e) ? INFINITY : e;
+                    worst = k;
+                }
+            }
+            cr_expect_leq(max_err, 1e-4 * fmax(max_ref, 1e-3),
+                          "output '%s' run %d: error %g at %lld (%g, reference %g); largest |reference| %g", t->name,
+                          run, max_err, (long long)worst, o[worst], r[worst], max_ref);
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        free(in[i]);
+        free(out[i]);
+        rlt_free(ref[i]);
+    }
+}
+
+static int count_steps(const rlt_net *n, bool kernels)
+{
+    int c = 0;
+    for (int i = 0; i < rlt_net_n_steps(n); i++) {
+        rlt_net_step s;
+        rlt_net_step_get(n, i, &s);
+        c += (s.task >= 0) == kernels;
+    }
+    return c;
+}
+
+/* The task with this spec, or -1. */
+static int task_index(const rlt_net *n, const char *spec)
+{
+    for (int i = 0; i < rlt_net_n_tasks(n); i++) {
+        rlt_net_task t;
+        rlt_net_task_get(n, i, &t);
+        if (strcmp(t.spec, spec) == 0) return i;
+    }
+    return -1;
+}
+
+/* ---- networks ---------------------------------------------------------------- */
+
+/* A small ResNet: stem conv-bn-relu, max pool, a basic block (residual
+ * add), a downsampling block with a 1x1 projection, global average pool,
+ * flatten, Gemm head. */
+static rlt_graph *small_resnet(void)
+{
+    onnx_build b;
+    rng_state = 11;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 3, 20, 20));
+    conv(&b, "stem", "x", "s0", 3, 8, 3, 1, 1, 1, false);
+    batchnorm(&b, "stem_bn", "s0", "s1", 8);
+    ob_node(&b, "Relu", "stem_relu", "s1", "s2");
+    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "pool", "s2", "p");
+    ob_attr_ints(&b, mp, "kernel_shape", 2, D(3, 3));
+    ob_attr_ints(&b, mp, "strides", 2, D(2, 2));
+    ob_attr_ints(&b, mp, "pads", 4, D(1, 1, 1, 1));
+    /* block 1: [1,8,10,10] */
+    conv(&b, "b1c1", "p", "b1a", 8, 8, 3, 1, 1, 1, false);
+    batchnorm(&b, "b1bn1", "b1a", "b1b", 8);
+    ob_node(&b, "Relu", "b1r1", "b1b", "b1c");
+    conv(&b, "b1c2", "b1c", "b1d", 8, 8, 3, 1, 1, 1, false);
+    batchnorm(&b, "b1bn2", "b1d", "b1e", 8);
+    ob_node(&b, "Add", "b1add", "b1e,p", "b1f");
+    ob_node(&b, "Relu", "b1r2", "b1f", "b1o");
+    /* block 2: stride 2 to [1,16,5,5], projected shortcut */
+    conv(&b, "b2c1", "b1o", "b2a", 8, 16, 3, 2, 1, 1, true);
+    ob_node(&b, "Relu", "b2r1", "b2a", "b2b");
+    conv(&b, "b2c2", "b2b", "b2c", 16, 16, 3, 1, 1, 1, true);
+    conv(&b, "b2proj", "b1o", "b2s", 8, 16, 1, 2, 0, 1, true);
+    ob_node(&b, "Add", "b2add", "b2c,b2s", "b2d");
+    ob_node(&b, "Relu", "b2r2", "b2d", "b2o");
+    ob_node(&b, "GlobalAveragePool", "gap", "b2o", "g");
+    Onnx__NodeProto *fl = ob_node(&b, "Flatten", "flat", "g", "f");
+    ob_attr_i(&b, fl, "axis", 1);
+    init_rand(&b, "fc_w", 2, D(10, 16), 0.3f);
+    init_rand(&b, "fc_b", 1, D(10), 0.3f);
+    Onnx__NodeProto *fc = ob_node(&b, "Gemm", "fc", "f,fc_w,fc_b", "y");
+    ob_attr_i(&b, fc, "transB", 1);
+    ob_output(&b, "y");
+    return load_folded(&b);
+}
+
+Test(net, small_resnet_equals_reference)
+{
+    rlt_graph *g = small_resnet();
+    rlt_net *n = compile_ok(g, 1, NULL);
+    check_against_reference(n, g, 1);
+    check_against_reference(n, g, 2);
+    /* stem, two block-1 convs, three block-2 convs, the head: 7 kernels;
+     * MaxPool, GlobalAveragePool, Flatten are left to rltune's own code */
+    cr_expect_eq(count_steps(n, true), 7);
+    cr_expect_eq(count_steps(n, false), 3);
+    for (int i = 0; i < rlt_net_n_tasks(n); i++) {
+        rlt_net_task t;
+        rlt_net_task_get(n, i, &t);
+        cr_expect_eq(t.origin, RLT_NET_FROM_SEED, "%s", t.spec);
+        cr_expect_eq(t.record_id, 0);
+    }
+    cr_expect_geq(task_index(n, "dense:M=1,N=10,K=16,bias=1,relu=0"), 0);
+    /* the later of two kernels meeting in an Add takes it: the projection */
+    cr_expect_geq(task_index(n, "conv2d:N=1,C=8,H=10,W=10,K=16,R=1,S=1,stride=2,pad=0,dilation=1,epilogue=bias+add+relu"),
+                  0);
+    cr_expect_geq(task_index(n, "conv2d:N=1,C=16,H=5,W=5,K=16,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=bias"), 0);
+    /* the plan reuses buffers: less than every activation at once */
+    int64_t all = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (!g->tensors[t].data) all += (int64_t)bytes_of(&g->tensors[t]);
+    cr_expect_gt(rlt_net_activation_bytes(n), 0);
+    cr_expect_lt(rlt_net_activation_bytes(n), all, "plan %lld, all %lld", (long long)rlt_net_activation_bytes(n),
+                 (long long)all);
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
+
+Test(net, two_threads)
+{
+    rlt_graph *g = small_resnet();
+    rlt_net *n = compile_ok(g, 2, NULL);
+    check_against_reference(n, g, 3);
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
+
+/* Gemm in every form a task takes, MatMul as dense, matmul and batch_matmul. */
+Test(net, gemm_and_matmul_bindings)
+{
+    onnx_build b;
+    rng_state = 5;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 2, D(4, 16));
+    /* transB=0 constant B [K,N]: transposed and scaled by alpha; C a per-column bias scaled by beta */
+    init_rand(&b, "w1", 2, D(16, 24), 0.3f);
+    init_rand(&b, "c1", 1, D(24), 0.5f);
+    Onnx__NodeProto *g1 = ob_node(&b, "Gemm", "g1", "x,w1,c1", "h1");
+    ob_attr_f(&b, g1, "alpha", 0.5f);
+    ob_attr_f(&b, g1, "beta", 2.0f);
+    ob_node(&b, "Relu", "g1r", "h1", "h1r");
+    /* transB=1, no C; then a residual Add of a tensor computed before */
+    init_rand(&b, "w2", 2, D(24, 24), 0.3f);
+    Onnx__NodeProto *g2 = ob_node(&b, "Gemm", "g2", "h1r,w2", "h2");
+    ob_attr_i(&b, g2, "transB", 1);
+    ob_node(&b, "Add", "g2add", "h2,h1r", "h2a");
+    /* computed B (transB=0): matmul, with C of the output's shape: add */
+    ob_input(&b, "bm", OB_F32, 2, D(24, 8));
+    ob_input(&b, "cm", OB_F32, 2, D(4, 8));
+    ob_node(&b, "Gemm", "g3", "h2a,bm,cm", "h3");
+    /* MatMul with a constant [K,N] B and batch dims in A: dense, A's rows folded; bias then relu6 */
+    ob_input(&b, "a3", OB_F32, 3, D(2, 5, 8));
+    init_rand(&b, "w4", 2, D(8, 12), 0.4f);
+    init_rand(&b, "b4", 1, D(12), 0.5f);
+    ob_node(&b, "MatMul", "mm4", "a3,w4", "m4");
+    ob_node(&b, "Add", "mm4b", "b4,m4", "m4b"); /* the exporter's order: bias first */
+    init_rand(&b, "lo", 0, NULL, 0.0f);
+    float six = 6.0f;
+    ob_init_f32(&b, "hi", 0, NULL, &six);
+    ob_node(&b, "Clip", "mm4c", "m4b,lo,hi", "m4c");
+    /* batch_matmul of two computed operands */
+    ob_input(&b, "q", OB_F32, 4, D(1, 3, 5, 4));
+    ob_input(&b, "k", OB_F32, 4, D(1, 3, 4, 6));
+    ob_node(&b, "MatMul", "bmm", "q,k", "s");
+    /* a 1-D constant B: dense with N=1 */
+    init_rand(&b, "v", 1, D(8), 0.5f);
+    ob_node(&b, "MatMul", "mv", "h3,v", "hv");
+    ob_output(&b, "h3");
+    ob_output(&b, "m4c");
+    ob_output(&b, "s");
+    ob_output(&b, "hv");
+    rlt_graph *g = load_folded(&b);
+    rlt_net *n = compile_ok(g, 1, NULL);
+    check_against_reference(n, g, 7);
+    cr_expect_eq(count_steps(n, false), 0, "everything here is a kernel");
+    cr_expect_geq(task_index(n, "dense:M=4,N=24,K=16,bias=1,relu=1"), 0);
+    cr_expect_geq(task_index(n, "dense:M=4,N=24,K=24,bias=0,relu=0,epilogue=add"), 0);
+    cr_expect_geq(task_index(n, "matmul:M=4,N=8,K=24,epilogue=add"), 0);
+    cr_expect_geq(task_index(n, "dense:M=10,N=12,K=8,bias=0,relu=0,epilogue=bias+relu6"), 0);
+    cr_expect_geq(task_index(n, "batch_matmul:B=3,M=5,N=6,K=4"), 0);
+    cr_expect_geq(task_index(n, "dense:M=4,N=1,K=8,bias=0,relu=0"), 0);
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
+
+/* Depthwise convolutions with relu6, a scalar Add as a bias, nodes that do
+ * not fuse (Sigmoid) or do not fit (asymmetric pads), a graph output read
+ * by another node too. */
+Test(net, depthwise_and_fallbacks)
+{
+    onnx_build b;
+    rng_state = 9;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 6, 9, 9));
+    conv(&b, "dw", "x", "d0", 6, 6, 3, 2, 1, 6, true);
+    init_rand(&b, "zero", 0, NULL, 0.0f);
+    float six = 6.0f;
+    ob_init_f32(&b, "six", 0, NULL, &six);
+    ob_node(&b, "Clip", "dw6", "d0,zero,six", "d1");
+    conv(&b, "pw", "d1", "e0", 6, 12, 1, 1, 0, 1, false);
+    init_rand(&b, "sc", 0, NULL, 0.7f);
+    ob_node(&b, "Add", "pwb", "e0,sc", "e1"); /* a scalar constant: a bias of one value */
+    ob_node(&b, "Sigmoid", "sig", "e1", "e2");
+    Onnx__NodeProto *asym = conv(&b, "asym", "e2", "f0", 12, 4, 3, 1, 0, 1, true);
+    asym->attribute[0]->ints[2] = 2; /* pads [0,0,2,0]: not a task, evaluated */
+    ob_node(&b, "Relu", "fr", "f0", "f1");
+    ob_output(&b, "e2");
+    ob_output(&b, "f1");
+    rlt_graph *g = load_folded(&b);
+    rlt_net *n = compile_ok(g, 1, NULL);
+    check_against_reference(n, g, 4);
+    cr_expect_geq(task_index(n, "depthwise_conv2d:N=1,C=6,H=9,W=9,R=3,S=3,stride=2,pad=1,dilation=1,"
+                                "epilogue=bias+relu6"),
+                  0);
+    cr_expect_geq(task_index(n, "conv2d:N=1,C=6,H=5,W=5,K=12,R=1,S=1,stride=1,pad=0,dilation=1,epilogue=bias"), 0);
+    cr_expect_eq(count_steps(n, false), 3, "Sigmoid, the asymmetric Conv and its Relu");
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+static char db_dir[] = "/tmp/rlt_net_XXXXXX";
+
+static void db_fini(void) { tmp_remove_tree(db_dir); }
+
+/* Appends an OK record of `spec` on this machine's 1-thread target with
+ * schedule text `schedule`. */
+static void record_add(rlt_db *db, const char *spec, const char *schedule, double ms)
+{
+    rlt_record r;
+    memset(&r, 0, sizeof r);
+    rlt_diag d = {0};
+    rlt_build_opts build = {0};
+    cr_assert_eq(rlt_session_target(&build, 1, &r.target, &d), RLT_STATUS_OK, "%s", d.message);
+    snprintf(r.spec, sizeof r.spec, "%s", spec);
+    snprintf(r.schedule, sizeof r.schedule, "%s", schedule);
+    snprintf(r.tuner, sizeof r.tuner, "test");
+    r.status = RLT_STATUS_OK;
+    r.time_min_ms = r.time_median_ms = ms;
+    r.gflops = 1;
+    cr_assert_eq(rlt_db_append(db, 1, &r, &d), RLT_STATUS_OK, "%s", d.message);
+}
+
+Test(net, schedules_from_records, .fini = db_fini)
+{
+    rlt_graph *g = small_resnet();
+    tmp_dir_make_in(db_dir);
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.db", db_dir);
+    rlt_db *db = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_open(path, NULL, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    const char *fused = "conv2d:N=1,C=8,H=10,W=10,K=8,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=bias+relu";
+    const char *base = "conv2d:N=1,C=16,H=5,W=5,K=16,R=3,S=3,stride=1,pad=1,dilation=1";
+    record_add(db, fused, "# rltune schedule v1\nsplit k 4\nvectorize q\n", 0.5);
+    record_add(db, fused, "# rltune schedule v1\nsplit k 2\n", 0.25); /* the best: taken */
+    record_add(db, base, "# rltune schedule v1\nsplit k 8\nreorder n k.o p q c r s k.i\nvectorize k.i\n", 0.125);
+    /* a record whose schedule does not apply (no loop z) is passed over */
+    record_add(db, "dense:M=1,N=10,K=16,bias=1,relu=0", "# rltune schedule v1\nsplit z 2\n", 0.01);
+    rlt_db_close(db);
+    rlt_net *n = compile_ok(g, 1, path);
+    check_against_reference(n, g, 5);
+    rlt_net_task t;
+    int i = task_index(n, fused);
+    cr_assert_geq(i, 0);
+    rlt_net_task_get(n, i, &t);
+    cr_expect_eq(t.origin, RLT_NET_FROM_RECORD);
+    cr_expect_eq(t.record_id, 2);
+    cr_expect_float_eq(t.record_ms, 0.25, 1e-12);
+    i = task_index(n, "conv2d:N=1,C=16,H=5,W=5,K=16,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=bias");
+    cr_assert_geq(i, 0);
+    rlt_net_task_get(n, i, &t);
+    cr_expect_eq(t.origin, RLT_NET_FROM_BASE_RECORD, "the op without its epilogue has the same loops");
+    cr_expect_eq(t.record_id, 3, "record %lld", (long long)t.record_id);
+    rlt_net_task_get(n, task_index(n, "dense:M=1,N=10,K=16,bias=1,relu=0"), &t);
+    cr_expect_eq(t.origin, RLT_NET_FROM_SEED);
+    rlt_net_destroy(n);
+
+    /* another thread count is another target: the records are not used */
+    n = compile_ok(g, 2, path);
+    rlt_net_task_get(n, task_index(n, fused), &t);
+    cr_expect_eq(t.origin, RLT_NET_FROM_SEED);
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+Test(net, errors)
+{
+    rlt_graph *g = small_resnet();
+    rlt_net_options o;
+    rlt_net_options_init(&o);
+    rlt_net *n = NULL;
+    rlt_diag d = {0};
+    o.n_threads = 0;
+    cr_expect_eq(rlt_net_compile(g, &o, &n, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_expect_not_null(strstr(d.message, "thread count"), "%s", d.message);
+    cr_expect_null(n);
+    o.n_threads = 1;
+    o.db_path = "/nonexistent/dir/r.db";
+    d = (rlt_diag){0};
+    cr_expect_neq(rlt_net_compile(g, &o, &n, &d), RLT_STATUS_OK);
+    cr_expect_not_null(strstr(d.message, "/nonexistent/dir/r.db"), "%s", d.message);
+    cr_expect_null(n);
+    n = compile_ok(g, 1, NULL);
+    d = (rlt_diag){0};
+    cr_expect_eq(rlt_net_run_buffers(n, NULL, NULL, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_expect_not_null(strstr(d.message, "input 0 ('x') is NULL"), "%s", d.message);
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
