@@ -65,6 +65,10 @@ extern const rlt_cli_cmd rlt_cli_cmd_run;
 /* `rltune tune --model`: the network's tasks tuned from one budget of
  * n_trials (cmd_tune_model.c), every session with options `o` (cmd_tune.c
  * filled them from the shared options). Returns the exit code. */
+/* Loads --model's file (rlt_model_load); prints the error and returns the
+ * exit code (2 for a bad file, 3 when out of memory) when it cannot. */
+int rlt_cli_model_load(const char *path, rlt_model **out);
+
 int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *o, int64_t n_trials);
 
 /* Reads a whole text file, or stdin for "-" ("<stdin>" in messages): at most

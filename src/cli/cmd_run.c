@@ -326,11 +326,8 @@ static int run_run(const rlt_cli_args *args)
         return RLT_CLI_EXIT_USAGE;
     }
     if (!r.db_path && access("rltune.db", R_OK) == 0) r.db_path = "rltune.db";
-    if ((st = rlt_model_load(r.path, &r.model, &d)) != RLT_STATUS_OK) {
-        rlt_cli_error("%s", d.message);
-        return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL
-                                                                           : RLT_CLI_EXIT_USAGE;
-    }
+    if ((rc = rlt_cli_model_load(r.path, &r.model)) != RLT_CLI_EXIT_OK) return rc;
+    rc = RLT_CLI_EXIT_USAGE;
     n_in = rlt_model_n_inputs(r.model);
     n_out = rlt_model_n_outputs(r.model);
     if (n_in > MAX_IO || n_out > MAX_IO) {

@@ -151,12 +151,8 @@ static int run_tasks(const rlt_cli_args *args)
         rlt_cli_error("--model FILE is required: the ONNX model to list the tasks of");
         return RLT_CLI_EXIT_USAGE;
     }
-    if ((st = rlt_model_load(v.path, &v.model, &d)) != RLT_STATUS_OK) {
-        /* a file that is missing, unreadable or not a model is the user's input */
-        rlt_cli_error("%s", d.message);
-        return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL
-                                                                           : RLT_CLI_EXIT_USAGE;
-    }
+    if ((rc = rlt_cli_model_load(v.path, &v.model)) != RLT_CLI_EXIT_OK) return rc;
+    rc = RLT_CLI_EXIT_INTERNAL;
     if ((st = rlt_model_tasks(v.model, &v.tasks, &v.n_tasks, &d)) != RLT_STATUS_OK ||
         (st = rlt_model_other_kernels(v.model, &v.others, &v.n_others, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s: %s", v.path, d.message);

@@ -120,11 +120,8 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *so, 
         rlt_cli_error("--model FILE: the ONNX model whose tasks to tune");
         return RLT_CLI_EXIT_USAGE;
     }
-    if ((st = rlt_model_load(path, &m, &d)) != RLT_STATUS_OK) {
-        rlt_cli_error("%s", d.message);
-        return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL
-                                                                           : RLT_CLI_EXIT_USAGE;
-    }
+    if ((rc = rlt_cli_model_load(path, &m)) != RLT_CLI_EXIT_OK) return rc;
+    rc = RLT_CLI_EXIT_USAGE;
     rlt_model_tune_options o;
     rlt_model_tune_options_init(&o);
     o.session = *so;

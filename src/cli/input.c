@@ -6,6 +6,7 @@
  * writing the command's files.
  */
 #include "cli/cli.h"
+#include "rltune/model.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -262,4 +263,14 @@ int rlt_cli_env_start(const rlt_cli_args *args, const rlt_op *op, const rlt_env_
     }
     *out = env;
     return RLT_CLI_EXIT_OK;
+}
+
+int rlt_cli_model_load(const char *path, rlt_model **out)
+{
+    rlt_diag d = {0};
+    rlt_status st = rlt_model_load(path, out, &d);
+    if (st == RLT_STATUS_OK) return RLT_CLI_EXIT_OK;
+    /* a file that is missing, unreadable, not a model or unsupported is the user's input */
+    rlt_cli_error("%s", d.message);
+    return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
 }

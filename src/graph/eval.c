@@ -69,29 +69,13 @@ static void *out_v(const ectx *c, int i) { return c->vals[c->node->outputs[i]]; 
 
 static int64_t n_elems(const rlt_graph_tensor *t) { return rlt_graph_tensor_n_elems(t); }
 
-static const rlt_graph_attr *attr(const ectx *c, const char *name) { return rlt_graph_node_attr(c->node, name); }
+static int64_t attr_i(const ectx *c, const char *name, int64_t def) { return rlt_graph_attr_int(c->node, name, def); }
 
-static int64_t attr_i(const ectx *c, const char *name, int64_t def)
-{
-    const rlt_graph_attr *a = attr(c, name);
-    return a && a->kind == RLT_GRAPH_ATTR_INT ? a->i : def;
-}
-
-static double attr_f(const ectx *c, const char *name, double def)
-{
-    const rlt_graph_attr *a = attr(c, name);
-    return a && a->kind == RLT_GRAPH_ATTR_FLOAT ? a->f : def;
-}
+static double attr_f(const ectx *c, const char *name, double def) { return rlt_graph_attr_float(c->node, name, def); }
 
 static const int64_t *attr_ints(const ectx *c, const char *name, int *n)
 {
-    const rlt_graph_attr *a = attr(c, name);
-    if (!a || a->kind != RLT_GRAPH_ATTR_INTS) {
-        *n = 0;
-        return NULL;
-    }
-    *n = a->n_values;
-    return a->ints;
+    return rlt_graph_attr_ints(c->node, name, n);
 }
 
 /* axis in [-rank, rank) -> [0, rank); `inclusive` allows rank itself. */
@@ -247,7 +231,7 @@ static rlt_status ev_unary_float(ectx *c)
         float alpha = (float)attr_f(c, "alpha", 0.01);
         for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? alpha * x[i] : x[i];
     } else { /* Gelu */
-        const rlt_graph_attr *a = attr(c, "approximate");
+        const rlt_graph_attr *a = rlt_graph_node_attr(c->node, "approximate");
         bool is_tanh = a && a->kind == RLT_GRAPH_ATTR_STRING && strcmp(a->s, "tanh") == 0;
         if (is_tanh) {
             const double k = 0.7978845608028654; /* sqrt(2 / pi) */
@@ -1072,7 +1056,7 @@ static rlt_status ev_constant(ectx *c)
 static rlt_status ev_constant_of_shape(ectx *c)
 {
     const rlt_graph_tensor *yt = out_t(c, 0);
-    const rlt_graph_attr *a = attr(c, "value");
+    const rlt_graph_attr *a = rlt_graph_node_attr(c->node, "value");
     if (!a) return RLT_STATUS_OK; /* zeros: outputs start zeroed */
     if (a->kind != RLT_GRAPH_ATTR_TENSOR || a->tensor->dtype != yt->dtype || n_elems(a->tensor) != 1)
         return BAD("attribute value must hold one element of the output's type");

@@ -201,6 +201,29 @@ const rlt_graph_attr *rlt_graph_node_attr(const rlt_graph_node *node, const char
     return NULL;
 }
 
+int64_t rlt_graph_attr_int(const rlt_graph_node *node, const char *name, int64_t def)
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(node, name);
+    return a && a->kind == RLT_GRAPH_ATTR_INT ? a->i : def;
+}
+
+double rlt_graph_attr_float(const rlt_graph_node *node, const char *name, double def)
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(node, name);
+    return a && a->kind == RLT_GRAPH_ATTR_FLOAT ? (double)a->f : def;
+}
+
+const int64_t *rlt_graph_attr_ints(const rlt_graph_node *node, const char *name, int *n)
+{
+    const rlt_graph_attr *a = rlt_graph_node_attr(node, name);
+    if (!a || a->kind != RLT_GRAPH_ATTR_INTS) {
+        *n = 0;
+        return NULL;
+    }
+    *n = a->n_values;
+    return a->ints;
+}
+
 rlt_status rlt_graph_node_fail(const rlt_graph *g, const rlt_graph_node *node, rlt_diag *diag, rlt_status status,
                                const char *fmt, ...)
 {

@@ -139,6 +139,11 @@ rlt_status rlt_graph_node_add(rlt_graph *g, const char *op_type, const char *nam
                               rlt_diag *diag);
 /* The attribute of that name on a node, or NULL. */
 const rlt_graph_attr *rlt_graph_node_attr(const rlt_graph_node *node, const char *name);
+/* An INT / FLOAT attribute's value, `def` when absent or of another kind;
+ * an INTS attribute's values (NULL and *n = 0 when absent or another kind). */
+int64_t rlt_graph_attr_int(const rlt_graph_node *node, const char *name, int64_t def);
+double rlt_graph_attr_float(const rlt_graph_node *node, const char *name, double def);
+const int64_t *rlt_graph_attr_ints(const rlt_graph_node *node, const char *name, int *n);
 
 /* Fails with `status` and a message that names the node: "node I 'NAME'
  * (OP, opset N): " followed by the formatted text. */

@@ -63,18 +63,6 @@ static const rlt_graph_tensor *input_of(const rlt_graph *g, const rlt_graph_node
     return i < n->n_inputs && n->inputs[i] >= 0 ? &g->tensors[n->inputs[i]] : NULL;
 }
 
-static int64_t attr_int(const rlt_graph_node *n, const char *name, int64_t def)
-{
-    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
-    return a && a->kind == RLT_GRAPH_ATTR_INT ? a->i : def;
-}
-
-static double attr_float(const rlt_graph_node *n, const char *name, double def)
-{
-    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
-    return a && a->kind == RLT_GRAPH_ATTR_FLOAT ? (double)a->f : def;
-}
-
 /* The two values of a 2-D attribute (strides, dilations), `def` when absent. */
 static void attr_pair(const rlt_graph_node *n, const char *name, int64_t def, int64_t out[2])
 {
@@ -131,7 +119,7 @@ static void classify_conv(const rlt_graph *g, const rlt_graph_node *n, kernel *k
     }
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
     int64_t K = w->dims[0], R = w->dims[2], S = w->dims[3];
-    int64_t group = attr_int(n, "group", 1), strides[2], dil[2], pads[4] = {0, 0, 0, 0};
+    int64_t group = rlt_graph_attr_int(n, "group", 1), strides[2], dil[2], pads[4] = {0, 0, 0, 0};
     attr_pair(n, "strides", 1, strides);
     attr_pair(n, "dilations", 1, dil);
     const rlt_graph_attr *pa = rlt_graph_node_attr(n, "pads");
@@ -180,8 +168,8 @@ static void classify_gemm(const rlt_graph *g, const rlt_graph_node *n, kernel *k
     const rlt_graph_tensor *a = input_of(g, n, 0), *b = input_of(g, n, 1), *c = input_of(g, n, 2);
     const rlt_graph_tensor *y = &g->tensors[n->outputs[0]];
     char buf[96];
-    int64_t trans_a = attr_int(n, "transA", 0), trans_b = attr_int(n, "transB", 0);
-    double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
+    int64_t trans_a = rlt_graph_attr_int(n, "transA", 0), trans_b = rlt_graph_attr_int(n, "transB", 0);
+    double alpha = rlt_graph_attr_float(n, "alpha", 1.0), beta = rlt_graph_attr_float(n, "beta", 1.0);
     bool is_weight = b->data != NULL;
     if (trans_a) {
         not_task(k, "transA=1 (a transposed left operand): dense and matmul take A as [M,K]");

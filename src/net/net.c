@@ -107,18 +107,6 @@ static size_t tensor_bytes(const rlt_graph_tensor *t)
 
 /* ---- binding an occurrence's tensors -------------------------------------- */
 
-static int64_t attr_int(const rlt_graph_node *n, const char *name, int64_t def)
-{
-    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
-    return a && a->kind == RLT_GRAPH_ATTR_INT ? a->i : def;
-}
-
-static double attr_float(const rlt_graph_node *n, const char *name, double def)
-{
-    const rlt_graph_attr *a = rlt_graph_node_attr(n, name);
-    return a && a->kind == RLT_GRAPH_ATTR_FLOAT ? (double)a->f : def;
-}
-
 static int in_tensor(const rlt_graph_node *n, int i) { return i < n->n_inputs ? n->inputs[i] : -1; }
 
 /* Constant t ([K,N], the last two dimensions) as a new [N,K] buffer, times
@@ -186,23 +174,23 @@ static rlt_status bind_occurrence(rlt_net *n, const rlt_op *op, const int *nodes
     s->bind[t_in0].tensor = a;
     const rlt_graph_tensor *bt = &g->tensors[b];
     if (is_dense && bt->data) {
-        double alpha = is_gemm ? attr_float(kn, "alpha", 1.0) : 1.0;
-        bool is_nk = (is_gemm && attr_int(kn, "transB", 0)) || bt->rank == 1;
+        double alpha = is_gemm ? rlt_graph_attr_float(kn, "alpha", 1.0) : 1.0;
+        bool is_nk = (is_gemm && rlt_graph_attr_int(kn, "transB", 0)) || bt->rank == 1;
         if (is_nk && alpha == 1.0)
             s->bind[t_in1].tensor = b;
         else if (!(s->bind[t_in1].buf = is_nk ? scaled(n, bt, alpha) : transposed(n, bt, alpha)))
             return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's weight");
     } else {
         /* a computed operand, or a weight in the op's own layout (Conv's KCRS) */
-        if (is_dense && !(is_gemm && attr_int(kn, "transB", 0))) return bind_fail(g, nodes[0], diag, "weight");
+        if (is_dense && !(is_gemm && rlt_graph_attr_int(kn, "transB", 0))) return bind_fail(g, nodes[0], diag, "weight");
         s->bind[t_in1].tensor = b;
     }
     if (op->tensors[t_in1].is_weight && !bt->data) s->is_prepared_each_run = true;
     if (c >= 0 && is_conv) {
         if (!bias || !g->tensors[c].data) return bind_fail(g, nodes[0], diag, "bias");
         bias_add(bias, channels, &g->tensors[c], 1.0);
-    } else if (c >= 0 && is_gemm && attr_float(kn, "beta", 1.0) != 0.0) {
-        double beta = attr_float(kn, "beta", 1.0);
+    } else if (c >= 0 && is_gemm && rlt_graph_attr_float(kn, "beta", 1.0) != 0.0) {
+        double beta = rlt_graph_attr_float(kn, "beta", 1.0);
         const rlt_graph_tensor *ct = &g->tensors[c];
         if (ct->data && bias && rlt_graph_is_per_channel(ct, &g->tensors[kn->outputs[0]], 1)) {
             bias_add(bias, channels, ct, beta);

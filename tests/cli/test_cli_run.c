@@ -23,28 +23,14 @@ static uint64_t rng_state = 17;
 
 static void init_rand(onnx_build *b, const char *name, int rank, const int64_t *dims, float scale)
 {
-    int64_t n = ob_n_elems(rank, dims);
-    float *v = ob_zalloc(b, (size_t)n * sizeof *v);
-    for (int64_t i = 0; i < n; i++) {
-        rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-        v[i] = scale * (float)((double)(rng_state >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
-    }
-    ob_init_f32(b, name, rank, dims, v);
+    ob_init_rand(b, name, rank, dims, scale, &rng_state);
 }
 
+/* A Conv with a bias, "same" padding for odd R. */
 static void conv(onnx_build *b, const char *name, const char *in, const char *out, int64_t C, int64_t K, int64_t R,
                  int64_t stride, int64_t group)
 {
-    char w[96], bias[96], inputs[320];
-    snprintf(w, sizeof w, "%s_w", name);
-    snprintf(bias, sizeof bias, "%s_b", name);
-    init_rand(b, w, 4, OB_DIMS(K, C / group, R, R), 1.5f / sqrtf((float)(C / group * R * R)));
-    init_rand(b, bias, 1, OB_DIMS(K), 0.3f);
-    snprintf(inputs, sizeof inputs, "%s,%s,%s", in, w, bias);
-    Onnx__NodeProto *n = ob_node(b, "Conv", name, inputs, out);
-    ob_attr_ints(b, n, "pads", 4, OB_DIMS(R / 2, R / 2, R / 2, R / 2));
-    ob_attr_ints(b, n, "strides", 2, OB_DIMS(stride, stride));
-    if (group != 1) ob_attr_i(b, n, "group", group);
+    ob_conv_rand(b, name, in, out, C, K, R, stride, R / 2, group, true, &rng_state);
 }
 
 #define STEM "conv2d:N=1,C=3,H=16,W=16,K=8,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=bias+relu"
@@ -78,9 +64,7 @@ static void setup(void)
     Onnx__NodeProto *fc = ob_node(&b, "Gemm", "fc", "f,fc_w,fc_b", "y");
     ob_attr_i(&b, fc, "transB", 1);
     ob_output(&b, "y");
-    size_t len;
-    uint8_t *buf = ob_pack(&b, &len);
-    tmp_file_write(model_path, buf, len);
+    cr_assert(ob_write(&b, model_path), "cannot write %s", model_path);
     ob_free(&b);
 }
 

@@ -40,9 +40,7 @@ static void setup(void)
     n = ob_node(&b, "Gemm", "fc", "f,fc_w,fc_b", "y");
     ob_attr_i(&b, n, "transB", 1);
     ob_output(&b, "y");
-    size_t len;
-    uint8_t *buf = ob_pack(&b, &len);
-    tmp_file_write(model_path, buf, len);
+    cr_assert(ob_write(&b, model_path), "cannot write %s", model_path);
     ob_free(&b);
 }
 

@@ -5,7 +5,10 @@
  * piece is allocated by the builder and freed by ob_free; and a few layers
  * (ob_conv, ob_batchnorm, ob_resnet_block). Header-only, like fixtures.h;
  * used by tests/unit/test_graph_onnx.c (and its fuzz seeds),
- * test_graph_eval.c, test_graph_tasks.c and tests/cli/test_cli_tasks.c.
+ * test_graph_eval.c, test_graph_tasks.c, test_net.c, test_net_ops.c and
+ * tests/cli/test_cli_tasks.c, test_cli_run.c. Layers with seeded random
+ * weights (ob_conv_rand, ob_batchnorm_rand) make networks whose
+ * activations stay O(1).
  *
  *     onnx_build b;
  *     ob_init(&b, 13);
@@ -20,7 +23,9 @@
 #ifndef RLT_TESTS_ONNX_BUILD_H
 #define RLT_TESTS_ONNX_BUILD_H
 
+#include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +297,90 @@ static inline rlt_status ob_load(onnx_build *b, rlt_graph **g, rlt_diag *d)
     size_t len;
     uint8_t *buf = ob_pack(b, &len);
     return rlt_graph_load_onnx_bytes(buf, len, "test.onnx", g, d);
+}
+
+/* ob_load, then BatchNormalization folding and dead-code removal, as
+ * rlt_model_load leaves a graph. */
+static inline rlt_status ob_load_folded(onnx_build *b, rlt_graph **g, rlt_diag *d)
+{
+    rlt_status st = ob_load(b, g, d);
+    if (st != RLT_STATUS_OK) return st;
+    if (rlt_graph_fold_batchnorm(*g, d) < 0 || rlt_graph_dce(*g) < 0) {
+        rlt_graph_destroy(*g);
+        *g = NULL;
+        return RLT_STATUS_OUT_OF_MEMORY;
+    }
+    return RLT_STATUS_OK;
+}
+
+/* Writes the packed model to `path`; false when the file cannot be written. */
+static inline bool ob_write(onnx_build *b, const char *path)
+{
+    size_t len;
+    uint8_t *buf = ob_pack(b, &len);
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    bool ok = fwrite(buf, 1, len, f) == len;
+    return fclose(f) == 0 && ok;
+}
+
+/* ---- seeded random weights (tests/unit/test_net.c, tests/cli/test_cli_run.c) ---- */
+
+/* Uniform in [-1, 1) from a 64-bit LCG state. */
+static inline float ob_rand(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(*state >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+}
+
+/* An f32 initializer of values uniform in [-scale, scale). */
+static inline void ob_init_rand(onnx_build *b, const char *name, int rank, const int64_t *dims, float scale,
+                                uint64_t *state)
+{
+    int64_t n = ob_n_elems(rank, dims);
+    float *v = ob_zalloc(b, (size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = scale * ob_rand(state);
+    ob_init_f32(b, name, rank, dims, v);
+}
+
+/* A Conv (square kernel R, stride, symmetric pad, groups) with random
+ * weights scaled by the fan-in, so that activations stay O(1) through a
+ * network, and a random bias when has_bias. */
+static inline Onnx__NodeProto *ob_conv_rand(onnx_build *b, const char *name, const char *in, const char *out,
+                                             int64_t C, int64_t K, int64_t R, int64_t stride, int64_t pad,
+                                             int64_t group, bool has_bias, uint64_t *state)
+{
+    char w[160], bias[160], inputs[480];
+    snprintf(w, sizeof w, "%s_w", name);
+    snprintf(bias, sizeof bias, "%s_b", name);
+    ob_init_rand(b, w, 4, (int64_t[]){K, C / group, R, R}, 1.5f / sqrtf((float)(C / group * R * R)), state);
+    if (has_bias) ob_init_rand(b, bias, 1, (int64_t[]){K}, 0.3f, state);
+    snprintf(inputs, sizeof inputs, "%s,%s%s%s", in, w, has_bias ? "," : "", has_bias ? bias : "");
+    Onnx__NodeProto *n = ob_node(b, "Conv", name, inputs, out);
+    ob_attr_ints(b, n, "pads", 4, (int64_t[]){pad, pad, pad, pad});
+    ob_attr_ints(b, n, "strides", 2, (int64_t[]){stride, stride});
+    if (group != 1) ob_attr_i(b, n, "group", group);
+    return n;
+}
+
+/* An inference BatchNormalization over C channels with random statistics
+ * (variance in [0.5, 1.5]). */
+static inline void ob_batchnorm_rand(onnx_build *b, const char *name, const char *in, const char *out, int64_t C,
+                                     uint64_t *state)
+{
+    char s[160], bb[160], m[160], v[160], inputs[800];
+    snprintf(s, sizeof s, "%s_scale", name);
+    snprintf(bb, sizeof bb, "%s_bias", name);
+    snprintf(m, sizeof m, "%s_mean", name);
+    snprintf(v, sizeof v, "%s_var", name);
+    float *var = ob_zalloc(b, (size_t)C * sizeof *var);
+    for (int64_t i = 0; i < C; i++) var[i] = 1.0f + 0.5f * ob_rand(state);
+    ob_init_rand(b, s, 1, (int64_t[]){C}, 1.0f, state);
+    ob_init_rand(b, bb, 1, (int64_t[]){C}, 0.5f, state);
+    ob_init_rand(b, m, 1, (int64_t[]){C}, 0.5f, state);
+    ob_init_f32(b, v, 1, (int64_t[]){C}, var);
+    snprintf(inputs, sizeof inputs, "%s,%s,%s,%s,%s", in, s, bb, m, v);
+    ob_node(b, "BatchNormalization", name, inputs, out);
 }
 
 /* ---- layers (tests/unit/test_graph_tasks.c, tests/cli/test_cli_tasks.c) ---- */
