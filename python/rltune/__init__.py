@@ -1,6 +1,7 @@
 """rltune: an autotuner and kernel compiler for deep-learning tensor
-programs, from Python. Binds librltune.so through its public C API with
-cffi (ABI mode: nothing compiled at install). docs/python.md.
+programs and whole networks, from Python. Binds librltune.so through its
+public C API with cffi (ABI mode: nothing compiled at install).
+docs/python.md.
 
 Importing the package registers the Gymnasium environments
 rltune/LoopNest-v0 and rltune/Knobs-v0; librltune itself is loaded on first use
@@ -12,6 +13,7 @@ from __future__ import annotations
 import gymnasium
 
 from ._lib import find_library, library_path
+from .arrays import Array, load_npy, save_npy
 from .env import ACTION_NAMES, EnvStats, EvalRequest, EvalResult, Evaluator, LoopTuneEnv
 from .errors import (
     IllegalScheduleError,
@@ -28,6 +30,19 @@ from .gym_env import LoopNestEnv
 from .knobs import ConfigMeasurer, ConfigResult, DatasetInfo, DatasetResult, KnobSpace, measure_dataset
 from .knobs_env import KnobsEnv
 from .measure import BuildOptions, Machine, RunOptions, RunResult, Workload, build_command, machine, measure
+from .model import (
+    LatencyPoint,
+    Model,
+    ModelTensor,
+    ModelTuning,
+    ModelTuningSummary,
+    Net,
+    NetStep,
+    NetTask,
+    OtherKernel,
+    Task,
+    TuningTask,
+)
 from .op import Op, OpInfo, OpParam, op_library
 from .records import Database, Record, RecordTarget, config_key_get
 from .schedule import CSource, Nest, Schedule
@@ -53,12 +68,13 @@ def _register() -> None:
 _register()
 
 __all__ = [
-    "ACTION_NAMES", "BuildOptions", "CSource", "ConfigMeasurer", "ConfigResult", "Database", "DatasetInfo",
+    "ACTION_NAMES", "Array", "BuildOptions", "CSource", "ConfigMeasurer", "ConfigResult", "Database", "DatasetInfo",
     "DatasetResult", "EnvStats", "EvalRequest", "EvalResult", "Evaluator", "IllegalScheduleError",
-    "InternalError", "InvalidArgumentError", "KnobSpace", "KnobsEnv", "LibraryNotFoundError", "LoopNestEnv",
-    "LoopTuneEnv", "Machine", "MeasurementError", "Nest", "Op", "OpInfo", "OpParam", "ParseError", "Record",
-    "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError", "RunOptions", "RunResult",
-    "Schedule", "Session", "SessionSummary", "Workload", "build_command", "config_key_get", "find_library",
-    "library_path", "machine", "measure", "measure_dataset", "op_library", "session_target", "tuner_names",
-    "tuner_summary", "version",
+    "InternalError", "InvalidArgumentError", "KnobSpace", "KnobsEnv", "LatencyPoint", "LibraryNotFoundError",
+    "LoopNestEnv", "LoopTuneEnv", "Machine", "MeasurementError", "Model", "ModelTensor", "ModelTuning",
+    "ModelTuningSummary", "Nest", "Net", "NetStep", "NetTask", "Op", "OpInfo", "OpParam", "OtherKernel",
+    "ParseError", "Record", "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError", "RunOptions",
+    "RunResult", "Schedule", "Session", "SessionSummary", "Task", "TuningTask", "Workload", "build_command",
+    "config_key_get", "find_library", "library_path", "load_npy", "machine", "measure", "measure_dataset",
+    "op_library", "save_npy", "session_target", "tuner_names", "tuner_summary", "version",
 ]

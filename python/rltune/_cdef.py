@@ -383,6 +383,115 @@ typedef struct rlt_config_result {
     double time_median_ms;
     char message[256];
 } rlt_config_result;
+/* rltune/npy.h (the dims' length is RLT_ARRAY_MAX_RANK) */
+typedef enum rlt_elem { RLT_ELEM_F32 = 0, RLT_ELEM_I64 = 1, RLT_ELEM_I32 = 2, RLT_ELEM_BOOL = 3 } rlt_elem;
+#define RLT_ARRAY_MAX_RANK 8
+
+typedef struct rlt_array {
+    rlt_elem elem;
+    int rank;
+    int64_t dims[8];
+    void *data;
+} rlt_array;
+
+/* rltune/model.h */
+typedef struct rlt_model rlt_model;
+
+typedef struct rlt_task {
+    char spec[512];
+    char epilogue[128];
+    int weight;
+    double flops;
+    int n_nodes;
+    const char *const *nodes;
+} rlt_task;
+
+typedef struct rlt_other_kernel {
+    char op_type[64];
+    char reason[256];
+    int count;
+    char first_node[128];
+} rlt_other_kernel;
+
+typedef struct rlt_model_tensor {
+    char name[256];
+    rlt_elem elem;
+    int rank;
+    int64_t dims[8];
+} rlt_model_tensor;
+
+typedef struct rlt_net rlt_net;
+
+typedef struct rlt_net_options {
+    const char *db_path;
+    int n_threads;
+    rlt_build_opts build;
+} rlt_net_options;
+
+typedef enum rlt_net_origin {
+    RLT_NET_FROM_RECORD = 0,
+    RLT_NET_FROM_BASE_RECORD,
+    RLT_NET_FROM_SEED
+} rlt_net_origin;
+
+typedef struct rlt_net_task {
+    char spec[512];
+    int weight;
+    double flops;
+    rlt_net_origin origin;
+    int64_t record_id;
+    double record_ms;
+} rlt_net_task;
+
+typedef struct rlt_net_step {
+    const char *name;
+    const char *what;
+    int task;
+    int n_nodes;
+    double flops;
+    double total_ms;
+} rlt_net_step;
+
+typedef struct rlt_model_tuning rlt_model_tuning;
+
+typedef struct rlt_model_tune_options {
+    rlt_session_options session;
+    int n_trials;
+    bool no_transfer;
+} rlt_model_tune_options;
+
+typedef struct rlt_latency_point {
+    int n_trials;
+    double wall_s;
+    double latency_ms;
+} rlt_latency_point;
+
+typedef struct rlt_model_tuning_summary {
+    int n_tasks;
+    int n_trials;
+    int n_budget;
+    int n_rounds;
+    int n_recorded;
+    int last_task;
+    double wall_s;
+    double latency_ms;
+    double latency_ms_at_open;
+    int n_points;
+    const rlt_latency_point *curve;
+    bool was_stopped;
+} rlt_model_tuning_summary;
+
+typedef struct rlt_tuning_task {
+    char spec[512];
+    int weight;
+    double flops;
+    int n_rounds;
+    int n_trials;
+    int n_recorded;
+    double best_ms;
+    double gradient;
+    bool is_done;
+} rlt_tuning_task;
 """
 
 FUNCTIONS = r"""
@@ -512,6 +621,48 @@ const char *rlt_config_measurer_kind(const rlt_config_measurer *m);
 double rlt_config_measurer_best_gflops(const rlt_config_measurer *m);
 rlt_status rlt_config_measure(rlt_config_measurer *m, int n, const int *configs, rlt_config_result *out, rlt_diag *diag);
 const char *rlt_config_measurer_last_error(const rlt_config_measurer *m);
+const char *rlt_elem_name(rlt_elem e);
+size_t rlt_elem_size(rlt_elem e);
+int64_t rlt_array_n_elems(const rlt_array *a);
+rlt_status rlt_array_create(rlt_elem elem, int rank, const int64_t *dims, rlt_array **out, rlt_diag *diag);
+void rlt_array_destroy(rlt_array *a);
+rlt_status rlt_npy_load(const char *path, rlt_array **out, rlt_diag *diag);
+rlt_status rlt_npy_save(const char *path, const rlt_array *a, rlt_diag *diag);
+rlt_status rlt_model_load(const char *path, rlt_model **out, rlt_diag *diag);
+void rlt_model_destroy(rlt_model *m);
+const char *rlt_model_last_error(const rlt_model *m);
+char *rlt_model_text(const rlt_model *m);
+int rlt_model_opset(const rlt_model *m);
+int rlt_model_n_nodes(const rlt_model *m);
+int rlt_model_n_inputs(const rlt_model *m);
+int rlt_model_n_outputs(const rlt_model *m);
+rlt_status rlt_model_tasks(rlt_model *m, rlt_task **out, int *out_n, rlt_diag *diag);
+rlt_status rlt_model_other_kernels(rlt_model *m, rlt_other_kernel **out, int *out_n, rlt_diag *diag);
+void rlt_model_input(const rlt_model *m, int i, rlt_model_tensor *out);
+void rlt_model_output(const rlt_model *m, int i, rlt_model_tensor *out);
+rlt_status rlt_model_random_inputs(const rlt_model *m, uint64_t seed, rlt_array **out, rlt_diag *diag);
+rlt_status rlt_model_evaluate(rlt_model *m, const rlt_array *const *inputs, rlt_array **outputs, rlt_diag *diag);
+void rlt_net_options_init(rlt_net_options *o);
+rlt_status rlt_model_compile(rlt_model *m, const rlt_net_options *o, rlt_net **out, rlt_diag *diag);
+void rlt_net_destroy(rlt_net *n);
+rlt_status rlt_net_run(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs, rlt_diag *diag);
+void rlt_net_profile(rlt_net *n, bool on);
+int rlt_net_n_tasks(const rlt_net *n);
+void rlt_net_task_get(const rlt_net *n, int i, rlt_net_task *out);
+int rlt_net_n_steps(const rlt_net *n);
+void rlt_net_step_get(const rlt_net *n, int i, rlt_net_step *out);
+int64_t rlt_net_activation_bytes(const rlt_net *n);
+int64_t rlt_net_extra_bytes(const rlt_net *n);
+double rlt_net_compile_s(const rlt_net *n);
+void rlt_model_tune_options_init(rlt_model_tune_options *o);
+rlt_status rlt_model_tuning_open(rlt_model *m, const rlt_model_tune_options *o, rlt_model_tuning **out, rlt_diag *diag);
+rlt_status rlt_model_tuning_step(rlt_model_tuning *t, rlt_diag *diag);
+bool rlt_model_tuning_is_done(const rlt_model_tuning *t);
+rlt_status rlt_model_tuning_finish(rlt_model_tuning *t, rlt_diag *diag);
+void rlt_model_tuning_destroy(rlt_model_tuning *t);
+const char *rlt_model_tuning_last_error(const rlt_model_tuning *t);
+void rlt_model_tuning_summary_get(const rlt_model_tuning *t, rlt_model_tuning_summary *out);
+void rlt_model_tuning_task_get(const rlt_model_tuning *t, int i, rlt_tuning_task *out);
 """
 
 LIBC = r"""
@@ -545,4 +696,15 @@ STRUCTS = (
     "rlt_dataset_result",
     "rlt_config_measurer_options",
     "rlt_config_result",
+    "rlt_array",
+    "rlt_task",
+    "rlt_other_kernel",
+    "rlt_model_tensor",
+    "rlt_net_options",
+    "rlt_net_task",
+    "rlt_net_step",
+    "rlt_model_tune_options",
+    "rlt_latency_point",
+    "rlt_model_tuning_summary",
+    "rlt_tuning_task",
 )

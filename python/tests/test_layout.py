@@ -37,7 +37,7 @@ def _compiler() -> str:
 
 def _constants() -> dict[str, int]:
     values: dict[str, int] = {}
-    for enum in ("rlt_status", "rlt_session_option", "rlt_env_action"):
+    for enum in ("rlt_status", "rlt_session_option", "rlt_env_action", "rlt_elem", "rlt_net_origin"):
         for value, name in ffi.typeof(enum).elements.items():
             values[name] = value
     for name, value in re.findall(r"#define (\w+) (\d+)", _cdef.TYPES):
@@ -112,3 +112,18 @@ def test_env_constants_match() -> None:
     assert OBS_LEN == consts["RLT_ENV_OBS_LEN"]
     assert OBS_VERSION == consts["RLT_ENV_OBS_VERSION"]
     assert list(ACTION_NAMES) == [ffi.string(lib().rlt_env_action_name(a)).decode() for a in range(N_ACTIONS)]
+
+
+def test_array_and_net_constants_match() -> None:
+    from rltune import arrays, model
+
+    consts = _constants()
+    assert arrays.MAX_RANK == consts["RLT_ARRAY_MAX_RANK"]
+    for elem, (name, dtype) in enumerate(zip(arrays.ELEM_NAMES, arrays.ELEM_DTYPES)):
+        assert ffi.string(lib().rlt_elem_name(elem)).decode() == name
+        assert lib().rlt_elem_size(elem) == dtype.itemsize
+    assert consts["RLT_ELEM_BOOL"] == len(arrays.ELEM_NAMES) - 1
+    origins = ffi.typeof("rlt_net_origin").elements
+    assert [origins[i] for i in range(len(model.ORIGINS))] == [
+        "RLT_NET_FROM_" + o.upper() for o in model.ORIGINS
+    ]

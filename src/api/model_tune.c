@@ -36,6 +36,7 @@ struct rlt_model_tuning {
     rlt_model_tune_options o;
     char *db_path;        /* owned copies of the borrowed strings sessions open with */
     char *tuner;
+    char *cc, *cflags, *cache_dir, *tuner_config_path, *tuner_options;
     int n_tasks;
     tuning_task *tasks;
     int n_trials, n_rounds, n_recorded, last_task;
@@ -76,9 +77,27 @@ static bool count_record(const rlt_record *r, void *ctx)
     return true;
 }
 
+/* *out = a copy of s (NULL stays NULL); false when out of memory. */
+static bool copy_opt(char **out, const char *s)
+{
+    *out = s ? rlt_strdup(s) : NULL;
+    return !s || *out;
+}
+
 static rlt_status check_options(const rlt_model_tune_options *o, rlt_diag *diag)
 {
     const rlt_session_options *s = &o->session;
+    /* the sessions open at their tasks' first rounds: what they would refuse
+     * for every task is refused now */
+    if (s->tuner && !rlt_tuner_summary(s->tuner)) {
+        char names[256];
+        rlt_tuner_names_with(0, names, sizeof names);
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "unknown tuner '%.64s'; tuners: %s", s->tuner, names);
+    }
+    if (s->batch_size < 1 || s->batch_size > 256 || s->n_threads < 1 || s->n_threads > RLT_MAX_THREADS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "batch size %d (1 to 256) or thread count %d (1 to %d) out of range", s->batch_size,
+                        s->n_threads, RLT_MAX_THREADS);
     if (o->n_trials < 1)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the network's trials must be at least 1, got %d",
                         o->n_trials);
@@ -127,12 +146,24 @@ rlt_status rlt_model_tuning_open(rlt_model *m, const rlt_model_tune_options *o, 
     if (st != RLT_STATUS_OK) return rlt_model_noted(m, st, &d, diag);
     rlt_model_tuning *t = rlt_calloc(1, sizeof *t);
     if (!t || !(t->db_path = rlt_strdup(o->session.db_path)) ||
-        !(t->tuner = rlt_strdup(o->session.tuner ? o->session.tuner : "xgb-rank"))) {
+        !(t->tuner = rlt_strdup(o->session.tuner ? o->session.tuner : "xgb-rank")) ||
+        !copy_opt(&t->cc, o->session.build.cc) || !copy_opt(&t->cflags, o->session.build.cflags) ||
+        !copy_opt(&t->cache_dir, o->session.build.cache_dir) ||
+        !copy_opt(&t->tuner_config_path, o->session.tuner_config_path) ||
+        !copy_opt(&t->tuner_options, o->session.tuner_options)) {
         st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory opening the network's tuning");
         goto cleanup;
     }
     t->model = m;
     t->o = *o;
+    /* the sessions open later: every string they read is the tuning's own copy */
+    t->o.session.db_path = t->db_path;
+    t->o.session.tuner = t->tuner;
+    t->o.session.build.cc = t->cc;
+    t->o.session.build.cflags = t->cflags;
+    t->o.session.build.cache_dir = t->cache_dir;
+    t->o.session.tuner_config_path = t->tuner_config_path;
+    t->o.session.tuner_options = t->tuner_options;
     t->last_task = -1;
     t->t0_ns = rlt_time_ns();
     rlt_rng_seed(&t->rng, o->session.seed);
@@ -170,6 +201,11 @@ void rlt_model_tuning_destroy(rlt_model_tuning *t)
     }
     rlt_free(t->tasks);
     rlt_free(t->curve);
+    rlt_free(t->tuner_options);
+    rlt_free(t->tuner_config_path);
+    rlt_free(t->cache_dir);
+    rlt_free(t->cflags);
+    rlt_free(t->cc);
     rlt_free(t->tuner);
     rlt_free(t->db_path);
     rlt_free(t);
@@ -201,8 +237,6 @@ static void scheduler_view(const rlt_model_tuning *t, rlt_task_state *states, do
 static rlt_status open_session(rlt_model_tuning *t, tuning_task *k, rlt_diag *diag)
 {
     rlt_session_options so = t->o.session;
-    so.db_path = t->db_path;
-    so.tuner = t->tuner;
     so.n_trials = k->n_recorded + t->o.n_trials; /* the network's budget bounds it, not this */
     if (so.n_trials > 1000000) so.n_trials = 1000000;
     so.progress = NULL;
@@ -308,15 +342,12 @@ rlt_status rlt_model_tuning_step(rlt_model_tuning *t, rlt_diag *diag)
     k->is_done = rlt_session_is_done(k->session);
     t->n_rounds++;
     t->last_task = i;
-    if (st != RLT_STATUS_OK) {
-        rlt_diag_prefix(&d, "task %s", k->spec);
-        return noted(t, st, &d, diag);
-    }
-    if (push_point(t, current_latency(t)) != RLT_STATUS_OK) {
+    /* a point every round, a failed one too: what it measured is stored */
+    if (push_point(t, current_latency(t)) != RLT_STATUS_OK && st == RLT_STATUS_OK)
         st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory tuning the network");
-        return noted(t, st, &d, diag);
-    }
-    return RLT_STATUS_OK;
+    else if (st != RLT_STATUS_OK)
+        rlt_diag_prefix(&d, "task %s", k->spec);
+    return st == RLT_STATUS_OK ? st : noted(t, st, &d, diag);
 }
 
 rlt_status rlt_model_tuning_finish(rlt_model_tuning *t, rlt_diag *diag)
@@ -357,6 +388,7 @@ void rlt_model_tuning_summary_get(const rlt_model_tuning *t, rlt_model_tuning_su
 
 void rlt_model_tuning_task_get(const rlt_model_tuning *t, int i, rlt_tuning_task *out)
 {
+    RLT_ASSERT(i >= 0 && i < t->n_tasks);
     const tuning_task *k = &t->tasks[i];
     memset(out, 0, sizeof *out);
     snprintf(out->spec, sizeof out->spec, "%s", k->spec);

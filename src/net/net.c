@@ -18,6 +18,7 @@
 #include "codegen/codegen.h"
 #include "graph/memplan.h"
 #include "ir/ir.h"
+#include "net/ops.h"
 #include "measure/measure.h"
 #include "rltune/records.h"
 #include "rltune/session.h"
@@ -51,7 +52,9 @@ typedef struct bound {
 } bound;
 
 typedef struct net_step {
-    int task;     /* -1: an evaluated node */
+    int task;     /* -1: a node run by rltune's own code (fast, or else the evaluator's) */
+    rlt_fast_op *fast; /* task -1: its fast implementation, or NULL: the evaluator's */
+    bool is_view; /* task -1: its output shares its input's buffer; nothing to run */
     int node;     /* the kernel node, or the evaluated node */
     int n_nodes;
     bound bind[RLT_MAX_TENSORS];
@@ -71,6 +74,7 @@ struct rlt_net {
     int n_steps;
     net_step *steps;
     void **vals;          /* per tensor: its constant data, or its place in the arena, or NULL */
+    int *alias;           /* per tensor: the tensor whose buffer it shares (a view's input), or itself */
     void *arena_raw;
     int64_t arena_bytes;
     void **allocs;        /* buffers made here (aligned pointers' raw allocations) */
@@ -367,6 +371,11 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning the network");
         goto cleanup;
     }
+    if (!(n->alias = rlt_malloc(((size_t)g->n_tensors + 1) * sizeof *n->alias))) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning the network");
+        goto cleanup;
+    }
+    for (int t = 0; t < g->n_tensors; t++) n->alias[t] = t;
     for (int i = 0; i < g->n_nodes; i++) task_of[i] = occ_of[i] = -1;
     for (int t = 0; t < gt->n_tasks; t++) {
         const rlt_graph_task *task = &gt->tasks[t];
@@ -389,6 +398,13 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
                 st = rlt_graph_node_fail(g, node, diag, RLT_STATUS_INVALID_ARGUMENT, "op %s cannot be run",
                                          node->op_type);
                 goto cleanup;
+            }
+            if ((st = rlt_fast_op_create(g, i, &s->fast, diag)) != RLT_STATUS_OK) goto cleanup;
+            /* a view of an activation shares its buffer: nothing is copied */
+            int in = node->n_inputs > 0 ? node->inputs[0] : -1;
+            if (rlt_fast_op_is_view(g, i) && in >= 0 && !g->tensors[in].data) {
+                s->is_view = true;
+                n->alias[node->outputs[0]] = n->alias[in];
             }
             continue;
         }
@@ -424,11 +440,13 @@ static int step_reads(const rlt_net *n, const net_step *s, int *reads, int cap)
 
 /* Places every activation (non-constant tensor a step or the caller writes)
  * in the arena. Step i runs at time i + 1; inputs are written at 0, outputs
- * read at n_steps + 1. */
+ * read at n_steps + 1. A view's output is its input's block, which lives
+ * until the last read of either. */
 static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
 {
     const rlt_graph *g = n->g;
     int nt = g->n_tensors;
+    const int *root = n->alias; /* a view and its input are one block, the input's */
     rlt_mem_block *blocks = rlt_calloc((size_t)nt + 1, sizeof *blocks);
     bool *is_live = rlt_calloc((size_t)nt + 1, sizeof *is_live);
     rlt_status st = RLT_STATUS_OK;
@@ -447,10 +465,10 @@ static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
         int reads[64];
         int n_reads = step_reads(n, s, reads, 64);
         for (int r = 0; r < n_reads; r++)
-            if (!g->tensors[reads[r]].data) blocks[reads[r]].last = time;
+            if (!g->tensors[reads[r]].data && blocks[root[reads[r]]].last < time) blocks[root[reads[r]]].last = time;
         const rlt_graph_node *node = &g->nodes[s->node];
         int n_writes = s->task < 0 ? node->n_outputs : 1;
-        for (int w = 0; w < n_writes; w++) {
+        for (int w = 0; w < n_writes && !s->is_view; w++) {
             int t = s->task < 0 ? node->outputs[w] : s->out;
             if (t < 0 || g->tensors[t].data) continue;
             blocks[t].first = time;
@@ -458,9 +476,9 @@ static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
             is_live[t] = true;
         }
     }
-    for (int i = 0; i < g->n_outputs; i++) blocks[g->outputs[i]].last = n->n_steps + 1;
+    for (int i = 0; i < g->n_outputs; i++) blocks[root[g->outputs[i]]].last = n->n_steps + 1;
     for (int t = 0; t < nt; t++) {
-        if (!is_live[t]) {
+        if (!is_live[t] || root[t] != t) {
             blocks[t] = (rlt_mem_block){.bytes = 0, .first = 0, .last = 0};
             continue;
         }
@@ -474,7 +492,7 @@ static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
     }
     char *arena = (char *)(((uintptr_t)n->arena_raw + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
     for (int t = 0; t < nt; t++)
-        n->vals[t] = g->tensors[t].data ? g->tensors[t].data : is_live[t] ? arena + blocks[t].offset : NULL;
+        n->vals[t] = g->tensors[t].data ? g->tensors[t].data : is_live[root[t]] ? arena + blocks[root[t]].offset : NULL;
 cleanup:
     rlt_free(is_live);
     rlt_free(blocks);
@@ -590,10 +608,12 @@ void rlt_net_destroy(rlt_net *n)
         rlt_kernel_src_free(&n->kernels[i].src);
         if (n->kernels[i].lib) dlclose(n->kernels[i].lib);
     }
+    for (int i = 0; n->steps && i < n->n_steps; i++) rlt_fast_op_destroy(n->steps[i].fast);
     for (int i = 0; i < n->n_allocs; i++) rlt_free(n->allocs[i]);
     rlt_free(n->allocs);
     rlt_free(n->arena_raw);
     rlt_free(n->vals);
+    rlt_free(n->alias);
     rlt_free(n->steps);
     rlt_free(n->kernels);
     rlt_free(n->tasks);
@@ -618,7 +638,9 @@ rlt_status rlt_net_run_buffers(rlt_net *n, const void *const *inputs, void *cons
             const net_kernel *k = &n->kernels[s->task];
             if (s->is_prepared_each_run) k->prepare(s->tensors, s->workspace, n->n_threads);
             k->run(s->tensors, s->workspace, n->n_threads);
-        } else {
+        } else if (s->fast && !s->is_view) {
+            rlt_fast_op_run(s->fast, n->vals);
+        } else if (!s->is_view) {
             rlt_status st = rlt_graph_eval_node(g, s->node, n->vals, diag);
             if (st != RLT_STATUS_OK) return st;
         }

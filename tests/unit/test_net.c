@@ -323,6 +323,69 @@ Test(net, depthwise_and_fallbacks)
     rlt_graph_destroy(g);
 }
 
+/* A small attention block (opset 17): views (Reshape) sharing their input's
+ * buffer, Transposes, Softmax, Div, a residual Add and LayerNormalization
+ * on the fast ops, batch_matmuls of computed operands, dense Q/K/V. */
+Test(net, attention_block_views_and_fast_ops)
+{
+    onnx_build b;
+    rng_state = 21;
+    ob_init(&b, 17);
+    ob_input(&b, "x", OB_F32, 3, D(1, 8, 16));
+    const char *qkv[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        char w[16], bias[16], m[16], a[16], r[16], t[16], in[64];
+        snprintf(w, sizeof w, "w%s", qkv[i]);
+        snprintf(bias, sizeof bias, "b%s", qkv[i]);
+        snprintf(m, sizeof m, "%s0", qkv[i]);
+        snprintf(a, sizeof a, "%s1", qkv[i]);
+        snprintf(r, sizeof r, "%s2", qkv[i]);
+        snprintf(t, sizeof t, "%s3", qkv[i]);
+        init_rand(&b, w, 2, D(16, 16), 0.4f);
+        init_rand(&b, bias, 1, D(16), 0.2f);
+        snprintf(in, sizeof in, "x,%s", w);
+        ob_node(&b, "MatMul", m, in, m);
+        snprintf(in, sizeof in, "%s,%s", bias, m);
+        ob_node(&b, "Add", a, in, a);
+        char shape[16];
+        snprintf(shape, sizeof shape, "shape_%s", qkv[i]);
+        ob_init_i64(&b, shape, 4, (const int64_t[]){1, 8, 2, 8});
+        snprintf(in, sizeof in, "%s,%s", a, shape);
+        ob_node(&b, "Reshape", r, in, r);
+        Onnx__NodeProto *tr = ob_node(&b, "Transpose", t, r, t);
+        ob_attr_ints(&b, tr, "perm", 4, i == 1 ? D(0, 2, 3, 1) : D(0, 2, 1, 3));
+    }
+    ob_node(&b, "MatMul", "scores", "q3,k3", "s0");
+    float eight = 2.8284271f;
+    ob_init_f32(&b, "scale", 0, NULL, &eight);
+    ob_node(&b, "Div", "scaled", "s0,scale", "s1");
+    Onnx__NodeProto *sm = ob_node(&b, "Softmax", "softmax", "s1", "p");
+    ob_attr_i(&b, sm, "axis", -1);
+    ob_node(&b, "MatMul", "context", "p,v3", "c0");
+    Onnx__NodeProto *ct = ob_node(&b, "Transpose", "ctx_t", "c0", "c1");
+    ob_attr_ints(&b, ct, "perm", 4, D(0, 2, 1, 3));
+    ob_init_i64(&b, "shape_c", 3, (const int64_t[]){1, 8, 16});
+    ob_node(&b, "Reshape", "ctx_r", "c1,shape_c", "c2");
+    ob_node(&b, "Add", "residual", "c2,x", "h");
+    init_rand(&b, "ln_s", 1, D(16), 1.0f);
+    init_rand(&b, "ln_b", 1, D(16), 0.3f);
+    Onnx__NodeProto *ln = ob_node(&b, "LayerNormalization", "ln", "h,ln_s,ln_b", "y");
+    ob_attr_i(&b, ln, "axis", -1);
+    ob_output(&b, "y");
+    rlt_graph *g = load_folded(&b);
+    rlt_net *n = compile_ok(g, 1, NULL);
+    check_against_reference(n, g, 8);
+    cr_expect_geq(task_index(n, "dense:M=8,N=16,K=16,bias=1,relu=0"), 0, "Q, K, V with the bias-first Add");
+    cr_expect_geq(task_index(n, "batch_matmul:B=2,M=8,N=8,K=8"), 0);
+    /* the views take no room: four Reshapes less than a copy each would */
+    int64_t all = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (!g->tensors[t].data) all += (int64_t)bytes_of(&g->tensors[t]);
+    cr_expect_lt(rlt_net_activation_bytes(n), all);
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
+
 /* ---- records --------------------------------------------------------------- */
 
 static char db_dir[] = "/tmp/rlt_net_XXXXXX";
