@@ -16,6 +16,9 @@ For every model (written by make_models.py into --dir when absent, seed 0):
    median and min of R runs after warm-up, its own check against its
    reference, and the output compared with ONNX Runtime's (max |diff| over
    max |ORT|; the bar is 1e-4).
+Steps 1 and 3 alternate --rounds times (default 3); the table gives the
+median of the rounds' medians (the JSON each round's): on a shared host the
+second core's speed comes and goes, and alternating exposes both to it.
 
 Prints a markdown table (ratio = rltune median / ORT median: below 1 is
 faster than ORT) and, with --json, writes every number. Each step runs
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -58,6 +62,7 @@ def main() -> int:
     ap.add_argument("--tune-trials", type=int, default=0)
     ap.add_argument("--tuner", default="xgb-rank")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3, help="ORT and rltune alternately this many times")
     ap.add_argument("--rltune", default=str(ROOT / "build" / "rltune"))
     ap.add_argument("--json", help="write every number to this file")
     args = ap.parse_args()
@@ -74,11 +79,7 @@ def main() -> int:
         x, y_ort = d / f"{m}.in.npy", d / f"{m}.out.npy"
         row = {"model": m, "threads": {}}
         for t in threads:
-            ort = run_json(pin(t) + [py, str(HERE / "ort_baseline.py"), str(onnx_path), "--seed", "0",
-                                     "--write-input", str(x), "--write-output", str(y_ort), "--threads", str(t),
-                                     "--repeat", str(args.repeat), "--json"])
-            cell = {"ort_median_ms": ort["threads"][str(t)]["median_ms"],
-                    "ort_min_ms": ort["threads"][str(t)]["min_ms"]}
+            cell = {}
             if args.tune_trials > 0:
                 assert args.db, "--tune-trials needs --db"
                 t0 = time.time()
@@ -87,15 +88,29 @@ def main() -> int:
                 cell["tune_wall_s"] = time.time() - t0
                 cell["tune_trials"] = tune["trials"] + tune["recorded"]
                 cell["tune_latency_estimate_ms"] = tune["latency_ms"]
+            # ORT and rltune alternately, --rounds times: the median of the
+            # rounds' medians (a shared host's second core comes and goes)
             y_rlt = d / f"{m}.rltune.t{t}.npy"
             cmd = pin(t) + [args.rltune, "run", "--model", str(onnx_path), "--input", str(x), "--output", str(y_rlt),
                             "--threads", str(t), "--repeat", str(args.repeat), "--json"]
             if args.db:
                 cmd += ["--db", args.db]
-            rl = run_json(cmd, cwd=d)
+            ort_runs, rl_runs = [], []
+            for _ in range(args.rounds):
+                ort_runs.append(run_json(pin(t) + [py, str(HERE / "ort_baseline.py"), str(onnx_path), "--seed", "0",
+                                                   "--write-input", str(x), "--write-output", str(y_ort),
+                                                   "--threads", str(t), "--repeat", str(args.repeat),
+                                                   "--json"])["threads"][str(t)])
+                rl_runs.append(run_json(cmd, cwd=d))
+            rl = rl_runs[0]
             ours, theirs = np.load(y_rlt), np.load(y_ort)
-            cell.update({"rltune_median_ms": rl["latency_ms"]["median"], "rltune_min_ms": rl["latency_ms"]["min"],
-                         "rltune_correct": rl["correct"], "tasks_tuned": rl["tasks_tuned"],
+            cell.update({"ort_median_ms": statistics.median(r["median_ms"] for r in ort_runs),
+                         "ort_min_ms": min(r["min_ms"] for r in ort_runs),
+                         "ort_round_medians_ms": [r["median_ms"] for r in ort_runs],
+                         "rltune_median_ms": statistics.median(r["latency_ms"]["median"] for r in rl_runs),
+                         "rltune_min_ms": min(r["latency_ms"]["min"] for r in rl_runs),
+                         "rltune_round_medians_ms": [r["latency_ms"]["median"] for r in rl_runs],
+                         "rltune_correct": all(r["correct"] for r in rl_runs), "tasks_tuned": rl["tasks_tuned"],
                          "tasks_untuned": rl["tasks_untuned"], "compile_s": rl["compile_s"],
                          "peak_memory_bytes": rl["peak_memory_bytes"],
                          "error_vs_ort": float(np.abs(ours - theirs).max() / np.abs(theirs).max())})
@@ -105,7 +120,8 @@ def main() -> int:
                   f"({cell['ratio']:.2f}x), error vs ORT {cell['error_vs_ort']:.2e}", file=sys.stderr)
         results.append(row)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print(f"\n{time.strftime('%Y-%m-%d')}, {cpu}, batch 1, median of {args.repeat} runs, "
+    print(f"\n{time.strftime('%Y-%m-%d')}, {cpu}, batch 1, median of {args.rounds} rounds' medians of "
+          f"{args.repeat} runs, "
           f"{'db ' + args.db if args.db else 'untuned (seed schedules)'}\n")
     print("| model | threads | ONNX Runtime ms | rltune ms | rltune / ORT | tasks tuned | error vs ORT |")
     print("|---|---|---|---|---|---|---|")

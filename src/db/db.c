@@ -371,22 +371,13 @@ static rlt_status check_file(const char *path, bool is_read_only, bool *out_is_n
         *out_is_new = true;
         return RLT_STATUS_OK;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rlt_fail(diag, RLT_STATUS_IO_ERROR, "cannot open database '%s': %s", path, strerror(errno));
-    char header[16];
-    size_t n = 0;
-    while (n < sizeof header) {
-        ssize_t got = read(fd, header + n, sizeof header - n);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        n += (size_t)got;
-    }
-    close(fd);
-    if (n < sizeof header || memcmp(header, "SQLite format 3", sizeof header) != 0)
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "'%s' is not an SQLite database; rltune left it as it is: name a new file or an rltune "
-                        "records database",
-                        path);
+    /* Whether it is an SQLite file at all is the read-only connection's to
+     * say (connect_inspect). Never open() and close() the file here: closing
+     * any descriptor of a file drops every POSIX lock this process holds on
+     * it, the locks of its open connections to the database included, and
+     * another process could then take the file for its own (checkpoint and
+     * delete the WAL under them: "disk I/O error (No such file or
+     * directory)"). */
     return RLT_STATUS_OK;
 }
 
@@ -518,6 +509,35 @@ static rlt_status inspect_in_read_tx(rlt_db *db, int *out_version, rlt_diag *dia
     rlt_status status = inspect(db, out_version, diag);
     exec_sql(db, "ROLLBACK"); /* read only: ending it any way is the same */
     return status;
+}
+
+/* False when the connection's file holds bytes but not SQLite's header.
+ * Read through SQLite's own descriptor of the file (not one of ours, whose
+ * close would drop this process's locks on it: check_file). */
+static bool has_sqlite_header(rlt_db *db)
+{
+    sqlite3_file *f = NULL;
+    if (sqlite3_file_control(db->conn, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods)
+        return true; /* nothing to judge by: SQLite's own reads will say */
+    sqlite3_int64 size = 0;
+    if (f->pMethods->xFileSize(f, &size) != SQLITE_OK || size == 0) return true;
+    char header[16];
+    int rc = f->pMethods->xRead(f, header, (int)sizeof header, 0); /* a short read zero-fills */
+    return (rc == SQLITE_OK || rc == SQLITE_IOERR_SHORT_READ) && memcmp(header, "SQLite format 3", 16) == 0;
+}
+
+/* Connects with `flags` and inspects the schema: a file that is not an
+ * SQLite database is refused first, by its header (a read-only connection
+ * changes nothing). */
+static rlt_status connect_inspect(rlt_db *db, int flags, int *out_version, rlt_diag *diag)
+{
+    rlt_status status = db_connect(db, flags, diag);
+    if (status == RLT_STATUS_OK && !has_sqlite_header(db))
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "'%s' is not an SQLite database; rltune left it as it is: name a new file or an rltune "
+                        "records database",
+                        db->path);
+    return status == RLT_STATUS_OK ? inspect_in_read_tx(db, out_version, diag) : status;
 }
 
 /* Steps a statement that SQLite may answer with SQLITE_BUSY at once,
@@ -923,14 +943,12 @@ rlt_status rlt_db_open_for_tests(const char *path, const rlt_db_opts *opts, cons
          * WAL into it on close. (Reading a WAL database of someone else may
          * leave empty -wal and -shm files beside it; the file itself is
          * untouched.) */
-        status = db_connect(db, SQLITE_OPEN_READONLY, diag);
-        if (status == RLT_STATUS_OK) status = inspect_in_read_tx(db, &version, diag);
+        status = connect_inspect(db, SQLITE_OPEN_READONLY, &version, diag);
         db_disconnect(db);
         if (status != RLT_STATUS_OK) goto cleanup;
     }
-    status = db_connect(db, o.is_read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                        diag);
-    if (status == RLT_STATUS_OK) status = inspect_in_read_tx(db, &version, diag);
+    status = connect_inspect(db, o.is_read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                             &version, diag);
     if (status != RLT_STATUS_OK) goto cleanup;
     if (o.is_read_only) {
         if (version == 0) {

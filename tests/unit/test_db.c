@@ -700,6 +700,89 @@ Test(db, concurrent_writers_lose_nothing)
     free(dir);
 }
 
+/* Processes that keep one connection open and open, write and close more
+ * beside it, over and over, as a network's tuning does (a connection per
+ * task, opened while the others are open) with `rltune run` or `best`
+ * reading in another process. Every close may be the last connection's,
+ * which checkpoints the WAL and deletes the -wal and -shm files: it must
+ * never be taken for the last while another process has a connection open
+ * (opening a database once read its header through a descriptor of its
+ * own, whose close dropped the process's locks on the file: the other
+ * process then deleted the WAL under the open connections, and they failed
+ * with "disk I/O error (No such file or directory)"). */
+#define N_OPENERS 3
+#define OPENS_EACH 120
+
+static void opener_child(const char *path, int who, int start_fd)
+{
+    char c;
+    if (read(start_fd, &c, 1) < 0) _exit(90);
+    rlt_db *keeper = NULL;
+    rlt_diag kd = {0};
+    if (rlt_db_open(path, NULL, &keeper, &kd) != RLT_STATUS_OK) {
+        fprintf(stderr, "opener %d, keeper: %s\n", who, kd.message);
+        _exit(93);
+    }
+    for (int i = 0; i < OPENS_EACH; i++) {
+        rlt_db *db = NULL;
+        rlt_diag d = {0};
+        bool is_reader = who == 0 && i % 2 == 1; /* one of them also opens read-only */
+        if (rlt_db_open(path, &(rlt_db_opts){.is_read_only = is_reader}, &db, &d) != RLT_STATUS_OK) {
+            fprintf(stderr, "opener %d, open %d%s: %s\n", who, i, is_reader ? " (read-only)" : "", d.message);
+            _exit(91);
+        }
+        if (!is_reader) {
+            char config[64];
+            snprintf(config, sizeof config, "opener=%d;i=%d", who, i);
+            rlt_record r = make_record("matmul:M=64,N=64,K=64", config, i);
+            /* half through the connection just opened, half through the one kept open */
+            if (rlt_db_append(i % 4 < 2 ? db : keeper, 1, &r, &d) != RLT_STATUS_OK) {
+                fprintf(stderr, "opener %d, append %d: %s\n", who, i, d.message);
+                _exit(92);
+            }
+        }
+        rlt_db_close(db);
+        int64_t n = 0;
+        if (rlt_db_count(keeper, NULL, &n, &d) != RLT_STATUS_OK) { /* the kept connection still reads */
+            fprintf(stderr, "opener %d, count %d: %s\n", who, i, d.message);
+            _exit(94);
+        }
+    }
+    rlt_db_close(keeper);
+    _exit(0);
+}
+
+Test(db, processes_opening_and_closing_at_once_never_fail)
+{
+    char *dir = make_temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/shared.db", dir);
+    rlt_db_close(open_db(path, NULL)); /* the file exists: every opener judges it read-only first */
+    int start[2];
+    cr_assert_eq(pipe(start), 0);
+    pid_t pids[N_OPENERS];
+    for (int w = 0; w < N_OPENERS; w++) {
+        pids[w] = fork();
+        cr_assert_neq(pids[w], -1);
+        if (pids[w] == 0) {
+            close(start[1]);
+            opener_child(path, w, start[0]);
+        }
+    }
+    close(start[0]);
+    close(start[1]);
+    for (int w = 0; w < N_OPENERS; w++) {
+        int ws = 0;
+        cr_assert_eq(waitpid(pids[w], &ws, 0), pids[w]);
+        cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "opener %d failed (status %d)", w, ws);
+    }
+    rlt_db *db = open_db(path, NULL);
+    cr_expect_eq(count(db, NULL), N_OPENERS * OPENS_EACH - OPENS_EACH / 2);
+    rlt_db_close(db);
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
 typedef struct batch_scan {
     int max_batch;
     int per_batch[100000];
