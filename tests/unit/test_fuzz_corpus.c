@@ -15,7 +15,11 @@
  *   Files named ok_* must import; bad_L<n>_* must be refused naming line
  *   <n>; any other name (a fuzzer's find) may go either way. A line over
  *   the 1 MiB limit is made here rather than committed. Nothing may leak
- *   (checked in the sanitizer build). */
+ *   (checked in the sanitizer build).
+ * - The .npy reader (tests/fuzz/corpus/npy/, grown by tests/fuzz/fuzz_npy.c)
+ *   through rlt_npy_load: ok_* must load, and save and load back the same;
+ *   bad_* must be refused with a message that starts with the path; any
+ *   other name may go either way. */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -27,9 +31,11 @@
 #include "../common/tmp.h"
 #include "db/db.h"
 #include "ir/ir.h"
+#include "rltune/npy.h"
 
 #define CORPUS_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/op"
 #define RECORDS_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/records"
+#define NPY_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/npy"
 
 static void check(const char *file, const char *what, rlt_status st, rlt_op *op, const rlt_diag *d)
 {
@@ -283,4 +289,49 @@ Test(fuzz_corpus, records_line_over_a_mebibyte_is_refused)
     tmp_remove_tree(tmp);
     free(tmp);
     assert_no_leaks();
+}
+
+Test(fuzz_corpus, npy_files_load_and_round_trip_or_are_refused_by_name)
+{
+    DIR *dir = opendir(NPY_DIR);
+    cr_assert_not_null(dir, "cannot open %s", NPY_DIR);
+    char *tmp = tmp_dir_make("/tmp/rlt_fuzz_npy_XXXXXX");
+    char out_path[512];
+    snprintf(out_path, sizeof out_path, "%s/out.npy", tmp);
+    int n_files = 0, n_ok = 0, n_refused = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", NPY_DIR, entry->d_name);
+        n_files++;
+        rlt_array *a = NULL, *b = NULL;
+        rlt_diag d = {0};
+        rlt_status st = rlt_npy_load(path, &a, &d);
+        if (st != RLT_STATUS_OK) {
+            cr_assert(strncmp(entry->d_name, "ok_", 3) != 0, "%s must load: %s", entry->d_name, d.message);
+            cr_assert_null(a, "%s: refused but handed out an array", entry->d_name);
+            cr_assert(strncmp(d.message, path, strlen(path)) == 0, "%s: message '%s' does not name the file",
+                      entry->d_name, d.message);
+            n_refused++;
+            continue;
+        }
+        cr_assert(strncmp(entry->d_name, "bad_", 4) != 0, "%s must be refused", entry->d_name);
+        cr_assert_eq(rlt_npy_save(out_path, a, &d), RLT_STATUS_OK, "%s: %s", entry->d_name, d.message);
+        cr_assert_eq(rlt_npy_load(out_path, &b, &d), RLT_STATUS_OK, "%s: %s", entry->d_name, d.message);
+        cr_assert(b->elem == a->elem && b->rank == a->rank, "%s", entry->d_name);
+        for (int i = 0; i < a->rank; i++) cr_assert_eq(b->dims[i], a->dims[i], "%s", entry->d_name);
+        size_t bytes = (size_t)rlt_array_n_elems(a) * rlt_elem_size(a->elem);
+        cr_assert(!bytes || memcmp(a->data, b->data, bytes) == 0, "%s: data differ", entry->d_name);
+        rlt_array_destroy(a);
+        rlt_array_destroy(b);
+        n_ok++;
+    }
+    closedir(dir);
+    tmp_remove_tree(tmp);
+    free(tmp);
+    assert_no_leaks();
+    cr_assert_geq(n_files, 17, "the npy corpus has only %d files", n_files);
+    cr_assert_geq(n_ok, 9, "only %d corpus files loaded", n_ok);
+    cr_assert_geq(n_refused, 8, "only %d corpus files were refused", n_refused);
 }
