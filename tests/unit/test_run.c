@@ -130,7 +130,15 @@ Test(run, correct_matmul_is_timed)
  * of a few more calls; a wrong one is still caught first. The cutoff goes by
  * those calls, not the checked one: a kernel slow only on its first calls
  * (as a parallel one is, starting its OpenMP threads) is timed as usual. */
-#define BUSY_MS(MS) "for (volatile long spin = 0; spin < " #MS " * 4000000L; spin++) {}"
+/* Spins MS milliseconds of wall time, whatever the machine's speed (a loop of
+ * a fixed count took 20 ms on one machine and over 50 on a slower one, where
+ * the timeout case below then killed it). clock_gettime is declared here:
+ * kernels' sources do not include <time.h>; CLOCK_MONOTONIC is 1 on Linux
+ * and a timespec is two longs on its 64-bit ABIs. */
+#define BUSY_MS(MS)                                                                              \
+    "{ extern int clock_gettime(int, void *); struct { long s, ns; } t0_, t1_;"                  \
+    " clock_gettime(1, &t0_);"                                                                  \
+    " do clock_gettime(1, &t1_); while ((t1_.s - t0_.s) * 1e3 + (t1_.ns - t0_.ns) * 1e-6 < " #MS "); }"
 Test(run, slow_cutoff_goes_by_the_calls_after_the_checked_one)
 {
     static const char *const tmpls[] = {
