@@ -128,6 +128,11 @@ RLT_API rlt_status rlt_record_from_json(const char *text, const char *where, rlt
  * cap bytes. */
 RLT_API bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap);
 
+/* The compiler a configuration key chose: "clang" for its `cc=clang`
+ * field, NULL when it keeps the base compiler (gcc, or the --cc given).
+ * Static storage. */
+RLT_API const char *rlt_config_key_cc(const char *key);
+
 /* A target's key text. Free with rlt_free; NULL when out of memory. */
 RLT_API char *rlt_record_target_text(const rlt_record_target *t);
 

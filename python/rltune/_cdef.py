@@ -546,6 +546,7 @@ rlt_status rlt_db_import_jsonl(rlt_db *db, FILE *in, const char *source, int *ou
 char *rlt_record_json(const rlt_record *r);
 rlt_status rlt_record_from_json(const char *text, const char *where, rlt_record *out, rlt_diag *diag);
 bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap);
+const char *rlt_config_key_cc(const char *key);
 char *rlt_record_target_text(const rlt_record_target *t);
 rlt_status rlt_record_target_parse(const char *key, rlt_record_target *out, rlt_diag *diag);
 bool rlt_record_target_equal(const rlt_record_target *a, const rlt_record_target *b);

@@ -119,14 +119,6 @@ cleanup:
     return rc;
 }
 
-/* The compiler a configuration key chose ("cc=clang" among its knobs), or
- * NULL when it keeps the base compiler. */
-static const char *config_cc(const char *config)
-{
-    char cc[16];
-    return rlt_config_key_get(config, "cc", cc, sizeof cc) && strcmp(cc, "clang") == 0 ? "clang" : NULL;
-}
-
 int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *out, const char **out_db_path,
                        const char **out_cc)
 {
@@ -142,7 +134,7 @@ int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *
         rlt_cli_error("--db: %s: %s", *out_db_path, d.message);
         return rlt_cli_exit_for(st);
     }
-    *out_cc = config_cc(out->config);
+    *out_cc = rlt_config_key_cc(out->config);
     return RLT_CLI_EXIT_OK;
 }
 

@@ -260,13 +260,6 @@ static void base_spec(const char *spec, char *out, size_t cap)
     snprintf(out, cap, "%.*s,bias=0,relu=0", (int)(keys - spec), spec);
 }
 
-/* The compiler a configuration key chose, or NULL for the base one. */
-static const char *config_cc(const char *config)
-{
-    char cc[16];
-    return rlt_config_key_get(config, "cc", cc, sizeof cc) && strcmp(cc, "clang") == 0 ? "clang" : NULL;
-}
-
 /* The nest of a record's schedule applied to op; false when it does not
  * apply (then the next source is tried). */
 static bool record_nest(const rlt_op *op, const rlt_record *r, rlt_nest *out)
@@ -304,7 +297,7 @@ static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int 
             t->origin = s == 0 ? RLT_NET_FROM_RECORD : RLT_NET_FROM_BASE_RECORD;
             t->record_id = r->id;
             t->record_ms = r->time_median_ms;
-            k->cc = config_cc(r->config);
+            k->cc = rlt_config_key_cc(r->config);
         }
     }
     if (!is_found) {

@@ -877,6 +877,12 @@ static bool field_is(const char *p, const char *end, const char *name)
     return (size_t)(end - p) > n && strncmp(p, name, n) == 0 && p[n] == '=';
 }
 
+const char *rlt_config_key_cc(const char *key)
+{
+    char cc[16];
+    return rlt_config_key_get(key, "cc", cc, sizeof cc) && strcmp(cc, "clang") == 0 ? "clang" : NULL;
+}
+
 bool rlt_config_key_get(const char *key, const char *name, char *buf, size_t cap)
 {
     size_t n = strlen(name);

@@ -149,7 +149,6 @@ Test(cli_run, npy_input_and_output)
         max_err = fmax(max_err, fabs((double)o[i] - e[i]));
     }
     cr_expect_leq(max_err, 1e-4 * max_ref, "error %g, largest %g", max_err, max_ref);
-    /* the same input by --seed gives the same output */
     rlt_array_destroy(in);
     rlt_array_destroy(ref);
     rlt_array_destroy(out);
