@@ -4,6 +4,8 @@
 #ifndef RLTUNE_ENV_H
 #define RLTUNE_ENV_H
 
+#include <signal.h>
+
 #include "rltune/schedule.h"
 
 #ifdef __cplusplus
@@ -54,8 +56,9 @@ extern "C" {
  *     rlt_free(s);
  *     rlt_env_destroy(env);
  *
- * For training, pass an evaluator (a cost model, or a look-up of measured
- * states) in rlt_env_opts: then no step compiles anything. Beam search keeps
+ * For training, pass an evaluator (a cost model) in rlt_env_opts, or replay
+ * a state dataset (replay_path, rlt_env_dataset_make): then no step
+ * compiles anything. Beam search keeps
  * clones, or one scratch env per beam entry refreshed with rlt_env_restore
  * (a copy of about 10 KiB, no allocation).
  *
@@ -148,6 +151,10 @@ typedef struct rlt_env_opts {
     int max_steps;         /* > 0: the episode ends after this many steps; 0: only stop ends it */
     rlt_env_evaluate_fn evaluate; /* NULL: build, run and verify each new state (rlt_measure_nests) */
     void *evaluate_ctx;    /* passed to evaluate; borrowed, must outlive the env and its clones */
+    const char *replay_path; /* a state dataset (rlt_env_dataset_make): every state is looked up there and
+                                nothing is built or run; actions to states it lacks are masked. n_threads 0
+                                takes the dataset's, peak_gflops 0 its peak; cc, cflags, repeat,
+                                min_repeat_ms, timeout_s and seed are not used. NULL: measure (or evaluate) */
 } rlt_env_opts;
 
 /* Counters of an env family (shared by clones). */
@@ -164,9 +171,13 @@ RLT_API int rlt_env_action_from_name(const char *name);
 
 /* Creates an env for the op `op_spec` (a built-in spec or "expr:EXPR|SHAPE",
  * as rlt_op_parse takes). Compiles nothing: call rlt_env_reset before
- * anything else. `opts` may be NULL. Errors: the op spec's (PARSE_ERROR,
- * INVALID_ARGUMENT), an option out of range (INVALID_ARGUMENT),
- * OUT_OF_MEMORY. Free with rlt_env_destroy. */
+ * anything else. `opts` may be NULL. With opts->replay_path the dataset is
+ * read here (once per family; clones share it). Errors: the op spec's
+ * (PARSE_ERROR, INVALID_ARGUMENT), an option out of range (INVALID_ARGUMENT;
+ * also both evaluate and replay_path, or a dataset of another op or thread
+ * count, naming both), the dataset's (IO_ERROR, PARSE_ERROR naming the file
+ * and line: see rlt_env_dataset_make), OUT_OF_MEMORY. Free with
+ * rlt_env_destroy. */
 RLT_API rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts, rlt_env **out, rlt_diag *diag);
 
 /* Frees the env; the shared part goes with the last clone. NULL is a no-op. */
@@ -188,10 +199,11 @@ RLT_API void rlt_env_restore(rlt_env *dst, const rlt_env *src);
 
 /* Starts an episode at the op's default nest, cursor on the outermost loop,
  * no actions taken, and evaluates it. The first reset of a family also
- * settles the peak (opts.peak_gflops, or the measured one: see
+ * settles the peak (opts.peak_gflops, a replay's, or the measured one: see
  * docs/env.md), which may compile and run a small kernel once per target.
  * Errors: the evaluator's (IO_ERROR, BUILD_* when the reference cannot be
- * built, ...); the env then stays unreset. */
+ * built, ...); with a replay, a start state the dataset lacks
+ * (INVALID_ARGUMENT); the env then stays unreset. */
 RLT_API rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag);
 
 /* rlt_env_reset, but from a schedule (text form v1): the episode starts at
@@ -206,7 +218,8 @@ RLT_API rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rl
 /* Takes action `action`. On success *out_reward is the change in GFLOP/s
  * over the peak (0 for cursor moves and stop) and *out_done says whether
  * the episode ended (stop, or max_steps reached). An action masked in the
- * current state is refused with ILLEGAL_SCHEDULE and a message saying why,
+ * current state (with a replay, also one leading to a state the dataset
+ * lacks) is refused with ILLEGAL_SCHEDULE and a message saying why,
  * leaving the env unchanged; so is any action after the episode ended
  * (INVALID_ARGUMENT) or before the first reset. The evaluator's own failure
  * (see rlt_env_evaluate_fn) also leaves the env unchanged. Either out
@@ -292,6 +305,75 @@ RLT_API char *rlt_env_tree(const rlt_env *env);
 RLT_API char *rlt_env_schedule(const rlt_env *env);
 
 RLT_API void rlt_env_stats_get(const rlt_env *env, rlt_env_stats *out);
+
+/* ---- state datasets: replayed, noise-free evaluation --------------------- */
+
+/* A state dataset (docs/env.md, "State datasets"; a text file, format v1)
+ * holds the evaluation (status, GFLOP/s) of the env states within `depth`
+ * steps of a start state, or of max_states of them, each keyed by its
+ * kernel's schedule, with the peak the rewards were normalised by. An env
+ * created with rlt_env_opts.replay_path answers every evaluation from it:
+ * nothing is built or run, the same actions give the same rewards, and a
+ * step costs microseconds. Actions that would reach a state the dataset
+ * lacks are masked, so an agent that follows the mask never leaves it. */
+#define RLT_ENV_DATASET_VERSION 1
+#define RLT_ENV_DATASET_DEFAULT_DEPTH 4
+#define RLT_ENV_DATASET_MAX_DEPTH 64
+#define RLT_ENV_DATASET_DEFAULT_MAX_STATES 1000
+#define RLT_ENV_DATASET_MAX_STATES 100000 /* a state is about 10 KiB while the dataset is made */
+#define RLT_ENV_DATASET_DEFAULT_BATCH 16
+#define RLT_ENV_DATASET_MAX_BATCH 256
+
+/* Progress of rlt_env_dataset_make: after each batch, n_done of n_states
+ * evaluated. */
+typedef void (*rlt_env_dataset_progress_fn)(void *ctx, int n_done, int n_states);
+
+/* Options; zero means the default. Strings are borrowed for the call. */
+typedef struct rlt_env_dataset_opts {
+    int depth;                  /* steps from the start, 1..RLT_ENV_DATASET_MAX_DEPTH; 0 = 4 */
+    int max_states;             /* states at most, 1..RLT_ENV_DATASET_MAX_STATES; 0 = 1000 */
+    uint64_t seed;              /* which states of the level max_states cuts are kept */
+    const char *start_schedule; /* text form v1, as rlt_env_reset_schedule takes; NULL: the op's default nest */
+    int batch_size;             /* states built together, 1..RLT_ENV_DATASET_MAX_BATCH; 0 = 16 */
+    rlt_env_opts env;           /* how states are measured (or an evaluator's); max_steps and replay_path
+                                   must be 0 and NULL */
+    const volatile sig_atomic_t *stop;    /* may be NULL; non-zero: stop after the batch in flight and write
+                                             the states evaluated so far */
+    rlt_env_dataset_progress_fn progress; /* may be NULL */
+    void *progress_ctx;
+} rlt_env_dataset_opts;
+
+/* What rlt_env_dataset_make wrote. */
+typedef struct rlt_env_dataset_result {
+    int n_states;         /* states in the file */
+    int n_found;          /* distinct states the walk found (more than n_states when max_states cut a level) */
+    int depth_complete;   /* every state within this many steps of the start is in the file */
+    int n_failed;         /* states whose kernel failed (build, run, wrong answer): 0 GFLOP/s */
+    double peak_gflops;   /* one core's, as the file records it */
+    double start_gflops;  /* the start state's */
+    double best_gflops;   /* the best state's */
+    bool was_stopped;     /* by opts.stop: the file holds the states evaluated before */
+    double wall_s;
+} rlt_env_dataset_result;
+
+/* Makes a state dataset of the op `op_spec` in the file `path` (written
+ * atomically at the end; replaced): walks the states reachable from the
+ * start (opts.start_schedule's nest, or the op's default nest) breadth
+ * first, every action from every cursor position, up to opts.depth steps;
+ * when a level would take the states past max_states, a seeded random
+ * subset of its new states fills the rest and the walk ends there. Then
+ * evaluates every state found, in the walk's order, batch_size kernels
+ * built together, through an env with opts.env (live measurement, or
+ * opts.env.evaluate), and writes them with the peak. The same options on
+ * the same machine give the same states; their GFLOP/s are measurements.
+ * *out (may be NULL) says what was written. Errors: INVALID_ARGUMENT (an
+ * option out of range, a start schedule the env refuses), the op spec's,
+ * the env's (measurement that cannot work at all; a kernel that fails is a
+ * state with its status, not an error), IO_ERROR (the file), OUT_OF_MEMORY;
+ * nothing is written then. Threads: the calling thread (and the compiler
+ * processes). */
+RLT_API rlt_status rlt_env_dataset_make(const char *op_spec, const char *path, const rlt_env_dataset_opts *opts,
+                                        rlt_env_dataset_result *out, rlt_diag *diag);
 
 #ifdef __cplusplus
 }

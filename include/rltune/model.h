@@ -212,6 +212,65 @@ RLT_API int64_t rlt_net_extra_bytes(const rlt_net *n);
 /* Wall time the compile took, in seconds. */
 RLT_API double rlt_net_compile_s(const rlt_net *n);
 
+/* ---- exporting a compiled network ----------------------------------------------- */
+
+/* A compiled network written out as a stand-alone C library that needs
+ * nothing of rltune to build or run (docs/formats.md, "Exported networks";
+ * `rltune export --model`): in o->dir, NAME.h (create / run / destroy, the
+ * inputs' and outputs' names, types and shapes), NAME.c (the program: where
+ * every tensor lives, the steps), NAME_kernels_K.c (the tuned kernels),
+ * ops_run.c and ops_run.h (rltune's fast ops, verbatim), the weights
+ * (NAME.weights, read by create; or compiled in, NAME_weights.c), a
+ * Makefile (`make` builds libNAME.so, `make check` runs the example) and
+ * example.c, which runs the library on input_I.npy and checks its outputs
+ * against expected_I.npy (rltune's reference evaluation of the graph on
+ * that input) within 1e-4 of the largest reference value, as `rltune run`
+ * checks. */
+typedef struct rlt_model_export_options {
+    const char *dir;      /* created if absent (with its parents); the files named above are replaced */
+    const char *name;     /* the library's name: [a-z_][a-z0-9_]*, at most 100 characters (NULL:
+                             "rltune_net") */
+    const char *origin;   /* a line for the files' comments, e.g. the model's path (may be NULL) */
+    bool embed_weights;   /* compile the weights into the library (NAME_weights.c; create then
+                             takes no path) instead of writing NAME.weights: for small models only
+                             (ResNet-50's 100 MB become 400 MB of C) */
+    uint64_t seed;        /* the example's input: rlt_model_random_inputs(m, seed, ...) */
+} rlt_model_export_options;
+
+/* Defaults: no directory (to be set), name NULL, weights in a file, seed 0. */
+RLT_API void rlt_model_export_options_init(rlt_model_export_options *o);
+
+typedef struct rlt_model_export_result {
+    char name[128];         /* the library's name */
+    int n_steps;            /* steps the library runs: kernels and fast ops (views run nothing) */
+    int n_kernel_steps;     /* fused kernels called */
+    int n_kernels;          /* distinct kernels compiled (the tasks') */
+    int n_fast_ops;         /* steps on rltune's fast ops */
+    int n_views;            /* views: their output is their input's buffer */
+    int n_other_cc;         /* tasks whose record chose another compiler (cc=clang) than the
+                               export's: compiled with the export's all the same */
+    int n_kernel_files;     /* NAME_kernels_1.c ... */
+    int64_t weights_bytes;  /* the weights' payload: constants, buffers the compile made, fast ops */
+    int64_t arena_bytes;    /* the activations' buffer create allocates */
+    bool needs_openmp;      /* a kernel has a parallel loop: the library links OpenMP */
+    char cc[256];           /* the compiler and flags the Makefile uses: the net's (rlt_net_options.build) */
+    char cflags[512];
+} rlt_model_export_result;
+
+/* Writes net, compiled from m (rlt_model_compile), as a stand-alone C
+ * library in o->dir (above), with an example input drawn from o->seed and
+ * the expected outputs from rlt_model_evaluate. Kernels come from the net:
+ * its tasks' records or seeds; every kernel is compiled with the net's
+ * compiler and flags. Nothing is built here: `make -C DIR check` builds the
+ * library and runs the example. Errors: INVALID_ARGUMENT (net not compiled
+ * from m; no dir; a bad name; a node the net runs on rltune's reference
+ * evaluator, which the library does not carry: the message names the node
+ * and its op type, and nothing is written), IO_ERROR (a file cannot be
+ * written, naming it), OUT_OF_MEMORY; kept as m's last error. *out is
+ * filled on success. Threads: not while net runs. */
+RLT_API rlt_status rlt_model_export(rlt_model *m, const rlt_net *net, const rlt_model_export_options *o,
+                                    rlt_model_export_result *out, rlt_diag *diag);
+
 /* ---- tuning a whole network ---------------------------------------------------- */
 
 /* A network's tasks tuned from one budget of trials by Ansor's
@@ -316,6 +375,56 @@ typedef struct rlt_tuning_task {
 } rlt_tuning_task;
 
 RLT_API void rlt_model_tuning_task_get(const rlt_model_tuning *t, int i, rlt_tuning_task *out);
+
+/* ---- timing a compiled network (src/api/model_bench.c) ---------------------- */
+
+/* The check of a network's outputs against the reference: correct when the
+ * largest |output - reference| over every f32 element is within this
+ * fraction of the largest |reference| (issue 27's bar against ONNX
+ * Runtime); integer and bool outputs must match exactly. */
+#define RLT_NET_CHECK_TOLERANCE 1e-4
+
+/* How rlt_net_time times a network: what `rltune run` does. */
+typedef struct rlt_net_timing_options {
+    int n_warmup;     /* untimed runs first, >= 0 (default 2); the first run of all is the checked one */
+    int repeat;       /* timed runs, >= 1 (default 10) */
+    bool is_pinned;   /* the calling thread is pinned to the CPU it is on while timing, its affinity
+                         restored after (default true; for a network compiled for one thread:
+                         steadier timings) */
+    bool is_profiled; /* the net's profile (rlt_net_profile) is turned on for the timed runs only */
+} rlt_net_timing_options;
+
+/* Defaults: 2 warm-up runs, 10 timed runs, pinned, no profile. */
+RLT_API void rlt_net_timing_options_init(rlt_net_timing_options *o);
+
+typedef struct rlt_net_timing {
+    double median_ms, min_ms; /* over the timed runs (the median of an even count: the mean of the middle two) */
+    int repeat;               /* timed runs */
+    bool is_checked;          /* a reference was given: the first run's outputs were compared */
+    bool is_correct;          /* within RLT_NET_CHECK_TOLERANCE (false when not checked) */
+    double max_error;         /* largest |output - reference| (INFINITY: an integer output differs,
+                                 or a NaN) */
+    double max_reference;     /* largest |reference| */
+} rlt_net_timing;
+
+/* Runs n on `inputs` into `outputs` (as rlt_net_run: borrowed, one array per
+ * graph input / output) n_warmup + repeat times, times the last `repeat`
+ * with a monotonic clock, and, when `reference` (one array per graph
+ * output, as rlt_model_evaluate makes them; may be NULL) is given, compares
+ * the first run's outputs with it (rlt_net_outputs_compare). o may be NULL
+ * (the defaults). Errors: INVALID_ARGUMENT (options out of range; a run's,
+ * as rlt_net_run's), OUT_OF_MEMORY; *out is filled on success. Threads: as
+ * rlt_net_run; pinning changes the calling thread's CPU affinity while it
+ * runs. */
+RLT_API rlt_status rlt_net_time(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs,
+                                const rlt_array *const *reference, const rlt_net_timing_options *o,
+                                rlt_net_timing *out, rlt_diag *diag);
+
+/* The largest |out - ref| and |ref| over the f32 arrays of out[0 .. n) and
+ * ref[0 .. n) (the same types and shapes); an integer or bool pair that
+ * differs anywhere, or a NaN, makes *max_error INFINITY. */
+RLT_API void rlt_net_outputs_compare(int n, const rlt_array *const *out, const rlt_array *const *ref,
+                                     double *max_error, double *max_reference);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,12 @@ typedef bool (*rlt_db_record_fn)(const rlt_record *record, void *ctx);
 RLT_API rlt_status rlt_db_history(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn fn, void *ctx,
                                   rlt_diag *diag);
 
+/* rlt_db_best among the records `accept` returns true for (NULL: all):
+ * the candidates in rlt_db_best's order, the first accepted. A network at
+ * several threads takes only kernels of its own compiler this way. */
+RLT_API rlt_status rlt_db_best_where(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn accept,
+                                     void *ctx, rlt_record *out, bool *out_found, rlt_diag *diag);
+
 /* Number of records (of one spec, or all when spec is NULL). */
 RLT_API rlt_status rlt_db_count(rlt_db *db, const char *spec, int64_t *out_n, rlt_diag *diag);
 

@@ -76,6 +76,10 @@ typedef struct rlt_session_options {
      * configuration nearest its result. */
     const char *policy_path;
     bool from_other_threads;    /* first measure the op's best recorded at other thread counts; default true */
+    /* Search only kernels of build.cc: no cc knob offering clang. A network
+     * at several threads sets it (its kernels must share one OpenMP
+     * runtime: docs/net.md); default false. */
+    bool no_clang;
     int n_seeds;                /* rule-built configurations measured first (live); default 8 */
     int n_final;                /* the best this many measured again at the end (live); default 4, 0: off */
     const char *tuner_config_path; /* hyper-parameters: a JSON object of NAME: value ('rltune tuners') */

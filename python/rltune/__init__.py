@@ -14,7 +14,16 @@ import gymnasium
 
 from ._lib import find_library, library_path
 from .arrays import Array, load_npy, save_npy
-from .env import ACTION_NAMES, EnvStats, EvalRequest, EvalResult, Evaluator, LoopTuneEnv
+from .env import (
+    ACTION_NAMES,
+    EnvDatasetResult,
+    EnvStats,
+    EvalRequest,
+    EvalResult,
+    Evaluator,
+    LoopTuneEnv,
+    make_env_dataset,
+)
 from .errors import (
     IllegalScheduleError,
     InternalError,
@@ -31,6 +40,7 @@ from .knobs import ConfigMeasurer, ConfigResult, DatasetInfo, DatasetResult, Kno
 from .knobs_env import KnobsEnv
 from .measure import BuildOptions, Machine, RunOptions, RunResult, Workload, build_command, machine, measure
 from .model import (
+    ExportResult,
     LatencyPoint,
     Model,
     ModelTensor,
@@ -69,12 +79,13 @@ _register()
 
 __all__ = [
     "ACTION_NAMES", "Array", "BuildOptions", "CSource", "ConfigMeasurer", "ConfigResult", "Database", "DatasetInfo",
-    "DatasetResult", "EnvStats", "EvalRequest", "EvalResult", "Evaluator", "IllegalScheduleError",
+    "DatasetResult", "EnvDatasetResult", "EnvStats", "EvalRequest", "EvalResult", "Evaluator", "ExportResult",
+    "IllegalScheduleError",
     "InternalError", "InvalidArgumentError", "KnobSpace", "KnobsEnv", "LatencyPoint", "LibraryNotFoundError",
     "LoopNestEnv", "LoopTuneEnv", "Machine", "MeasurementError", "Model", "ModelTensor", "ModelTuning",
     "ModelTuningSummary", "Nest", "Net", "NetStep", "NetTask", "Op", "OpInfo", "OpParam", "OtherKernel",
     "ParseError", "Record", "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError", "RunOptions",
     "RunResult", "Schedule", "Session", "SessionSummary", "Task", "TuningTask", "Workload", "build_command",
-    "config_key_get", "find_library", "library_path", "load_npy", "machine", "measure", "measure_dataset",
+    "config_key_get", "find_library", "library_path", "load_npy", "machine", "make_env_dataset", "measure", "measure_dataset",
     "op_library", "save_npy", "session_target", "tuner_names", "tuner_summary", "version",
 ]

@@ -176,6 +176,7 @@ typedef struct rlt_session_options {
     const char *start_key;
     const char *policy_path;
     bool from_other_threads;
+    bool no_clang;
     int n_seeds;
     int n_final;
     const char *tuner_config_path;
@@ -307,6 +308,7 @@ typedef struct rlt_env_opts {
     int max_steps;
     rlt_env_evaluate_fn evaluate;
     void *evaluate_ctx;
+    const char *replay_path;
 } rlt_env_opts;
 
 typedef struct rlt_env_stats {
@@ -452,6 +454,30 @@ typedef struct rlt_net_step {
     double total_ms;
 } rlt_net_step;
 
+typedef struct rlt_model_export_options {
+    const char *dir;
+    const char *name;
+    const char *origin;
+    bool embed_weights;
+    uint64_t seed;
+} rlt_model_export_options;
+
+typedef struct rlt_model_export_result {
+    char name[128];
+    int n_steps;
+    int n_kernel_steps;
+    int n_kernels;
+    int n_fast_ops;
+    int n_views;
+    int n_other_cc;
+    int n_kernel_files;
+    int64_t weights_bytes;
+    int64_t arena_bytes;
+    bool needs_openmp;
+    char cc[256];
+    char cflags[512];
+} rlt_model_export_result;
+
 typedef struct rlt_model_tuning rlt_model_tuning;
 
 typedef struct rlt_model_tune_options {
@@ -492,6 +518,41 @@ typedef struct rlt_tuning_task {
     double gradient;
     bool is_done;
 } rlt_tuning_task;
+
+/* rltune/env.h: state datasets */
+#define RLT_ENV_DATASET_VERSION 1
+#define RLT_ENV_DATASET_DEFAULT_DEPTH 4
+#define RLT_ENV_DATASET_MAX_DEPTH 64
+#define RLT_ENV_DATASET_DEFAULT_MAX_STATES 1000
+#define RLT_ENV_DATASET_MAX_STATES 100000
+#define RLT_ENV_DATASET_DEFAULT_BATCH 16
+#define RLT_ENV_DATASET_MAX_BATCH 256
+
+typedef void (*rlt_env_dataset_progress_fn)(void *ctx, int n_done, int n_states);
+
+typedef struct rlt_env_dataset_opts {
+    int depth;
+    int max_states;
+    uint64_t seed;
+    const char *start_schedule;
+    int batch_size;
+    rlt_env_opts env;
+    const volatile int *stop;
+    rlt_env_dataset_progress_fn progress;
+    void *progress_ctx;
+} rlt_env_dataset_opts;
+
+typedef struct rlt_env_dataset_result {
+    int n_states;
+    int n_found;
+    int depth_complete;
+    int n_failed;
+    double peak_gflops;
+    double start_gflops;
+    double best_gflops;
+    bool was_stopped;
+    double wall_s;
+} rlt_env_dataset_result;
 """
 
 FUNCTIONS = r"""
@@ -655,6 +716,8 @@ void rlt_net_step_get(const rlt_net *n, int i, rlt_net_step *out);
 int64_t rlt_net_activation_bytes(const rlt_net *n);
 int64_t rlt_net_extra_bytes(const rlt_net *n);
 double rlt_net_compile_s(const rlt_net *n);
+void rlt_model_export_options_init(rlt_model_export_options *o);
+rlt_status rlt_model_export(rlt_model *m, const rlt_net *net, const rlt_model_export_options *o, rlt_model_export_result *out, rlt_diag *diag);
 void rlt_model_tune_options_init(rlt_model_tune_options *o);
 rlt_status rlt_model_tuning_open(rlt_model *m, const rlt_model_tune_options *o, rlt_model_tuning **out, rlt_diag *diag);
 rlt_status rlt_model_tuning_step(rlt_model_tuning *t, rlt_diag *diag);
@@ -664,6 +727,7 @@ void rlt_model_tuning_destroy(rlt_model_tuning *t);
 const char *rlt_model_tuning_last_error(const rlt_model_tuning *t);
 void rlt_model_tuning_summary_get(const rlt_model_tuning *t, rlt_model_tuning_summary *out);
 void rlt_model_tuning_task_get(const rlt_model_tuning *t, int i, rlt_tuning_task *out);
+rlt_status rlt_env_dataset_make(const char *op_spec, const char *path, const rlt_env_dataset_opts *opts, rlt_env_dataset_result *out, rlt_diag *diag);
 """
 
 LIBC = r"""
@@ -704,8 +768,12 @@ STRUCTS = (
     "rlt_net_options",
     "rlt_net_task",
     "rlt_net_step",
+    "rlt_model_export_options",
+    "rlt_model_export_result",
     "rlt_model_tune_options",
     "rlt_latency_point",
     "rlt_model_tuning_summary",
     "rlt_tuning_task",
+    "rlt_env_dataset_opts",
+    "rlt_env_dataset_result",
 )

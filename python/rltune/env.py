@@ -1,12 +1,15 @@
 """The LoopTune environment over an op's loop nest, as the C library has it
 (rltune/env.h, docs/env.md): LoopTuneEnv is a thin handle; the Gymnasium
-environment rltune/LoopNest-v0 (rltune.gym_env) is built on it."""
+environment rltune/LoopNest-v0 (rltune.gym_env) is built on it.
+make_env_dataset measures the states near a start into a state dataset,
+which an env given replay_path answers from (docs/env.md, "State
+datasets")."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, NoReturn, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +19,7 @@ from ._lib import Handle, check, cstr, ffi, lib, new_diag, status_name, take_tex
 N_ACTIONS: int = 17  # RLT_ENV_N_ACTIONS (the layout test checks it)
 OBS_LEN: int = 359  # RLT_ENV_OBS_LEN
 OBS_VERSION: int = 1
+OBS_MASK: int = OBS_LEN - N_ACTIONS  # RLT_ENV_OBS_MASK: the mask is the observation's last block
 ACTION_STOP: int = 16
 
 
@@ -101,6 +105,34 @@ class _EvaluatorBridge:
             return int(lib().RLT_STATUS_INVALID_ARGUMENT)
 
 
+def _fill_env_opts(
+    o: Any,
+    keep: list[Any],
+    *,
+    n_threads: int,
+    max_steps: int,
+    cc: Optional[str],
+    cflags: Optional[str],
+    cache_dir: Optional[str | os.PathLike[str]],
+    repeat: int,
+    min_repeat_ms: float,
+    timeout_s: float,
+    seed: int,
+    peak_gflops: float,
+) -> None:
+    """The measurement fields of an rlt_env_opts (strings kept by `keep`)."""
+    o.cc = cstr(cc, keep)
+    o.cflags = cstr(cflags, keep)
+    o.cache_dir = cstr(cache_dir, keep)
+    o.n_threads = n_threads
+    o.repeat = repeat
+    o.min_repeat_ms = min_repeat_ms
+    o.timeout_s = timeout_s
+    o.seed = seed
+    o.peak_gflops = peak_gflops
+    o.max_steps = max_steps
+
+
 class LoopTuneEnv(Handle):
     """A handle on rlt_env: the state, actions, mask and observation of the
     LoopTune environment, without Gymnasium's conventions. Every call is the
@@ -109,7 +141,10 @@ class LoopTuneEnv(Handle):
 
     evaluate None measures each new state live (compiled with cc/cflags,
     timed with repeat/min_repeat_ms/timeout_s); a callable scores states
-    instead (EvalRequest -> GFLOP/s), compiling nothing."""
+    instead (EvalRequest -> GFLOP/s), compiling nothing; replay_path looks
+    every state up in a state dataset (make_env_dataset), compiling nothing,
+    and masks the actions to states it lacks (n_threads 0 and peak_gflops 0
+    then take the dataset's)."""
 
     def __init__(
         self,
@@ -126,20 +161,16 @@ class LoopTuneEnv(Handle):
         seed: int = 0,
         peak_gflops: float = 0.0,
         evaluate: Optional[Evaluator] = None,
+        replay_path: Optional[str | os.PathLike[str]] = None,
     ) -> None:
         L = lib()
         keep: list[Any] = []
         o = ffi.new("rlt_env_opts *")
-        o.cc = cstr(cc, keep)
-        o.cflags = cstr(cflags, keep)
-        o.cache_dir = cstr(cache_dir, keep)
-        o.n_threads = n_threads
-        o.repeat = repeat
-        o.min_repeat_ms = min_repeat_ms
-        o.timeout_s = timeout_s
-        o.seed = seed
-        o.peak_gflops = peak_gflops
-        o.max_steps = max_steps
+        _fill_env_opts(
+            o, keep, n_threads=n_threads, max_steps=max_steps, cc=cc, cflags=cflags, cache_dir=cache_dir,
+            repeat=repeat, min_repeat_ms=min_repeat_ms, timeout_s=timeout_s, seed=seed, peak_gflops=peak_gflops,
+        )
+        o.replay_path = cstr(replay_path, keep)
         # One object per family: clones share it (restore checks it), and it
         # keeps the evaluator's C callback alive as long as any member.
         self._family: object = [evaluate, keep]
@@ -150,11 +181,29 @@ class LoopTuneEnv(Handle):
         d = new_diag()
         check(L.rlt_env_create(op.encode(), o, out, d), d)
         self._ptr: Any = ffi.gc(out[0], L.rlt_env_destroy)
-        self._obs = np.zeros(OBS_LEN, dtype=np.float32)
+        self._init_buffers()
+
+    def _init_buffers(self) -> None:
+        """What every call reuses: out-parameters, the diag, and an
+        observation buffer with a numpy view of it."""
         self._mask = ffi.new("bool[]", N_ACTIONS)
+        self._mask_view = np.frombuffer(ffi.buffer(self._mask), dtype=np.bool_)
         self._reward = ffi.new("double *")
         self._done = ffi.new("bool *")
         self._diag = new_diag()
+        self._obs_c = ffi.new("float[]", OBS_LEN)
+        self._obs_view = np.frombuffer(ffi.buffer(self._obs_c), dtype=np.float32)
+
+    def _raise(self, status: int) -> NoReturn:
+        """Raises a failed call's error from self._diag, and clears the
+        diag: rltune writes a message only into a diag that holds none."""
+        d = self._diag
+        try:
+            check(status, d)
+        finally:
+            d.status = 0
+            d.message[0] = b"\0"
+        raise AssertionError("unreachable")  # check raised
 
     def _h(self) -> Any:
         if self._ptr is None:
@@ -171,11 +220,7 @@ class LoopTuneEnv(Handle):
         twin._family = self._family
         twin._bridge = self._bridge
         twin._ptr = ffi.gc(out[0], lib().rlt_env_destroy)
-        twin._obs = np.zeros(OBS_LEN, dtype=np.float32)
-        twin._mask = ffi.new("bool[]", N_ACTIONS)
-        twin._reward = ffi.new("double *")
-        twin._done = ffi.new("bool *")
-        twin._diag = new_diag()
+        twin._init_buffers()
         return twin
 
     def restore(self, src: "LoopTuneEnv") -> None:
@@ -188,14 +233,17 @@ class LoopTuneEnv(Handle):
         """Starts an episode at the default nest (or a schedule's)."""
         d = self._diag
         if schedule is None:
-            check(lib().rlt_env_reset(self._h(), d), d)
+            st = lib().rlt_env_reset(self._h(), d)
         else:
-            check(lib().rlt_env_reset_schedule(self._h(), schedule.encode(), d), d)
+            st = lib().rlt_env_reset_schedule(self._h(), schedule.encode(), d)
+        if st:
+            self._raise(st)
 
     def step(self, action: int) -> tuple[float, bool]:
         """Takes an action; (reward, done)."""
-        d = self._diag
-        check(lib().rlt_env_step(self._h(), int(action), self._reward, self._done, d), d)
+        st = lib().rlt_env_step(self._h(), int(action), self._reward, self._done, self._diag)
+        if st:
+            self._raise(st)
         return float(self._reward[0]), bool(self._done[0])
 
     def prefetch(self, actions: list[int]) -> None:
@@ -211,18 +259,20 @@ class LoopTuneEnv(Handle):
     def observe(self, out: Optional[npt.NDArray[np.float32]] = None) -> npt.NDArray[np.float32]:
         """The observation (OBS_LEN float32, docs/env.md), a new array
         unless `out` is given."""
+        st = lib().rlt_env_observe(self._h(), self._obs_c, OBS_LEN, self._diag)
+        if st:
+            self._raise(st)
         if out is None:
-            out = np.empty(OBS_LEN, dtype=np.float32)
-        if out.dtype != np.float32 or out.shape != (OBS_LEN,) or not out.flags.c_contiguous:
-            raise ValueError(f"observe: out must be a contiguous float32 array of shape ({OBS_LEN},)")
-        d = self._diag
-        check(lib().rlt_env_observe(self._h(), ffi.from_buffer("float[]", out), OBS_LEN, d), d)
+            return self._obs_view.copy()
+        if out.dtype != np.float32 or out.shape != (OBS_LEN,):
+            raise ValueError(f"observe: out must be a float32 array of shape ({OBS_LEN},)")
+        out[:] = self._obs_view
         return out
 
     def action_mask(self) -> npt.NDArray[np.int8]:
         """1 where the action is legal now (Gymnasium's mask dtype)."""
         lib().rlt_env_action_mask(self._h(), self._mask)
-        return np.frombuffer(ffi.buffer(self._mask), dtype=np.bool_).astype(np.int8)
+        return self._mask_view.astype(np.int8)
 
     @property
     def is_done(self) -> bool:
@@ -279,3 +329,97 @@ class LoopTuneEnv(Handle):
         s = ffi.new("rlt_env_stats *")
         lib().rlt_env_stats_get(self._h(), s)
         return EnvStats(int(s.n_evaluations), int(s.n_cache_hits), int(s.n_cached))
+
+
+@dataclass(frozen=True)
+class EnvDatasetResult:
+    """What make_env_dataset wrote (rlt_env_dataset_result)."""
+
+    n_states: int  # states in the file
+    n_found: int  # distinct states the walk found (more than n_states when max_states cut a level)
+    depth_complete: int  # every state within this many steps of the start is in the file
+    n_failed: int  # states whose kernel failed (0 GFLOP/s)
+    peak_gflops: float  # one core's, as the file records it
+    start_gflops: float
+    best_gflops: float
+    was_stopped: bool
+    wall_s: float
+
+
+def make_env_dataset(
+    op: str,
+    path: Union[str, os.PathLike[str]],
+    *,
+    depth: int = 0,
+    max_states: int = 0,
+    seed: int = 0,
+    schedule: Optional[str] = None,
+    batch_size: int = 0,
+    n_threads: int = 0,
+    cc: Optional[str] = None,
+    cflags: Optional[str] = None,
+    cache_dir: Optional[str | os.PathLike[str]] = None,
+    repeat: int = 0,
+    min_repeat_ms: float = 0.0,
+    timeout_s: float = 0.0,
+    data_seed: int = 0,
+    peak_gflops: float = 0.0,
+    evaluate: Optional[Evaluator] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> EnvDatasetResult:
+    """Makes a state dataset of `op` in `path` (rlt_env_dataset_make, as
+    `rltune gen-dataset --kind states` does): every env state within `depth`
+    steps (0: 4) of the start (the op's default nest, or `schedule`'s), or
+    max_states of them (0: 1000; a seeded subset of the level that passes
+    it), each measured live with the measurement options (rltune's defaults
+    when zero: 3 samples of 10 ms, as the C env) or scored by `evaluate`.
+    `progress(n_done, n_states)` is called after each batch of batch_size
+    (0: 16) kernels. LoopNest-v0 replays the file with
+    measure="replay:PATH"."""
+    L = lib()
+    keep: list[Any] = []
+    o = ffi.new("rlt_env_dataset_opts *")
+    o.depth = depth
+    o.max_states = max_states
+    o.seed = seed
+    o.start_schedule = cstr(schedule, keep)
+    o.batch_size = batch_size
+    _fill_env_opts(
+        o.env, keep, n_threads=n_threads, max_steps=0, cc=cc, cflags=cflags, cache_dir=cache_dir, repeat=repeat,
+        min_repeat_ms=min_repeat_ms, timeout_s=timeout_s, seed=data_seed, peak_gflops=peak_gflops,
+    )
+    bridge = _EvaluatorBridge(evaluate) if evaluate is not None else None
+    if bridge is not None:
+        o.env.evaluate = bridge.callback
+    errors: list[BaseException] = []
+    stop = ffi.new("int *")
+
+    def on_progress(ctx: Any, n_done: int, n_states: int) -> None:
+        if errors:
+            return
+        try:
+            if progress is not None:
+                progress(int(n_done), int(n_states))
+        except BaseException as e:  # Ctrl-C lands here too: stop after this batch, raise after the call
+            errors.append(e)
+            stop[0] = 1
+
+    callback = ffi.callback("rlt_env_dataset_progress_fn", on_progress)
+    o.progress = callback
+    o.stop = stop
+    result = ffi.new("rlt_env_dataset_result *")
+    d = new_diag()
+    check(L.rlt_env_dataset_make(op.encode(), os.fsencode(path), o, result, d), d)
+    if errors:
+        raise errors[0]
+    return EnvDatasetResult(
+        n_states=int(result.n_states),
+        n_found=int(result.n_found),
+        depth_complete=int(result.depth_complete),
+        n_failed=int(result.n_failed),
+        peak_gflops=float(result.peak_gflops),
+        start_gflops=float(result.start_gflops),
+        best_gflops=float(result.best_gflops),
+        was_stopped=bool(result.was_stopped),
+        wall_s=float(result.wall_s),
+    )

@@ -14,7 +14,9 @@ after max_steps steps. A masked action does not change the state: by
 default (illegal_action="noop") it is a step with reward 0 and
 info["is_legal"] False; illegal_action="raise" raises IllegalScheduleError
 instead. Measurement is live (each new state compiled, run and timed, with
-small timing defaults), or `measure` is a callable scoring states
+small timing defaults), "replay:FILE" (every state looked up in a state
+dataset, rltune.make_env_dataset: noise-free, nothing compiled; actions to
+states it lacks are masked), or `measure` is a callable scoring states
 (rltune.env.Evaluator), which compiles nothing.
 """
 
@@ -29,8 +31,8 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from ._lib import ffi, lib
-from .env import ACTION_NAMES, N_ACTIONS, OBS_LEN, Evaluator, LoopTuneEnv
-from .errors import IllegalScheduleError, InvalidArgumentError
+from .env import ACTION_NAMES, N_ACTIONS, OBS_LEN, OBS_MASK, Evaluator, LoopTuneEnv
+from .errors import InvalidArgumentError, RltuneError
 
 ObsType = npt.NDArray[np.float32]
 
@@ -48,9 +50,10 @@ class LoopNestEnv(gym.Env[ObsType, np.int64]):
     """The LoopTune environment (rltune/LoopNest-v0).
 
     Keyword arguments: op (a spec, required), threads (run-time threads of
-    a parallel loop), max_steps (steps before truncation; 0 or None: only
-    stop ends an episode), measure ("live", or a callable: see
-    rltune.env.Evaluator), illegal_action ("noop" or "raise"), and the
+    a parallel loop; None: 1, or a replay's), max_steps (steps before
+    truncation; 0 or None: only stop ends an episode), measure ("live",
+    "replay:FILE", or a callable: see rltune.env.Evaluator), illegal_action
+    ("noop" or "raise"), and the
     measurement options cc, cflags, cache_dir, repeat, min_repeat_ms,
     timeout_s, data_seed (the inputs of measured kernels) and peak_gflops
     (> 0: taken as given; 0: measured once per target and cached).
@@ -62,7 +65,7 @@ class LoopNestEnv(gym.Env[ObsType, np.int64]):
         self,
         op: Optional[str] = None,
         *,
-        threads: int = 1,
+        threads: Optional[int] = None,
         max_steps: Optional[int] = 20,
         measure: Union[str, Evaluator] = "live",
         illegal_action: str = "noop",
@@ -84,33 +87,41 @@ class LoopNestEnv(gym.Env[ObsType, np.int64]):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', not {illegal_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
-        evaluate: Optional[Evaluator]
+        evaluate: Optional[Evaluator] = None
+        replay_path: Optional[str] = None
         if callable(measure):
             evaluate = measure
-        elif measure == "live":
-            evaluate = None
-        elif isinstance(measure, str) and measure.startswith("replay:"):
+        elif isinstance(measure, str) and measure.startswith("replay:") and len(measure) > len("replay:"):
+            replay_path = measure[len("replay:"):]
+        elif measure != "live":
             raise ValueError(
-                "measure='replay:FILE' is not available yet: the C env (rlt_env) measures live or through an "
-                "evaluator; pass measure=a callable to score states without measuring"
+                f"measure must be 'live', 'replay:FILE' (a state dataset: rltune.make_env_dataset) or a callable, "
+                f"not {measure!r}"
             )
-        else:
-            raise ValueError(f"measure must be 'live' or a callable, not {measure!r}")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be an int >= 1 or None, not {threads!r}")
         # The C env's own max_steps is left at 0: the step limit is a
         # truncation here, not a termination.
-        self._env = LoopTuneEnv(
-            op,
-            n_threads=threads,
-            cc=cc,
-            cflags=cflags,
-            cache_dir=cache_dir,
-            repeat=repeat,
-            min_repeat_ms=min_repeat_ms,
-            timeout_s=timeout_s,
-            seed=data_seed,
-            peak_gflops=peak_gflops,
-            evaluate=evaluate,
-        )
+        try:
+            self._env = LoopTuneEnv(
+                op,
+                n_threads=threads or (0 if replay_path else 1),
+                cc=cc,
+                cflags=cflags,
+                cache_dir=cache_dir,
+                repeat=repeat,
+                min_repeat_ms=min_repeat_ms,
+                timeout_s=timeout_s,
+                seed=data_seed,
+                peak_gflops=peak_gflops,
+                evaluate=evaluate,
+                replay_path=replay_path,
+            )
+        except RltuneError as e:
+            if isinstance(e, ValueError) or replay_path is None:
+                raise
+            # a missing or unreadable dataset is a bad kwarg too: ValueError, rltune's message
+            raise InvalidArgumentError(e.message, status=e.status, code=e.code) from e
         self.op = op
         self.max_steps = max_steps or 0
         self.illegal_action = illegal_action
@@ -119,19 +130,30 @@ class LoopNestEnv(gym.Env[ObsType, np.int64]):
         self.observation_space = spaces.Box(low=low, high=high, shape=(OBS_LEN,), dtype=np.float32)
         self.action_space = spaces.Discrete(N_ACTIONS)
         self._n_steps = 0
+        self._lib = lib()
+        self._illegal = int(self._lib.RLT_STATUS_ILLEGAL_SCHEDULE)
 
     @property
     def core(self) -> LoopTuneEnv:
         """The C env's handle (tree, schedule, gflops, stats, clone)."""
         return self._env
 
-    def _info(self, is_legal: bool = True) -> dict[str, Any]:
-        return {
-            "action_mask": self._env.action_mask(),
-            "gflops": self._env.gflops,
+    def _observe(self, is_legal: bool = True) -> tuple[ObsType, dict[str, Any]]:
+        """The observation and the info dict. The mask is the observation's
+        last block (rlt_env_observe writes rlt_env_action_mask there)."""
+        core = self._env
+        ptr = core._h()
+        st = self._lib.rlt_env_observe(ptr, core._obs_c, OBS_LEN, core._diag)
+        if st:
+            core._raise(st)
+        obs = core._obs_view.copy()
+        info = {
+            "action_mask": obs[OBS_MASK:].astype(np.int8),
+            "gflops": self._lib.rlt_env_gflops(ptr),
             "is_legal": is_legal,
             "n_steps": self._n_steps,
         }
+        return obs, info
 
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[dict[str, Any]] = None
@@ -146,25 +168,35 @@ class LoopNestEnv(gym.Env[ObsType, np.int64]):
         schedule = (options or {}).get("schedule")
         self._env.reset(schedule)
         self._n_steps = 0
-        return self._env.observe(), self._info()
+        return self._observe()
 
     def step(self, action: Any) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
+        # The C calls are made here directly rather than through
+        # LoopTuneEnv's methods: a step that measures nothing takes the C
+        # env 2 microseconds, and every Python call added counts
+        # (bench/python/overhead.py).
         a = int(action)
         if not 0 <= a < N_ACTIONS:
             raise ValueError(f"action {action!r} is out of range: 0..{N_ACTIONS - 1} ({', '.join(ACTION_NAMES)})")
-        if not self._env.is_reset:
+        core = self._env
+        ptr = core._h()
+        st = self._lib.rlt_env_step(ptr, a, core._reward, core._done, core._diag)
+        if st == 0:
+            reward, terminated, is_legal = core._reward[0], core._done[0], True
+        elif st == self._illegal and self.illegal_action == "noop":
+            core._diag.status = 0  # cleared for the next call, as _raise does
+            core._diag.message[0] = b"\0"
+            reward, terminated, is_legal = 0.0, False, False
+        elif not self._lib.rlt_env_is_reset(ptr):
+            core._diag.status = 0
+            core._diag.message[0] = b"\0"
             raise InvalidArgumentError("step before reset: call reset() first", status="INVALID_ARGUMENT", code=1)
-        reward, terminated = 0.0, False
-        is_legal = True
-        try:
-            reward, terminated = self._env.step(a)
-        except IllegalScheduleError:
-            if self.illegal_action == "raise":
-                raise
-            is_legal = False
+        else:
+            core._raise(st)
         self._n_steps += 1
         truncated = bool(self.max_steps and self._n_steps >= self.max_steps and not terminated)
-        return self._env.observe(), reward, terminated, truncated, self._info(is_legal)
+        obs, info = self._observe(is_legal)
+        return obs, reward, terminated, truncated, info
 
     def render(self) -> Optional[str]:
         if self.render_mode == "ansi":

@@ -104,6 +104,26 @@ class NetTask:
 
 
 @dataclass(frozen=True)
+class ExportResult:
+    """What Net.export wrote (rlt_model_export_result)."""
+
+    name: str
+    dir: str
+    n_steps: int
+    n_kernel_steps: int
+    n_kernels: int
+    n_fast_ops: int
+    n_views: int
+    n_other_cc: int
+    n_kernel_files: int
+    weights_bytes: int
+    arena_bytes: int
+    needs_openmp: bool
+    cc: str
+    cflags: str
+
+
+@dataclass(frozen=True)
 class NetStep:
     """One step of a compiled network (rlt_net_step): a fused kernel
     (`task` its index in Net.tasks()) or a node rltune's own code runs
@@ -472,6 +492,49 @@ class Net(Handle):
     @property
     def compile_s(self) -> float:
         return float(lib().rlt_net_compile_s(self._h()))
+
+    def export(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        name: Optional[str] = None,
+        embed_weights: bool = False,
+        seed: int = 0,
+    ) -> ExportResult:
+        """Writes this net as a stand-alone C library in `directory`
+        (rlt_model_export; `rltune export --model`): NAME.h, NAME.c, the
+        kernels, rltune's fast ops, the weights, a Makefile and an example
+        that `make -C DIR check` builds and runs against rltune's reference
+        outputs for the input drawn from `seed`. Nothing is compiled here."""
+        L = lib()
+        keep: list[Any] = []
+        o = ffi.new("rlt_model_export_options *")
+        L.rlt_model_export_options_init(o)
+        o.dir = cstr(directory, keep)
+        o.name = cstr(name, keep)
+        o.origin = cstr(self.model.path, keep)
+        o.embed_weights = bool(embed_weights)
+        o.seed = seed
+        r = ffi.new("rlt_model_export_result *")
+        d = new_diag()
+        with self._lock:
+            check(L.rlt_model_export(self.model._h(), self._h(), o, r, d), d)
+        return ExportResult(
+            name=text(r.name),
+            dir=os.fspath(directory),
+            n_steps=int(r.n_steps),
+            n_kernel_steps=int(r.n_kernel_steps),
+            n_kernels=int(r.n_kernels),
+            n_fast_ops=int(r.n_fast_ops),
+            n_views=int(r.n_views),
+            n_other_cc=int(r.n_other_cc),
+            n_kernel_files=int(r.n_kernel_files),
+            weights_bytes=int(r.weights_bytes),
+            arena_bytes=int(r.arena_bytes),
+            needs_openmp=bool(r.needs_openmp),
+            cc=text(r.cc),
+            cflags=text(r.cflags),
+        )
 
 
 class ModelTuning(Handle):

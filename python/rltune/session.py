@@ -137,6 +137,7 @@ class Session(Handle):
         start_key: Optional[str] = None,
         policy_path: Optional[str | os.PathLike[str]] = None,
         from_other_threads: Optional[bool] = None,
+        no_clang: Optional[bool] = None,
         n_seeds: Optional[int] = None,
         n_final: Optional[int] = None,
         tuner_config_path: Optional[str | os.PathLike[str]] = None,
@@ -148,7 +149,8 @@ class Session(Handle):
         keep: list[Any] = []
         numbers = {
             "n_trials": n_trials, "batch_size": batch_size, "early_stopping": early_stopping, "seed": seed,
-            "n_threads": n_threads, "from_other_threads": from_other_threads, "n_seeds": n_seeds,
+            "n_threads": n_threads, "from_other_threads": from_other_threads, "no_clang": no_clang,
+            "n_seeds": n_seeds,
             "n_final": n_final,
         }
         for name, value in numbers.items():

@@ -190,6 +190,26 @@ def test_compiled_net_matches_onnxruntime_and_the_reference(
     assert net.activation_bytes > 0 and net.extra_bytes > 0 and net.compile_s > 0
 
 
+def test_export_builds_and_checks_against_the_reference(cnn: Model, net: rltune.Net, tmp_path: Path) -> None:
+    import subprocess
+
+    out = tmp_path / "exported"
+    r = net.export(out, name="small_cnn", seed=3)
+    assert r.name == "small_cnn" and r.dir == str(out)
+    assert r.n_kernel_steps == 8 and r.n_kernels == len(cnn.tasks()) and r.n_fast_ops == 2 and r.n_views == 1
+    assert r.weights_bytes > 0 and r.arena_bytes == net.activation_bytes
+    assert (out / "small_cnn.h").exists() and (out / "small_cnn.weights").exists()
+    # the example's input is rltune's seed-3 input, its expected output rltune's reference
+    x = np.load(out / "input_0.npy")
+    np.testing.assert_array_equal(x, cnn.random_inputs(seed=3)[0])
+    _close(np.load(out / "expected_0.npy"), cnn.evaluate(x)[0])
+    done = subprocess.run(["make", "-s", "-C", str(out), "check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "OK" in done.stdout
+    with pytest.raises(rltune.InvalidArgumentError, match="name"):
+        net.export(tmp_path / "bad", name="Not A Name")
+
+
 def test_profile_steps_sum_to_about_the_run_time(net: rltune.Net, x: np.ndarray) -> None:
     net.profile(True)
     try:

@@ -2,7 +2,9 @@
  * model.c - the public face of whole networks (rltune/model.h): a model
  * handle holding the loaded graph (graph/onnx.c, BatchNormalization folding
  * and dead-code removal), its text form and counts, and its tasks and other
- * kernels copied out of graph/tasks.c's extraction into the public structs.
+ * kernels copied out of graph/tasks.c's extraction into the public structs;
+ * a compiled network's export (rlt_model_export: net/net_export.c writes
+ * the library, this file the example's input and expected outputs).
  */
 #include "api/model_internal.h"
 #include "ir/ir.h"
@@ -296,4 +298,58 @@ rlt_status rlt_net_run(rlt_net *n, const rlt_array *const *inputs, rlt_array *co
     }
     for (int i = 0; i < g->n_inputs; i++) in[i] = inputs[i]->data;
     return rlt_net_run_buffers(n, in, out, diag);
+}
+
+/* ---- exporting a compiled network ---------------------------------------------- */
+
+void rlt_model_export_options_init(rlt_model_export_options *o) { memset(o, 0, sizeof *o); }
+
+/* Writes arrays[0 .. n) as DIR/<fmt with i>. */
+static rlt_status npy_files_write(const char *dir, const char *fmt, int n, rlt_array *const *arrays, rlt_diag *diag)
+{
+    for (int i = 0; i < n; i++) {
+        char file[64], path[4200];
+        snprintf(file, sizeof file, fmt, i);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        rlt_status st = rlt_npy_save(path, arrays[i], diag);
+        if (st != RLT_STATUS_OK) return st;
+    }
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_model_export(rlt_model *m, const rlt_net *net, const rlt_model_export_options *o,
+                            rlt_model_export_result *out, rlt_diag *diag)
+{
+    const rlt_graph *g = m->graph;
+    rlt_diag d = {0};
+    rlt_status st = RLT_STATUS_OK;
+    rlt_array **in = NULL, **ref = NULL;
+    memset(out, 0, sizeof *out);
+    if (!net || rlt_net_graph(net) != g) {
+        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "the network to export was not compiled from this model");
+        goto cleanup;
+    }
+    if (!o) {
+        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "no export options");
+        goto cleanup;
+    }
+    /* the library first: it refuses what it cannot export before anything is written */
+    if ((st = rlt_net_export(net, o, out, &d)) != RLT_STATUS_OK) goto cleanup;
+    in = rlt_calloc((size_t)g->n_inputs + 1, sizeof *in);
+    ref = rlt_calloc((size_t)g->n_outputs + 1, sizeof *ref);
+    if (!in || !ref) {
+        st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory exporting the model");
+        goto cleanup;
+    }
+    if ((st = rlt_model_random_inputs(m, o->seed, in, &d)) != RLT_STATUS_OK ||
+        (st = rlt_model_evaluate(m, (const rlt_array *const *)in, ref, &d)) != RLT_STATUS_OK ||
+        (st = npy_files_write(o->dir, RLT_NET_EXPORT_INPUT_NPY, g->n_inputs, in, &d)) != RLT_STATUS_OK ||
+        (st = npy_files_write(o->dir, RLT_NET_EXPORT_EXPECTED_NPY, g->n_outputs, ref, &d)) != RLT_STATUS_OK)
+        goto cleanup;
+cleanup:
+    for (int i = 0; in && i < g->n_inputs; i++) rlt_array_destroy(in[i]);
+    for (int i = 0; ref && i < g->n_outputs; i++) rlt_array_destroy(ref[i]);
+    rlt_free(ref);
+    rlt_free(in);
+    return st == RLT_STATUS_OK ? st : noted(m, st, &d, diag);
 }

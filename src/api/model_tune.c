@@ -8,6 +8,7 @@
  */
 #include "api/model_internal.h"
 #include "ir/ir.h"
+#include "net/net.h"
 #include "rltune/records.h"
 #include "search/task_sched.h"
 #include "search/tuner.h"
@@ -62,8 +63,10 @@ static rlt_status noted(rlt_model_tuning *t, rlt_status st, const rlt_diag *d, r
 
 const char *rlt_model_tuning_last_error(const rlt_model_tuning *t) { return t->last_error; }
 
-/* What the records hold for a task on the target: count and best. */
+/* What the records hold for a task on the target: count and best (of the
+ * kernels the network can run: rlt_net_takes_record). */
 typedef struct recorded {
+    int n_threads;
     int n;
     double best_ms;
 } recorded;
@@ -72,7 +75,8 @@ static bool count_record(const rlt_record *r, void *ctx)
 {
     recorded *c = ctx;
     c->n++;
-    if (r->status == RLT_STATUS_OK && r->time_median_ms > 0 && r->time_median_ms < c->best_ms)
+    if (r->status == RLT_STATUS_OK && r->time_median_ms > 0 && r->time_median_ms < c->best_ms &&
+        rlt_net_takes_record(r->config, c->n_threads))
         c->best_ms = r->time_median_ms;
     return true;
 }
@@ -123,7 +127,7 @@ static rlt_status read_records(rlt_model_tuning *t, rlt_diag *diag)
     /* read-write: the database is created when absent, as the sessions would */
     if ((st = rlt_db_open(t->db_path, NULL, &db, diag)) != RLT_STATUS_OK) goto cleanup;
     for (int i = 0; i < t->n_tasks; i++) {
-        recorded c = {.best_ms = INFINITY};
+        recorded c = {.n_threads = t->o.session.n_threads, .best_ms = INFINITY};
         if ((st = rlt_db_history(db, t->tasks[i].spec, target, count_record, &c, diag)) != RLT_STATUS_OK)
             goto cleanup;
         t->tasks[i].n_recorded = c.n;
@@ -164,6 +168,8 @@ rlt_status rlt_model_tuning_open(rlt_model *m, const rlt_model_tune_options *o, 
     t->o.session.build.cache_dir = t->cache_dir;
     t->o.session.tuner_config_path = t->tuner_config_path;
     t->o.session.tuner_options = t->tuner_options;
+    /* at several threads the network runs only its compiler's kernels */
+    t->o.session.no_clang = o->session.n_threads > 1;
     t->last_task = -1;
     t->t0_ns = rlt_time_ns();
     rlt_rng_seed(&t->rng, o->session.seed);

@@ -216,6 +216,7 @@ static rlt_status session_open(const rlt_op *op, const rlt_session_options *o, r
                         .agent_out = o->agent_out,
                         .start_key = o->start_key,
                         .from_other_threads = o->from_other_threads,
+                        .space = {.no_clang = o->no_clang},
                         .n_seeds = o->replay_path ? 0 : o->n_seeds,
                         .n_final = o->replay_path ? 0 : o->n_final,
                         .stop = o->stop,

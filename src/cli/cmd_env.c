@@ -4,9 +4,12 @@
  * the legal actions; reads one action name a line from stdin (a terminal or
  * a pipe); an unknown or illegal action gets a message and the prompt again.
  * `stop`, the step limit or the end of input prints the final schedule.
+ * With --measure replay:FILE the states come from a state dataset
+ * (`rltune gen-dataset --kind states`) and nothing is measured.
  */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,8 @@ static const rlt_cli_opt env_opts[] = {
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"schedule", "FILE", "start from this schedule's nest (splits, reorders, annotations); default: the op's"},
     RLT_CLI_ENV_MEASURE_OPTS,
+    {"measure", "MODE", "live (default: build, run and time each new state) or replay:FILE (answer from a state "
+                        "dataset, 'rltune gen-dataset --kind states')"},
     {"max-steps", "N", "end the episode after N steps, 1..100000 (default: only stop or end of input end it)"},
     {"save", "FILE", "also write the final schedule to FILE"},
 };
@@ -80,6 +85,28 @@ static rlt_status read_opts(const rlt_cli_args *args, rlt_env_opts *o, rlt_diag 
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "--schedule - would read stdin, which holds the actions: give the schedule as a file");
     o->max_steps = (int)max_steps;
+    const char *mode = rlt_cli_args_get(args, "measure");
+    if (st != RLT_STATUS_OK || !mode || strcmp(mode, "live") == 0) return st;
+    if (strncmp(mode, "replay:", 7) != 0 || mode[7] == '\0')
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "--measure: unknown mode '%.200s': expected live or replay:FILE (a state dataset made by "
+                        "'rltune gen-dataset --kind states')",
+                        mode);
+    /* nothing is built or run in a replay: options about it would be ignored */
+    static const char *const live_only[] = {"cc", "cflags", "repeat", "min-repeat-ms", "timeout", "seed"};
+    for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(live_only); i++)
+        if (rlt_cli_args_has(args, live_only[i]))
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                            "--%s cannot be combined with --measure replay: a replay builds and runs nothing",
+                            live_only[i]);
+    o->replay_path = mode + 7;
+    /* the dataset is the user's file: one that cannot be read is bad input */
+    FILE *f = fopen(o->replay_path, "r");
+    if (!f)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "--measure: cannot read the replay dataset %.200s: %s",
+                        o->replay_path, strerror(errno));
+    fclose(f);
+    if (!rlt_cli_args_has(args, "threads")) o->n_threads = 0; /* the dataset's */
     return st;
 }
 
@@ -142,7 +169,8 @@ static int run_env(const rlt_cli_args *args)
     bool is_tty = isatty(STDIN_FILENO) != 0, is_stopped = false;
     printf("op:       %s\n", rlt_op_spec(op));
     printf("peak:     %.2f GFLOP/s (one core, FP32 FMA%s)\n", rlt_env_peak_gflops(env),
-           opts.peak_gflops > 0 ? ", given by --peak" : ", measured");
+           opts.peak_gflops > 0 ? ", given by --peak" : opts.replay_path ? ", the dataset's" : ", measured");
+    if (opts.replay_path) printf("measure:  replay of %s (actions to states it lacks are masked)\n", opts.replay_path);
     printf("actions:  one a line; 'help' lists them; 'stop' or the end of input finishes\n");
     if (!print_state(env)) goto out_of_memory;
 
@@ -213,7 +241,9 @@ const rlt_cli_cmd rlt_cli_cmd_env = {
                "line from stdin (a terminal or a pipe): up, down, swap_up, swap_down, split_2 ...\n"
                "split_256, merge, unroll, vectorize, parallel, stop. An unknown or illegal action is\n"
                "refused with a message and the session goes on. stop, --max-steps or the end of input\n"
-               "prints the final schedule, which `rltune measure --schedule` takes.",
+               "prints the final schedule, which `rltune measure --schedule` takes. With --measure\n"
+               "replay:FILE the GFLOP/s come from a state dataset ('rltune gen-dataset --kind states'):\n"
+               "nothing is built or run, and actions to states the dataset lacks are not legal.",
     .details = "Example:\n"
                "  printf 'down\\nsplit_8\\ndown\\nswap_down\\nvectorize\\nstop\\n' | \\\n"
                "    rltune env --op matmul:M=64,N=64,K=64\n"

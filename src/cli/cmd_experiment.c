@@ -4,7 +4,8 @@
  * (rltune/experiment.h), live or replayed from datasets, and writes the
  * report into the output directory: report.html,
  * results.json, table.md and a plot per workload (SVG, and PNG through
- * gnuplot when it is installed).
+ * gnuplot when it is installed). The workloads may be whole models: then
+ * each run tunes a network, and its network is compiled and timed.
  * stdout gets the table (or one JSON object with --json).
  *
  * The config is checked whole (every key, every tuner's options on every
@@ -38,7 +39,18 @@ static void show_progress(const rlt_experiment_progress *p, void *ctx)
     progress_state *ps = ctx;
     if (!ps->is_tty) return;
     int n = p->is_run_done ? p->n_done : p->n_done + 1;
-    if (p->is_run_done) {
+    /* a model experiment times each model untuned first, and a run's
+     * network after its tuning: steps without trials */
+    if (!p->is_run_done && p->n_trials_total == 0) {
+        if (strcmp(p->label, "untuned") == 0)
+            fprintf(stderr, "\r\033[K[experiment] %s, untuned: compiling, checking and timing the network", p->spec);
+        else
+            fprintf(stderr, "\r\033[K[experiment] run %d/%d: %s, seed %" PRIu64 ", %s: %d trials; compiling, checking "
+                            "and timing the network",
+                    n, p->n_total, p->label, p->seed, p->spec, p->n_trials_done);
+        if (rlt_cli_stop_requested) fprintf(stderr, " (stopping after this run)");
+        ps->has_line = true;
+    } else if (p->is_run_done) {
         fprintf(stderr, "\r\033[K[experiment] run %d/%d: %s, seed %" PRIu64 ", %s: best %.2f GFLOP/s after %d trials, "
                         "%.2f s%s\n",
                 n, p->n_total, p->label, p->seed, p->spec, p->best_gflops, p->n_trials_done, p->run_wall_s,
@@ -47,9 +59,9 @@ static void show_progress(const rlt_experiment_progress *p, void *ctx)
     } else {
         fprintf(stderr, "\r\033[K[experiment] run %d/%d: %s, seed %" PRIu64 ", %s", n, p->n_total, p->label, p->seed,
                 p->spec);
-        if (p->n_trials_done > 0)
-            fprintf(stderr, ": %d/%d trials, best %.2f GFLOP/s", p->n_trials_done, p->n_trials_total,
-                    p->best_gflops);
+        if (p->n_trials_done > 0) fprintf(stderr, ": %d/%d trials", p->n_trials_done, p->n_trials_total);
+        /* none yet: nothing measured OK (a model: a task without a time) */
+        if (p->n_trials_done > 0 && p->best_gflops > 0) fprintf(stderr, ", best %.2f GFLOP/s", p->best_gflops);
         if (rlt_cli_stop_requested) fprintf(stderr, " (stopping after this run)");
         ps->has_line = true;
     }
@@ -62,20 +74,26 @@ static int exit_for_config(rlt_status st)
     return st == RLT_STATUS_OUT_OF_MEMORY || st == RLT_STATUS_INTERNAL ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
 }
 
+/* results.json's object with "out" added last. Spliced into the text, not
+ * parsed and printed again: cJSON's printer would round numbers that
+ * results.json writes exactly. */
 static int print_json(rlt_experiment *e, const char *dir)
 {
     char *text = rlt_experiment_json(e);
-    cJSON *o = text ? cJSON_Parse(text) : NULL;
-    rlt_free(text);
-    char *printed = NULL;
-    if (o && cJSON_AddStringToObject(o, "out", dir)) printed = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!printed) {
+    cJSON *out = cJSON_CreateString(dir);
+    char *quoted = out ? cJSON_PrintUnformatted(out) : NULL;
+    cJSON_Delete(out);
+    size_t len = text ? strlen(text) : 0;
+    bool is_object = len >= 2 && text[0] == '{' && text[len - 1] == '}';
+    if (!quoted || !is_object) {
+        rlt_free(text);
+        cJSON_free(quoted);
         rlt_cli_error("out of memory formatting the result");
         return RLT_CLI_EXIT_INTERNAL;
     }
-    printf("%s\n", printed);
-    cJSON_free(printed);
+    printf("%.*s%s\"out\":%s}\n", (int)(len - 1), text, len > 2 ? "," : "", quoted);
+    rlt_free(text);
+    cJSON_free(quoted);
     return RLT_CLI_EXIT_OK;
 }
 
@@ -160,13 +178,18 @@ const rlt_cli_cmd rlt_cli_cmd_experiment = {
                "results.json (every run's curve and the metrics), table.md and a plot per workload\n"
                "(SVG; PNG too when gnuplot is installed). Per workload and tuner: the best GFLOP/s\n"
                "over the seeds, the measurements needed to reach 90, 95 and 99% of the best known,\n"
-               "the wall time. The config's keys: docs/experiment.md.",
+               "the wall time. Workloads may be whole models ({\"model\": \"net.onnx\"}): each run is\n"
+               "then a 'tune --model' into a database of its own, its network compiled and timed as\n"
+               "'rltune run' does, and the report has per model a latency table and plots of the\n"
+               "latency estimate over tuning time and over trials; \"mode\": \"benchmark\" only times\n"
+               "the networks of the runs' databases. The config's keys: docs/experiment.md.",
     .details = "The whole config is checked before anything runs: an unknown key, a bad value, an\n"
                "unknown tuner or tuner option, a dataset that cannot be replayed are errors naming\n"
                "the file and the key (exit 2), and no output directory is made.\n"
                "On a terminal, stderr shows the run in flight and a line per finished run. Ctrl-C\n"
-               "lets the run in flight finish, starts no other and writes the report of the runs\n"
-               "that finished; a second Ctrl-C ends at once.\n"
+               "lets the run in flight finish (a model's run stops tuning after its round, then its\n"
+               "network is timed), starts no other and writes the report of the runs that finished;\n"
+               "a second Ctrl-C ends at once. A model's run resumes from its database when run again.\n"
                "stdout: the table (as table.md), or with --json one JSON object: results.json's\n"
                "fields (docs/formats.md) plus \"out\", the output directory.",
     .n_opts = (int)RLT_CLI_ARRAY_LEN(experiment_opts),

@@ -11,14 +11,11 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#define TOLERANCE 1e-4 /* max |out - ref| over max |ref|: issue 27's bar against ONNX Runtime */
 #define MAX_IO 16
 
 static const rlt_cli_opt run_opts[] = {
@@ -47,12 +44,6 @@ typedef struct run_result {
     int n_tuned, n_untuned;
 } run_result;
 
-static int compare_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
 /* Splits "a,b,c" into at most max parts (pointers into a copy owned by the
  * caller: free(*out_copy)); returns the count, or -1 when out of memory. */
 static int split_list(const char *text, char **out_copy, const char **parts, int max)
@@ -69,48 +60,6 @@ static int split_list(const char *text, char **out_copy, const char **parts, int
         p = comma + 1;
     }
     return max + 1; /* too many */
-}
-
-/* The largest |ref| and |out - ref| over the f32 outputs; integer and bool
- * outputs must match exactly (an error of 1 counts as a miss). */
-static void compare_outputs(int n, rlt_array *const *out, rlt_array *const *ref, double *max_error, double *max_ref)
-{
-    *max_error = 0;
-    *max_ref = 0;
-    for (int i = 0; i < n; i++) {
-        int64_t count = rlt_array_n_elems(ref[i]);
-        if (ref[i]->elem != RLT_ELEM_F32) {
-            if (memcmp(out[i]->data, ref[i]->data, (size_t)count * rlt_elem_size(ref[i]->elem)) != 0)
-                *max_error = INFINITY;
-            continue;
-        }
-        const float *o = out[i]->data, *r = ref[i]->data;
-        for (int64_t k = 0; k < count; k++) {
-            double e = fabs((double)o[k] - (double)r[k]);
-            if (!(e <= *max_error)) *max_error = isnan(e) ? INFINITY : e;
-            if (fabs((double)r[k]) > *max_ref) *max_ref = fabs((double)r[k]);
-        }
-    }
-}
-
-/* Pins this process to the CPU it is on, for steadier single-threaded
- * timings; kernels with more threads keep every CPU. */
-static void pin_for(int n_threads)
-{
-    if (n_threads != 1) return;
-    int cpu = sched_getcpu();
-    if (cpu < 0) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    (void)sched_setaffinity(0, sizeof set, &set);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* Profile rows, slowest first. */
@@ -162,7 +111,7 @@ static void print_text(const run_result *r, const prof_row *rows)
            (double)rlt_net_activation_bytes(net) / 1048576.0, (double)rlt_net_extra_bytes(net) / 1048576.0);
     printf("check:     max error %.3g against the reference, whose largest value is %.3g: %s (tolerance %g "
            "relative)\n",
-           r->max_error, r->max_ref, r->is_correct ? "OK" : "WRONG", TOLERANCE);
+           r->max_error, r->max_ref, r->is_correct ? "OK" : "WRONG", RLT_NET_CHECK_TOLERANCE);
     printf("latency:   median %.4f ms, min %.4f ms over %d runs, %d thread%s\n", r->median_ms, r->min_ms, r->repeat,
            r->n_threads, r->n_threads == 1 ? "" : "s");
     if (!rows) return;
@@ -189,7 +138,7 @@ static char *format_json(const run_result *r, const prof_row *rows)
               cJSON_AddBoolToObject(o, "correct", r->is_correct) &&
               rlt_cli_json_add_number(o, "max_error", r->max_error) &&
               rlt_cli_json_add_number(o, "max_reference", r->max_ref) &&
-              rlt_cli_json_add_number(o, "tolerance", TOLERANCE) &&
+              rlt_cli_json_add_number(o, "tolerance", RLT_NET_CHECK_TOLERANCE) &&
               rlt_cli_json_add_number(o, "peak_memory_bytes", (double)rlt_net_activation_bytes(net)) &&
               rlt_cli_json_add_number(o, "extra_bytes", (double)rlt_net_extra_bytes(net)) &&
               rlt_cli_json_add_number(o, "compile_s", rlt_net_compile_s(net)) &&
@@ -309,7 +258,6 @@ static int run_run(const rlt_cli_args *args)
     rlt_status st;
     run_result r = {.path = rlt_cli_args_get(args, "model")};
     rlt_array *in[MAX_IO] = {0}, *out[MAX_IO] = {0}, *ref[MAX_IO] = {0};
-    double *times = NULL;
     prof_row *rows = NULL;
     char *json = NULL;
     int n_in = 0, n_out = 0;
@@ -368,33 +316,30 @@ static int run_run(const rlt_cli_args *args)
         if (t.origin == RLT_NET_FROM_SEED) r.n_untuned++;
         else r.n_tuned++;
     }
-    pin_for(r.n_threads);
-    if (!(times = calloc((size_t)r.repeat, sizeof *times))) {
-        rlt_cli_error("out of memory");
+    /* the checked run, a second warm-up, then the timed runs; one thread
+     * is pinned to its CPU (kernels with more threads keep every CPU) */
+    rlt_net_timing_options to;
+    rlt_net_timing_options_init(&to);
+    to.n_warmup = 2;
+    to.repeat = r.repeat;
+    to.is_pinned = r.n_threads == 1;
+    to.is_profiled = rlt_cli_args_has(args, "profile");
+    rlt_net_timing timing;
+    if ((st = rlt_net_time(r.net, (const rlt_array *const *)in, out, (const rlt_array *const *)ref, &to, &timing,
+                           &d)) != RLT_STATUS_OK) {
+        rlt_cli_error("%s: %s", r.path, d.message);
+        rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
-    /* the checked run, a second warm-up, then the timed runs */
-    for (int i = -2; i < r.repeat; i++) {
-        if (i == 0 && rlt_cli_args_has(args, "profile")) rlt_net_profile(r.net, true);
-        double t0 = now_ms();
-        if ((st = rlt_net_run(r.net, (const rlt_array *const *)in, out, &d)) != RLT_STATUS_OK) {
-            rlt_cli_error("%s: %s", r.path, d.message);
-            rc = rlt_cli_exit_for(st);
-            goto cleanup;
-        }
-        if (i >= 0) times[i] = now_ms() - t0;
-        if (i == -2) {
-            compare_outputs(n_out, out, ref, &r.max_error, &r.max_ref);
-            r.is_correct = r.max_error <= TOLERANCE * (r.max_ref > 0 ? r.max_ref : 1.0);
-        }
-    }
+    r.median_ms = timing.median_ms;
+    r.min_ms = timing.min_ms;
+    r.max_error = timing.max_error;
+    r.max_ref = timing.max_reference;
+    r.is_correct = timing.is_correct;
     if (rlt_cli_args_has(args, "profile") && !(rows = profile_rows(r.net))) {
         rlt_cli_error("out of memory");
         goto cleanup;
     }
-    qsort(times, (size_t)r.repeat, sizeof *times, compare_double);
-    r.min_ms = times[0];
-    r.median_ms = r.repeat % 2 ? times[r.repeat / 2] : 0.5 * (times[r.repeat / 2 - 1] + times[r.repeat / 2]);
     if (rlt_cli_args_has(args, "output") && (rc = write_outputs(rlt_cli_args_get(args, "output"), n_out, out)) != 0)
         goto cleanup;
     if (rlt_cli_args_has(args, "json")) {
@@ -411,7 +356,6 @@ static int run_run(const rlt_cli_args *args)
 cleanup:
     cJSON_free(json);
     free(rows);
-    free(times);
     for (int i = 0; i < MAX_IO; i++) {
         rlt_array_destroy(in[i]);
         rlt_array_destroy(out[i]);

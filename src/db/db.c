@@ -109,13 +109,18 @@ static const char k_sql_exists[] = "SELECT 1" RECORD_FROM
  * told apart by their schedule. Careful measurements outrank quick ones: a
  * final pick's records come before tuning-time ones, which a few short
  * samples can flatter. */
-static const char k_sql_best[] = "SELECT " RECORD_COLUMNS RECORD_FROM
-                                 " WHERE w.spec = ?1 AND (?2 IS NULL OR w.target = ?2) AND m.status = 'OK'"
-                                 " AND NOT EXISTS (SELECT 1 FROM measurements n"
-                                 " WHERE n.workload_id = m.workload_id AND n.config = m.config"
-                                 " AND (m.config <> '' OR n.schedule = m.schedule)"
-                                 " AND (n.created_s > m.created_s OR (n.created_s = m.created_s AND n.id > m.id)))"
-                                 " ORDER BY m.is_final DESC, m.gflops DESC, m.time_min_ms ASC, m.id ASC LIMIT 1";
+/* The candidates for best, in order: OK records that are their
+ * configuration's newest; k_sql_best takes the first, rlt_db_best_where the
+ * first its filter accepts. */
+#define SQL_BEST_ORDERED                                                                                         \
+    "SELECT " RECORD_COLUMNS RECORD_FROM " WHERE w.spec = ?1 AND (?2 IS NULL OR w.target = ?2) AND m.status = 'OK'" \
+    " AND NOT EXISTS (SELECT 1 FROM measurements n"                                                              \
+    " WHERE n.workload_id = m.workload_id AND n.config = m.config"                                               \
+    " AND (m.config <> '' OR n.schedule = m.schedule)"                                                           \
+    " AND (n.created_s > m.created_s OR (n.created_s = m.created_s AND n.id > m.id)))"                           \
+    " ORDER BY m.is_final DESC, m.gflops DESC, m.time_min_ms ASC, m.id ASC"
+static const char k_sql_best[] = SQL_BEST_ORDERED " LIMIT 1";
+static const char k_sql_best_ordered[] = SQL_BEST_ORDERED;
 /* A query for "one spec" and one for "every spec" rather than one with
  * "?1 IS NULL OR": the OR would keep SQLite from using the spec's index. */
 static const char k_sql_count_all[] = "SELECT count(*) FROM measurements";
@@ -1183,6 +1188,43 @@ rlt_status rlt_db_best(rlt_db *db, const char *spec, const char *target, rlt_rec
 {
     rlt_diag d = {0};
     return noted(db, db_best(db, spec, target, out, out_found, &d), &d, diag);
+}
+
+static rlt_status db_best_where(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn accept,
+                                void *ctx, rlt_record *out, bool *out_found, rlt_diag *diag)
+{
+    RLT_ASSERT(db && spec && accept && out && out_found);
+    const char *doing = "finding the best record";
+    sqlite3_stmt *st = NULL;
+    rlt_status status = RLT_STATUS_OK;
+    *out_found = false;
+    /* prepared per call, as the history's: accept may query this handle */
+    int rc = sqlite3_prepare_v2(db->conn, k_sql_best_ordered, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        status = db_fail(db, rc, doing, diag);
+        goto cleanup;
+    }
+    bind_text(st, 1, spec);
+    bind_text(st, 2, target);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((status = row_to_record(db, st, out, doing, diag)) != RLT_STATUS_OK) goto cleanup;
+        if (accept(out, ctx)) {
+            *out_found = true;
+            goto cleanup;
+        }
+    }
+    if (rc != SQLITE_DONE) status = db_fail(db, rc, doing, diag);
+cleanup:
+    sqlite3_finalize(st);
+    return status;
+}
+
+rlt_status rlt_db_best_where(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn accept, void *ctx,
+                             rlt_record *out, bool *out_found, rlt_diag *diag)
+{
+    rlt_diag d = {0};
+    if (!accept) return noted(db, db_best(db, spec, target, out, out_found, &d), &d, diag);
+    return noted(db, db_best_where(db, spec, target, accept, ctx, out, out_found, &d), &d, diag);
 }
 
 static rlt_status db_history(rlt_db *db, const char *spec, const char *target, rlt_db_record_fn fn, void *ctx,

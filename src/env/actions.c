@@ -424,6 +424,21 @@ void env_action_mask(const env_state *state, bool mask[RLT_ENV_N_ACTIONS])
         mask[a] = !state->is_done && env_action_apply(state, a, &scratch, NULL) == RLT_STATUS_OK;
 }
 
+void env_action_mask_hashes(const env_state *state, bool mask[RLT_ENV_N_ACTIONS],
+                            uint64_t next_hash[RLT_ENV_N_ACTIONS])
+{
+    env_state scratch;
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) {
+        mask[a] = !state->is_done && env_action_apply(state, a, &scratch, NULL) == RLT_STATUS_OK;
+        next_hash[a] = !mask[a] ? 0 : env_action_changes_nest(a) ? rlt_nest_hash(&scratch.nest) : state->hash;
+    }
+}
+
+bool env_action_changes_nest(int action)
+{
+    return action != RLT_ENV_ACTION_UP && action != RLT_ENV_ACTION_DOWN && action != RLT_ENV_ACTION_STOP;
+}
+
 /* ---- printing ----------------------------------------------------------- */
 
 void env_tree_print(const rlt_nest *nest, int cursor, rlt_str *out)

@@ -11,9 +11,11 @@
  *
  * A step carries the action out (env_action_apply, actions.c), evaluates
  * the new nest unless the action left it as it was (cursor moves, stop):
- * from the cache, else through the evaluator (the caller's, or measurement:
- * rlt_measure_nests, which builds, runs and checks the kernel against the
- * reference), then records the action and computes the next mask.
+ * from the cache, else through the evaluator (the caller's, a replayed state
+ * dataset's table, or measurement: rlt_measure_nests, which builds, runs and
+ * checks the kernel against the reference), then records the action and
+ * computes the next mask (with a replay, without the actions that leave the
+ * dataset).
  */
 #include "env/env.h"
 
@@ -31,15 +33,26 @@ typedef struct cache_entry {
     char message[256];
 } cache_entry;
 
+/* A replay's memo of masks: the mask of a nest and cursor (the mask
+ * depends on nothing else before the episode ends), as bits. */
+typedef struct mask_entry {
+    uint64_t hash;
+    int cursor; /* -1: empty slot */
+    uint32_t bits;
+} mask_entry;
+
 typedef struct env_shared {
     int n_refs;
     rlt_op *op;          /* owned */
-    char *cc, *cflags, *cache_dir; /* owned copies of the options' strings */
+    char *cc, *cflags, *cache_dir, *replay_path; /* owned copies of the options' strings */
     rlt_env_opts opts;   /* strings pointing at the copies */
     int n_threads;       /* resolved: 1..256 */
     rlt_build_opts bopts;
     rlt_run_opts ropts;
     rlt_workload *workload; /* owned; made at the first measurement */
+    env_dataset *replay; /* owned; NULL unless opts.replay_path */
+    mask_entry *masks;   /* a replay's memo of masks (open addressing, at most half full); owned */
+    size_t n_mask_slots, n_masks;
     double peak_gflops;  /* one core's; 0 until the first reset */
     cache_entry *slots;  /* open addressing, linear probing; owned */
     size_t n_slots, n_used;
@@ -142,6 +155,44 @@ static void cache_store(env_shared *sh, uint64_t hash, rlt_env_eval_result *r, e
     }
 }
 
+/* The kernel schedule of a state on one line ("split j 8; vectorize j.i"),
+ * for messages; "?" when out of memory. */
+static void schedule_line(const rlt_nest *nest, char *out, size_t cap)
+{
+    rlt_sched *sched = NULL;
+    rlt_str text;
+    rlt_str_init(&text);
+    snprintf(out, cap, "?");
+    if (env_kernel_schedule_build(nest, &sched, NULL) != RLT_STATUS_OK) return;
+    for (int i = 0; i < sched->n_steps; i++) {
+        if (i) rlt_str_append(&text, "; ");
+        rlt_step_print(&sched->steps[i], &text);
+    }
+    if (!text.has_failed) snprintf(out, cap, "%s", text.data && text.data[0] ? text.data : "(the default nest)");
+    rlt_str_free(&text);
+    rlt_sched_destroy(sched);
+}
+
+/* A replay's evaluation of s (hash set): the dataset's entry, cached. A
+ * state the dataset lacks is refused (INVALID_ARGUMENT); steps never get
+ * here with one (the mask leaves them out). */
+static rlt_status replay_lookup(env_shared *sh, env_state *s, rlt_diag *diag)
+{
+    const env_dataset_entry *e = env_dataset_find(sh->replay, s->hash);
+    if (!e) {
+        char sched[1024];
+        schedule_line(&s->nest, sched, sizeof sched);
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "the replay dataset %s does not hold this state (its kernel: %s); a replay starts and "
+                        "steps only in the states it holds",
+                        env_dataset_path(sh->replay), sched);
+    }
+    rlt_env_eval_result r = {.status = e->status, .gflops = e->gflops};
+    snprintf(r.message, sizeof r.message, "%s", e->message);
+    cache_store(sh, s->hash, &r, s);
+    return RLT_STATUS_OK;
+}
+
 /* Fills s->hash and s's evaluation, from the cache or the evaluator. */
 static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
 {
@@ -154,6 +205,7 @@ static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
         memcpy(s->eval_message, hit->message, sizeof s->eval_message);
         return RLT_STATUS_OK;
     }
+    if (sh->replay) return replay_lookup(sh, s, diag);
     rlt_env_eval_result r = {.status = RLT_STATUS_OK};
     rlt_status st;
     rlt_nest kernel;
@@ -188,13 +240,59 @@ static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
     return RLT_STATUS_OK;
 }
 
-/* Cursor moves and stop leave the nest as it was: nothing to evaluate. */
-static bool changes_nest(int action)
+static double peak_norm(const env_shared *sh) { return sh->peak_gflops * sh->n_threads; }
+
+static mask_entry *mask_slot(mask_entry *slots, size_t n_slots, uint64_t hash, int cursor)
 {
-    return action != RLT_ENV_ACTION_UP && action != RLT_ENV_ACTION_DOWN && action != RLT_ENV_ACTION_STOP;
+    size_t i = (size_t)(hash ^ (uint64_t)cursor * 0x9e3779b97f4a7c15ull) & (n_slots - 1);
+    while (slots[i].cursor >= 0 && (slots[i].hash != hash || slots[i].cursor != cursor)) i = (i + 1) & (n_slots - 1);
+    return &slots[i];
 }
 
-static double peak_norm(const env_shared *sh) { return sh->peak_gflops * sh->n_threads; }
+/* Remembers a replay's mask; when the memo cannot grow (out of memory) the
+ * mask is simply computed again next time. */
+static void mask_remember(env_shared *sh, uint64_t hash, int cursor, uint32_t bits)
+{
+    if (2 * (sh->n_masks + 1) > sh->n_mask_slots) {
+        size_t n = sh->n_mask_slots ? 2 * sh->n_mask_slots : CACHE_MIN_SLOTS;
+        mask_entry *slots = rlt_malloc(n * sizeof *slots);
+        if (!slots) return;
+        for (size_t i = 0; i < n; i++) slots[i].cursor = -1;
+        for (size_t i = 0; i < sh->n_mask_slots; i++)
+            if (sh->masks[i].cursor >= 0)
+                *mask_slot(slots, n, sh->masks[i].hash, sh->masks[i].cursor) = sh->masks[i];
+        rlt_free(sh->masks);
+        sh->masks = slots;
+        sh->n_mask_slots = n;
+    }
+    *mask_slot(sh->masks, sh->n_mask_slots, hash, cursor) = (mask_entry){.hash = hash, .cursor = cursor, .bits = bits};
+    sh->n_masks++;
+}
+
+/* s's mask: the legal actions; with a replay, of those only the ones whose
+ * next state the dataset holds. A replay's states are few and revisited
+ * all the time, and finding which next states it holds takes a hash per
+ * action, so its masks are remembered by nest and cursor. */
+static void state_mask(env_shared *sh, env_state *s)
+{
+    if (!sh->replay || s->is_done) {
+        env_action_mask(s, s->mask);
+        return;
+    }
+    const mask_entry *e = sh->n_mask_slots ? mask_slot(sh->masks, sh->n_mask_slots, s->hash, s->cursor) : NULL;
+    if (e && e->cursor >= 0) {
+        for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) s->mask[a] = (e->bits >> a) & 1u;
+        return;
+    }
+    uint64_t next_hash[RLT_ENV_N_ACTIONS];
+    uint32_t bits = 0;
+    env_action_mask_hashes(s, s->mask, next_hash);
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) {
+        if (s->mask[a] && env_action_changes_nest(a)) s->mask[a] = env_dataset_find(sh->replay, next_hash[a]) != NULL;
+        bits |= (uint32_t)s->mask[a] << a;
+    }
+    mask_remember(sh, s->hash, s->cursor, bits);
+}
 
 /* ---- lifetime ----------------------------------------------------------- */
 
@@ -202,8 +300,11 @@ static void shared_free(env_shared *sh)
 {
     if (!sh) return;
     rlt_free(sh->slots);
+    rlt_free(sh->masks);
+    env_dataset_destroy(sh->replay);
     rlt_workload_destroy(sh->workload);
     rlt_op_destroy(sh->op);
+    rlt_free(sh->replay_path);
     rlt_free(sh->cache_dir);
     rlt_free(sh->cflags);
     rlt_free(sh->cc);
@@ -241,21 +342,40 @@ rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts, rlt_env
                         "timeout_s %g, peak_gflops %g (finite, >= 0), max_steps %d (>= 0)",
                         o.n_threads, RLT_MAX_THREADS, o.repeat, o.min_repeat_ms, o.timeout_s, o.peak_gflops,
                         o.max_steps);
+    if (o.evaluate && o.replay_path)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "env options: an evaluator and a replay dataset (%s) were both given; a replay answers "
+                        "every evaluation itself: give one of them",
+                        o.replay_path);
     if (!(sh = rlt_calloc(1, sizeof *sh)) || !(env = rlt_calloc(1, sizeof *env))) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating an env");
         goto cleanup;
     }
     sh->n_refs = 1;
     if ((st = rlt_op_parse(op_spec, &sh->op, diag)) != RLT_STATUS_OK) goto cleanup;
-    if (!dup_opt(o.cc, &sh->cc) || !dup_opt(o.cflags, &sh->cflags) || !dup_opt(o.cache_dir, &sh->cache_dir)) {
+    if (!dup_opt(o.cc, &sh->cc) || !dup_opt(o.cflags, &sh->cflags) || !dup_opt(o.cache_dir, &sh->cache_dir) ||
+        !dup_opt(o.replay_path, &sh->replay_path)) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating an env");
         goto cleanup;
     }
     o.cc = sh->cc;
     o.cflags = sh->cflags;
     o.cache_dir = sh->cache_dir;
+    o.replay_path = sh->replay_path;
     sh->opts = o;
     sh->n_threads = o.n_threads > 0 ? o.n_threads : 1;
+    if (o.replay_path) {
+        if ((st = env_dataset_load(o.replay_path, sh->op, &sh->replay, diag)) != RLT_STATUS_OK) goto cleanup;
+        int n = env_dataset_n_threads(sh->replay);
+        if (o.n_threads > 0 && o.n_threads != n) {
+            st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                          "the replay dataset %s was measured with %d thread%s, the env asks for %d (give %d, or "
+                          "0 for the dataset's)",
+                          o.replay_path, n, n == 1 ? "" : "s", o.n_threads, n);
+            goto cleanup;
+        }
+        sh->n_threads = n;
+    }
     sh->bopts = (rlt_build_opts){.cc = sh->cc, .cflags = sh->cflags, .cache_dir = sh->cache_dir};
     sh->ropts = (rlt_run_opts){
         .repeat = o.repeat > 0 ? o.repeat : 3,
@@ -323,6 +443,7 @@ static rlt_status settle_peak(env_shared *sh, rlt_diag *diag)
     if (sh->peak_gflops > 0) return RLT_STATUS_OK;
     double peak = sh->opts.peak_gflops;
     rlt_status st;
+    if (peak <= 0 && sh->replay) peak = env_dataset_peak_gflops(sh->replay);
     if (peak <= 0 && (st = env_peak_get(&sh->bopts, &peak, NULL, diag)) != RLT_STATUS_OK) {
         rlt_diag_prefix(diag, "cannot settle the peak (pass rlt_env_opts.peak_gflops to skip measuring it)");
         return st;
@@ -339,7 +460,7 @@ static rlt_status reset_to(rlt_env *env, const rlt_nest *nest, rlt_diag *diag)
     env_state s;
     state_init(&s, nest);
     if ((st = evaluate(sh, &s, diag)) != RLT_STATUS_OK) return st;
-    env_action_mask(&s, s.mask);
+    state_mask(sh, &s);
     env->state = s;
     env->is_reset = true;
     return RLT_STATUS_OK;
@@ -406,12 +527,16 @@ static rlt_status env_step(rlt_env *env, int action, double *out_reward, bool *o
     env_state next;
     rlt_status st = env_action_apply(cur, action, &next, diag);
     if (st != RLT_STATUS_OK) return st;
-    if (changes_nest(action) && (st = evaluate(sh, &next, diag)) != RLT_STATUS_OK) return st;
+    if (sh->replay && !cur->mask[action])
+        return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
+                        "%s: the state it leads to is not in the replay dataset %s (the mask leaves it out)",
+                        rlt_env_action_name(action), env_dataset_path(sh->replay));
+    if (env_action_changes_nest(action) && (st = evaluate(sh, &next, diag)) != RLT_STATUS_OK) return st;
     memmove(&next.history[1], &next.history[0], sizeof(int) * (RLT_ENV_HISTORY - 1));
     next.history[0] = action;
     next.n_steps++;
     if (sh->opts.max_steps > 0 && next.n_steps >= sh->opts.max_steps) next.is_done = true;
-    env_action_mask(&next, next.mask);
+    state_mask(sh, &next);
     if (out_reward) *out_reward = (next.gflops - cur->gflops) / peak_norm(sh);
     if (out_done) *out_done = next.is_done;
     env->state = next;
@@ -491,7 +616,7 @@ static rlt_status evaluate_new_states(rlt_env *const *envs, env_state *next, con
         for (int k = 0; k < n_pend && !is_pending; k++)
             is_pending = envs[pend[k]]->shared == sh && next[pend[k]].hash == next[i].hash;
         if (is_pending) continue;
-        if (sh->opts.evaluate) {
+        if (sh->opts.evaluate || sh->replay) {
             if ((st = evaluate(sh, &next[i], diag)) != RLT_STATUS_OK) goto cleanup;
             continue;
         }
@@ -530,7 +655,9 @@ static rlt_status env_prefetch(rlt_env *const *envs, const int *actions, int n, 
     }
     for (int i = 0; i < n; i++) {
         const rlt_env *e = envs[i];
-        if (!e->is_reset || e->state.is_done || !changes_nest(actions[i])) continue;
+        if (!e->is_reset || e->state.is_done || !env_action_changes_nest(actions[i])) continue;
+        if (e->shared->replay && (actions[i] < 0 || actions[i] >= RLT_ENV_N_ACTIONS || !e->state.mask[actions[i]]))
+            continue; /* a state the dataset lacks: not a step that can be taken */
         if (env_action_apply(&e->state, actions[i], &next[i], NULL) != RLT_STATUS_OK) continue;
         next[i].hash = rlt_nest_hash(&next[i].nest);
         want[i] = true;
@@ -578,6 +705,32 @@ static rlt_status env_reset_batch(rlt_env *const *envs, const char *const *sched
 cleanup:
     rlt_free(want);
     rlt_free(next);
+    return st;
+}
+
+rlt_status env_states_evaluate(rlt_env *env, env_state *states, int n, rlt_diag *diag)
+{
+    RLT_ASSERT(env->is_reset && n >= 0);
+    rlt_status st = RLT_STATUS_OK;
+    rlt_env **envs = rlt_malloc((size_t)n * sizeof *envs);
+    bool *want = rlt_malloc((size_t)n * sizeof *want);
+    if (!envs || !want) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory evaluating %d states", n);
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++) {
+        envs[i] = env;
+        want[i] = true;
+        states[i].hash = rlt_nest_hash(&states[i].nest);
+    }
+    if ((st = evaluate_new_states(envs, states, want, n, diag)) != RLT_STATUS_OK) goto cleanup;
+    /* each is in the cache now, unless it could not grow: evaluate() then
+     * measures that one again, alone */
+    for (int i = 0; i < n && st == RLT_STATUS_OK; i++) st = evaluate(env->shared, &states[i], diag);
+
+cleanup:
+    rlt_free(want);
+    rlt_free(envs);
     return st;
 }
 

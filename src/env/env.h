@@ -9,6 +9,8 @@
  *               through the builder and runner, cached per target
  *   env.c       the public API: families of envs sharing the op, workload
  *               and the cache of evaluated states; reset, step, observe
+ *   dataset.c   state datasets: the walk that makes one, the file (format
+ *               v1: write, read), the replay table an env looks states up in
  *
  * A state is a value (env_state, about 10 KiB): the nest, the cursor, the
  * last actions and the evaluation of the nest. Every nest a state holds was
@@ -58,6 +60,15 @@ rlt_status env_action_apply(const env_state *in, int action, env_state *out, rlt
 /* mask[a] = env_action_apply(state, a) succeeds; all false when done. */
 void env_action_mask(const env_state *state, bool mask[RLT_ENV_N_ACTIONS]);
 
+/* env_action_mask, also writing next_hash[a] = rlt_nest_hash of the nest
+ * legal action a leads to (the state's own hash for actions that keep the
+ * nest: cursor moves, stop); 0 for masked actions. */
+void env_action_mask_hashes(const env_state *state, bool mask[RLT_ENV_N_ACTIONS],
+                            uint64_t next_hash[RLT_ENV_N_ACTIONS]);
+
+/* Cursor moves and stop leave the nest as it was: nothing to evaluate. */
+bool env_action_changes_nest(int action);
+
 /* Automatic accumulation (docs/env.md, "Accumulation"): the env measures a
  * state's nest with the output accumulated in a local tile, where the
  * outermost loop whose inner spatial loops are all unrolled or vectorized
@@ -96,6 +107,51 @@ void env_tree_print(const rlt_nest *nest, int cursor, rlt_str *out);
 /* Writes RLT_ENV_OBS_LEN floats for `state`; gflops are divided by
  * peak_norm (> 0). */
 void env_observe(const env_state *state, double peak_norm, float *out);
+
+/* ---- dataset.c: state datasets (docs/env.md, "State datasets") ----------- */
+
+/* A state dataset read into memory: its header and a table of the states'
+ * evaluations keyed by their state hash (rlt_nest_hash of the state's nest,
+ * computed here when the file is read, so the file does not depend on the
+ * hash function). Immutable once read; an env family owns one. */
+typedef struct env_dataset env_dataset;
+
+typedef struct env_dataset_entry {
+    uint64_t hash;          /* the state's rlt_nest_hash */
+    rlt_status status;      /* of its kernel: OK, BUILD_ERROR, ... */
+    double gflops;          /* 0 unless OK */
+    const char *message;    /* why it failed; "" when OK; owned by the dataset */
+} env_dataset_entry;
+
+/* Reads the dataset at `path` for the op `op` (borrowed; it must outlive
+ * the dataset): every state's schedule is applied to the op and must give a
+ * state the env can reach, whose kernel schedule is the one written (a file
+ * of another rltune, whose env places accumulators otherwise, is refused).
+ * Errors: IO_ERROR (unreadable), PARSE_ERROR naming the file and line (not
+ * a state dataset, another version, a malformed line, a state twice, a
+ * count that does not match), INVALID_ARGUMENT (a dataset of another op,
+ * naming both), OUT_OF_MEMORY. Free with env_dataset_destroy. */
+rlt_status env_dataset_load(const char *path, const rlt_op *op, env_dataset **out, rlt_diag *diag);
+void env_dataset_destroy(env_dataset *ds); /* NULL ok */
+
+/* The entry of the state with this hash, or NULL. */
+const env_dataset_entry *env_dataset_find(const env_dataset *ds, uint64_t hash);
+
+/* The header: the file's path as given, the thread count and one core's
+ * peak the dataset was measured with, its number of states. */
+const char *env_dataset_path(const env_dataset *ds);
+int env_dataset_n_threads(const env_dataset *ds);
+double env_dataset_peak_gflops(const env_dataset *ds);
+int env_dataset_n_states(const env_dataset *ds);
+
+/* ---- env.c, for dataset.c ------------------------------------------------ */
+
+/* Evaluates the states `states[0 .. n-1]` (nests of env's op that the env
+ * can express; their hash fields are set here) that env's family cache does
+ * not hold, in one batch as rlt_env_prefetch does, and fills each state's
+ * evaluation (gflops, eval_status, eval_message). The env must have been
+ * reset (the peak settled). Errors: as rlt_env_prefetch's. */
+rlt_status env_states_evaluate(rlt_env *env, env_state *states, int n, rlt_diag *diag);
 
 /* ---- peak.c ------------------------------------------------------------- */
 

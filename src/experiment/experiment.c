@@ -4,7 +4,8 @@
  * datasets or the records database, every tuner created once on every
  * workload's space), and the runs (rlt_exp_run_all: rlt_tune per workload,
  * seed and tuner), with the best known GFLOP/s of each workload. What the
- * results look like in the report is results.c's.
+ * results look like in the report is results.c's; an experiment over
+ * whole models is opened and run by models.c.
  *
  * The config is checked whole before anything runs, and strictly: an
  * unknown or repeated key, a key of the other measuring mode, a value of
@@ -29,18 +30,34 @@
 
 /* ---- messages -------------------------------------------------------------- */
 
-/* "PATH: KEY: message" */
-static rlt_status fail_at(rlt_diag *diag, rlt_status st, const char *path, const char *key, const char *fmt, ...)
-    RLT_PRINTF(5, 6);
-static rlt_status fail_at(rlt_diag *diag, rlt_status st, const char *path, const char *key, const char *fmt, ...)
+rlt_status rlt_exp_fail_at(rlt_diag *diag, rlt_status st, const char *path, const char *key, const char *fmt, ...)
 {
-    char msg[900];
+    char msg[1200];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (key && *key) return rlt_fail(diag, st, "%s: %s: %s", path, key, msg);
     return rlt_fail(diag, st, "%s: %s", path, msg);
+}
+
+
+void rlt_exp_tuner_option_key(const rlt_exp_config *c, int t, const char *message, char *key, size_t cap)
+{
+    snprintf(key, cap, "tuners[%d]%s", t, strcmp(c->tuners[t].options_json, "{}") ? ".options" : "");
+    /* the option the tuner refused, when its message names exactly one */
+    cJSON *given = cJSON_Parse(c->tuners[t].options_json);
+    const cJSON *item, *named = NULL;
+    int n_named = 0;
+    cJSON_ArrayForEach(item, given)
+    {
+        if (strstr(message, item->string)) {
+            named = item;
+            n_named++;
+        }
+    }
+    if (n_named == 1) snprintf(key, cap, "tuners[%d].options.%.100s", t, named->string);
+    cJSON_Delete(given);
 }
 
 /* What a JSON value is, for "got ..." in messages. */
@@ -82,7 +99,7 @@ static rlt_status check_unique_keys(const char *path, const cJSON *v, const char
             for (const cJSON *prev = v->child; prev != item; prev = prev->next)
                 if (strcmp(prev->string, item->string) == 0) {
                     key_path(sub, sizeof sub, where, item->string);
-                    return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "given twice (once is allowed)");
+                    return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "given twice (once is allowed)");
                 }
             key_path(sub, sizeof sub, where, item->string);
             rlt_status st = check_unique_keys(path, item, sub, diag);
@@ -118,7 +135,7 @@ static rlt_status check_keys(const char *path, const cJSON *obj, const char *whe
             used += (size_t)n;
         }
         key_path(sub, sizeof sub, where, item->string);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "unknown key; valid keys: %s", list);
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "unknown key; valid keys: %s", list);
     }
     return RLT_STATUS_OK;
 }
@@ -132,13 +149,13 @@ static rlt_status get_int(const char *path, const cJSON *obj, const char *where,
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) {
         if (!is_required) return RLT_STATUS_OK;
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub,
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub,
                        "missing: a whole number from %" PRId64 " to %" PRId64 " is required", min, max);
     }
     double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max) {
         describe(v, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub,
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub,
                        "expected a whole number from %" PRId64 " to %" PRId64 ", got %s", min, max, got);
     }
     *out = (int64_t)d;
@@ -155,7 +172,7 @@ static rlt_status get_positive(const char *path, const cJSON *obj, const char *k
     double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!isfinite(d) || d <= 0 || d > max) {
         describe(v, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, key, "expected a number above 0 and at most %g, got %s",
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, key, "expected a number above 0 and at most %g, got %s",
                        max, got);
     }
     *out = d;
@@ -173,11 +190,11 @@ static rlt_status get_string(const char *path, const cJSON *obj, const char *whe
     *out = NULL;
     if (!v) {
         if (!is_required) return RLT_STATUS_OK;
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "missing: %s is required", what);
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "missing: %s is required", what);
     }
     if (!cJSON_IsString(v) || v->valuestring[0] == '\0') {
         describe(v, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "expected %s (a non-empty string), got %s", what,
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, path, sub, "expected %s (a non-empty string), got %s", what,
                        got);
     }
     *out = v->valuestring;
@@ -217,7 +234,7 @@ static rlt_status parse_seeds(rlt_exp_config *c, const cJSON *root, rlt_diag *di
     char got[128], sub[64];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "seeds");
     if (!v)
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "seeds",
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "seeds",
                        "missing: a count (seeds 0 .. N-1) or a list of seeds is required");
     if (cJSON_IsNumber(v)) {
         int64_t n = 0;
@@ -232,7 +249,7 @@ static rlt_status parse_seeds(rlt_exp_config *c, const cJSON *root, rlt_diag *di
     int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
     if (!cJSON_IsArray(v) || n < 1 || n > RLT_EXP_MAX_SEEDS) {
         describe(v, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "seeds",
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "seeds",
                        "expected a count from 1 to %d or a list of 1 to %d seeds, got %s%s", RLT_EXP_MAX_SEEDS,
                        RLT_EXP_MAX_SEEDS, got, cJSON_IsArray(v) ? (n ? " too long" : " (empty)") : "");
     }
@@ -245,55 +262,136 @@ static rlt_status parse_seeds(rlt_exp_config *c, const cJSON *root, rlt_diag *di
         double d = cJSON_IsNumber(s) ? s->valuedouble : NAN;
         if (!isfinite(d) || d != floor(d) || d < 0 || d > MAX_SEED_EXACT) {
             describe(s, got, sizeof got);
-            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
                            "expected a whole number from 0 to 2^53, got %s", got);
         }
         c->seeds[i] = (uint64_t)d;
         for (int j = 0; j < i; j++)
             if (c->seeds[j] == c->seeds[i])
-                return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
                                "seed %" PRIu64 " is already seeds[%d]: a repeated seed repeats a run", c->seeds[i],
                                j);
     }
     return RLT_STATUS_OK;
 }
 
+/* A model workload: {"model": FILE, "label": NAME}. */
+static rlt_status parse_model_workload(rlt_exp_config *c, const cJSON *item, int i, const char *model,
+                                       const char *label, rlt_diag *diag)
+{
+    static const char *const op_keys[] = {"op", "expr", "shape", "dataset"};
+    char where[64], sub[96];
+    snprintf(where, sizeof where, "workloads[%d]", i);
+    rlt_exp_workload *w = &c->workloads[i];
+    for (size_t k = 0; k < RLT_ARRAY_LEN(op_keys); k++)
+        if (cJSON_GetObjectItemCaseSensitive(item, op_keys[k])) {
+            snprintf(sub, sizeof sub, "%s.%s", where, op_keys[k]);
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                           "a model workload is {\"model\": FILE} (with an optional \"label\"): \"%s\" is for an "
+                           "op",
+                           op_keys[k]);
+        }
+    snprintf(sub, sizeof sub, "%s.model", where);
+    if (c->is_replay)
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                       "a model's tasks are tuned and its network timed live: \"measure\": \"live\"");
+    /* the label: as given, else the file's name without ".onnx" */
+    char name[72];
+    size_t n = 0;
+    if (label) {
+        size_t len = strlen(label), n_good = 0;
+        while (n_good < len && is_name_char((unsigned char)label[n_good])) n_good++;
+        if (n_good < len || len > 64) {
+            snprintf(sub, sizeof sub, "%s.label", where);
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                           "'%.80s' is not a label: 1 to 64 letters, digits, '.', '_' or '-' (it names the model's "
+                           "plots and its runs' databases)",
+                           label);
+        }
+        snprintf(name, sizeof name, "%s", label);
+    } else {
+        const char *base = strrchr(model, '/');
+        base = base ? base + 1 : model;
+        size_t len = strlen(base);
+        if (len > 5 && strcmp(base + len - 5, ".onnx") == 0) len -= 5;
+        for (; n < len && n < 64; n++) name[n] = is_name_char((unsigned char)base[n]) ? base[n] : '_';
+        name[n] = '\0';
+        if (n == 0) snprintf(name, sizeof name, "model");
+    }
+    bool has_failed = false;
+    w->spec = dup_or_fail(model, &has_failed);
+    w->label = dup_or_fail(name, &has_failed);
+    w->model = resolve_path(c->path, model);
+    has_failed |= !w->model;
+    if (has_failed) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading %s", c->path);
+    for (int j = 0; j < i; j++) {
+        if (strcmp(c->workloads[j].model, w->model) == 0)
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "the same model as workloads[%d] (%s)", j,
+                           w->model);
+        if (strcmp(c->workloads[j].label, w->label) == 0) {
+            snprintf(sub, sizeof sub, "%s%s", where, label ? ".label" : ".model");
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                           "label '%s' is workloads[%d]'s already: it names the model's plots and its runs' "
+                           "databases; give one a \"label\" of its own",
+                           w->label, j);
+        }
+    }
+    return RLT_STATUS_OK;
+}
+
 static rlt_status parse_workload(rlt_exp_config *c, const cJSON *item, int i, rlt_diag *diag)
 {
-    static const char *const keys[] = {"op", "expr", "shape", "dataset", NULL};
+    static const char *const keys[] = {"op", "expr", "shape", "dataset", "model", "label", NULL};
     char where[64], sub[96], got[128];
     snprintf(where, sizeof where, "workloads[%d]", i);
     rlt_exp_workload *w = &c->workloads[i];
     if (!cJSON_IsObject(item)) {
         describe(item, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where,
-                       "expected an object {\"op\": SPEC%s}, got %s", c->is_replay ? ", \"dataset\": FILE" : "", got);
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where, "expected an object %s, got %s",
+                       c->is_model     ? "{\"model\": FILE}"
+                       : c->is_replay ? "{\"op\": SPEC, \"dataset\": FILE}"
+                                      : "{\"op\": SPEC} or {\"model\": FILE}",
+                       got);
     }
     rlt_status st = check_keys(c->path, item, where, keys, diag);
     if (st != RLT_STATUS_OK) return st;
-    const char *op_text = NULL, *expr = NULL, *shape = NULL, *dataset = NULL;
+    const char *op_text = NULL, *expr = NULL, *shape = NULL, *dataset = NULL, *model = NULL, *label = NULL;
     if ((st = get_string(c->path, item, where, "op", false, "an op spec", &op_text, diag)) ||
         (st = get_string(c->path, item, where, "expr", false, "an expression", &expr, diag)) ||
         (st = get_string(c->path, item, where, "shape", false, "the expression's shape", &shape, diag)) ||
-        (st = get_string(c->path, item, where, "dataset", false, "a dataset file", &dataset, diag)))
+        (st = get_string(c->path, item, where, "dataset", false, "a dataset file", &dataset, diag)) ||
+        (st = get_string(c->path, item, where, "model", false, "an ONNX model file", &model, diag)) ||
+        (st = get_string(c->path, item, where, "label", false, "a label", &label, diag)))
         return st;
+    if ((model != NULL) != c->is_model) {
+        snprintf(sub, sizeof sub, "%s%s", where, model ? ".model" : "");
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                       "an experiment is over ops or over models, not both: workloads[0] is %s",
+                       c->is_model ? "a model" : "an op");
+    }
+    if (model) return parse_model_workload(c, item, i, model, label, diag);
+    if (label) {
+        snprintf(sub, sizeof sub, "%s.label", where);
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                       "\"label\" names a model workload; an op is named by its spec");
+    }
     if (op_text && (expr || shape)) {
         snprintf(sub, sizeof sub, "%s.%s", where, expr ? "expr" : "shape");
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "give either \"op\" or \"expr\" and \"shape\", "
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "give either \"op\" or \"expr\" and \"shape\", "
                                                                         "not both");
     }
     if (!op_text && !(expr && shape)) {
         snprintf(sub, sizeof sub, "%s.%s", where, expr ? "shape" : shape ? "expr" : "op");
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
-                       "missing: a workload is an op spec (\"op\": \"matmul:M=64,N=64,K=64\") or an expression "
-                       "(\"expr\" with \"shape\")");
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+                       "missing: a workload is an op spec (\"op\": \"matmul:M=64,N=64,K=64\"), an expression "
+                       "(\"expr\" with \"shape\") or a model (\"model\": FILE)");
     }
     rlt_op *op = NULL;
     rlt_diag d = {0};
     st = op_text ? rlt_op_parse(op_text, &op, &d) : rlt_op_from_expr(expr, shape, &op, &d);
     if (st != RLT_STATUS_OK) {
         snprintf(sub, sizeof sub, "%s.%s", where, op_text ? "op" : "expr");
-        return fail_at(diag, st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "%s",
+        return rlt_exp_fail_at(diag, st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "%s",
                        d.message);
     }
     bool has_failed = false;
@@ -305,7 +403,7 @@ static rlt_status parse_workload(rlt_exp_config *c, const cJSON *item, int i, rl
     if (c->is_replay) {
         if (!dataset) {
             snprintf(sub, sizeof sub, "%s.dataset", where);
-            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
                            "missing: a replay answers each workload from a dataset file (made by 'rltune dataset "
                            "--op %s --out FILE'), relative to the config's directory",
                            w->spec ? w->spec : "SPEC");
@@ -315,14 +413,14 @@ static rlt_status parse_workload(rlt_exp_config *c, const cJSON *item, int i, rl
         has_failed |= !w->dataset;
     } else if (dataset) {
         snprintf(sub, sizeof sub, "%s.dataset", where);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
                        "a live experiment measures: \"dataset\" is for \"measure\": \"replay\"");
     }
     if (has_failed) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading %s", c->path);
     for (int j = 0; j < i; j++)
         if (w->spec && strcmp(c->workloads[j].spec, w->spec) == 0 &&
             (!c->is_replay || strcmp(c->workloads[j].dataset, w->dataset) == 0))
-            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where, "the same workload as workloads[%d] (%s)",
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where, "the same workload as workloads[%d] (%s)",
                            j, w->spec);
     return RLT_STATUS_OK;
 }
@@ -339,7 +437,7 @@ static rlt_status unknown_tuner(const rlt_exp_config *c, const char *where, cons
     rlt_str known;
     rlt_str_init(&known);
     for (const char *const *n = rlt_tuner_names(); *n; n++) rlt_str_printf(&known, "%s%s", *n, n[1] ? ", " : "");
-    rlt_status st = fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where, "unknown tuner '%.100s' (tuners: %s)",
+    rlt_status st = rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where, "unknown tuner '%.100s' (tuners: %s)",
                             name, known.data ? known.data : "");
     rlt_str_free(&known);
     return st;
@@ -368,7 +466,7 @@ static rlt_status parse_tuner(rlt_exp_config *c, const cJSON *item, int i, rlt_d
         if (carry && !cJSON_IsBool(carry)) {
             describe(carry, got, sizeof got);
             snprintf(sub, sizeof sub, "%s.carry_agent", where);
-            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "expected true or false, got %s", got);
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "expected true or false, got %s", got);
         }
         t->carry_agent = carry && cJSON_IsTrue(carry);
         options = cJSON_GetObjectItemCaseSensitive(item, "options");
@@ -378,12 +476,12 @@ static rlt_status parse_tuner(rlt_exp_config *c, const cJSON *item, int i, rlt_d
         }
     } else {
         describe(item, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where,
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, where,
                        "expected a tuner's name or {\"name\": ..., \"label\": ..., \"options\": {...}}, got %s", got);
     }
     if (label && strlen(label) > 64) {
         snprintf(sub, sizeof sub, "%s.label", where);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "longer than 64 characters");
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub, "longer than 64 characters");
     }
     bool has_failed = false;
     t->name = dup_or_fail(name, &has_failed);
@@ -402,7 +500,7 @@ static rlt_status parse_tuner(rlt_exp_config *c, const cJSON *item, int i, rlt_d
     for (int j = 0; j < i; j++)
         if (strcmp(c->tuners[j].label, t->label) == 0) {
             snprintf(sub, sizeof sub, "%s%s", where, label ? ".label" : "");
-            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, sub,
                            "label '%s' is tuners[%d]'s already: give each tuner a label of its own (\"label\": ...)",
                            t->label, j);
         }
@@ -416,27 +514,86 @@ static rlt_status get_list(const rlt_exp_config *c, const cJSON *root, const cha
     char got[128];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     *out = v;
-    if (!v) return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key, "missing: a list of %s is required", what);
+    if (!v) return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key, "missing: a list of %s is required", what);
     int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
     if (n < 1 || n > max) {
         describe(v, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key, "expected a list of 1 to %d %s, got %s%s", max,
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key, "expected a list of 1 to %d %s, got %s%s", max,
                        what, got, cJSON_IsArray(v) ? (n ? " too long" : " (empty)") : "");
     }
     return RLT_STATUS_OK;
+}
+
+/* The file name a tuner's label gives its runs' databases: every
+ * character outside [A-Za-z0-9._-] as '_'. */
+static void tuner_file_label(const char *label, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (; label[n] && n + 1 < cap; n++) buf[n] = is_name_char((unsigned char)label[n]) ? label[n] : '_';
+    buf[n] = '\0';
+}
+
+/* The keys and tuners of a model experiment, once its workloads and tuners
+ * are read: what only op experiments take is refused, and the runs'
+ * databases must get names of their own. */
+static rlt_status check_model_config(rlt_exp_config *c, const cJSON *root, rlt_diag *diag)
+{
+    if (cJSON_GetObjectItemCaseSensitive(root, "db"))
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "db",
+                       "each run of a model keeps its records in a database of its own, under \"records_dir\" "
+                       "(docs/experiment.md, \"Whole models\")");
+    if (cJSON_GetObjectItemCaseSensitive(root, "early_stopping"))
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "early_stopping",
+                       "a model's tasks share one budget: \"trials\" and \"time_budget_s\" end its runs");
+    char a[80], b[80], key[64];
+    for (int t = 0; t < c->n_tuners; t++) {
+        const rlt_exp_tuner *tu = &c->tuners[t];
+        if (tu->carry_agent) {
+            snprintf(key, sizeof key, "tuners[%d].carry_agent", t);
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key,
+                           "a model's tasks are tuned by sessions of their own: no agent is carried in an "
+                           "experiment over models");
+        }
+        snprintf(key, sizeof key, "tuners[%d]%s", t, strcmp(tu->label, tu->name) ? ".label" : "");
+        if (strcmp(tu->label, "untuned") == 0)
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key,
+                           "'untuned' names the network compiled from seed schedules in the outputs: give this "
+                           "tuner another label");
+        tuner_file_label(tu->label, a, sizeof a);
+        for (int j = 0; j < t; j++) {
+            tuner_file_label(c->tuners[j].label, b, sizeof b);
+            if (strcmp(a, b) == 0)
+                return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key,
+                               "label '%s' gives its runs' databases the names of tuners[%d]'s ('%s': every "
+                               "character but letters, digits, '.', '_' and '-' becomes '_'): choose another",
+                               tu->label, j, c->tuners[j].label);
+        }
+    }
+    return RLT_STATUS_OK;
+}
+
+/* Whether the config's first workload is a model (what decides which keys
+ * the config takes, before the workloads are read one by one). */
+static bool peek_is_model(const cJSON *root)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "workloads");
+    const cJSON *first = cJSON_IsArray(list) ? cJSON_GetArrayItem(list, 0) : NULL;
+    return cJSON_IsObject(first) && cJSON_GetObjectItemCaseSensitive(first, "model") != NULL;
 }
 
 static rlt_status parse_root(rlt_exp_config *c, const cJSON *root, rlt_diag *diag)
 {
     static const char *const keys[] = {"name",    "description", "measure", "trials", "seeds",  "batch",
                                        "early_stopping", "db",   "out",     "threads", "cc",    "cflags",
-                                       "repeat",  "min_repeat_ms", "timeout", "workloads", "tuners", NULL};
+                                       "repeat",  "min_repeat_ms", "timeout", "workloads", "tuners", "mode",
+                                       "time_budget_s", "run_repeat", "records_dir", "rule_seeds", NULL};
     static const char *const live_only[] = {"db", "threads", "cc", "cflags", "repeat", "min_repeat_ms", "timeout"};
+    static const char *const model_only[] = {"mode", "time_budget_s", "run_repeat", "records_dir", "rule_seeds"};
     char got[128];
     rlt_status st;
     if (!cJSON_IsObject(root)) {
         describe(root, got, sizeof got);
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, NULL,
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, NULL,
                        "expected one JSON object of settings (docs/experiment.md), got %s", got);
     }
     if ((st = check_unique_keys(c->path, root, "", diag)) || (st = check_keys(c->path, root, "", keys, diag)))
@@ -449,26 +606,43 @@ static rlt_status parse_root(rlt_exp_config *c, const cJSON *root, rlt_diag *dia
     size_t name_len = strlen(name), n_good = 0;
     while (n_good < name_len && is_name_char((unsigned char)name[n_good])) n_good++;
     if (n_good < name_len || name_len > 64)
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "name",
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "name",
                        "'%.80s' is not a name: 1 to 64 letters, digits, '.', '_' or '-' (it names the "
                        "output directory, experiment-NAME)",
                        name);
     if (strcmp(measure, "live") != 0 && strcmp(measure, "replay") != 0)
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "measure",
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "measure",
                        "unknown mode '%.80s': expected \"live\" (build, run and time here) or \"replay\" (answer "
                        "from each workload's dataset)",
                        measure);
     c->is_replay = strcmp(measure, "replay") == 0;
+    c->is_model = peek_is_model(root);
+    if (!c->is_model)
+        for (size_t i = 0; i < RLT_ARRAY_LEN(model_only); i++)
+            if (cJSON_GetObjectItemCaseSensitive(root, model_only[i]))
+                return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, model_only[i],
+                               "\"%s\" is for an experiment over whole models (workloads {\"model\": FILE})",
+                               model_only[i]);
+    const char *mode = NULL;
+    if ((st = get_string(c->path, root, "", "mode", false, "\"tune\" or \"benchmark\"", &mode, diag)) != RLT_STATUS_OK)
+        return st;
+    if (mode && strcmp(mode, "tune") != 0 && strcmp(mode, "benchmark") != 0)
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "mode",
+                       "unknown mode '%.80s': expected \"tune\" (tune each model with each tuner and seed, then "
+                       "time its network) or \"benchmark\" (time the networks the runs' databases give)",
+                       mode);
+    c->is_benchmark = mode && strcmp(mode, "benchmark") == 0;
     if (c->is_replay)
         for (size_t i = 0; i < RLT_ARRAY_LEN(live_only); i++)
             if (cJSON_GetObjectItemCaseSensitive(root, live_only[i]))
-                return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, live_only[i],
+                return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, live_only[i],
                                "a replay %s: \"%s\" is for \"measure\": \"live\"",
                                i == 0 ? "stores no records" : "runs nothing (the dataset's own settings hold)",
                                live_only[i]);
-    int64_t trials = 0, batch = 16, early = 0, threads = 0, repeat = 0;
+    int64_t trials = 0, batch = 16, early = 0, threads = 0, repeat = 0, run_repeat = 10, rule_seeds = 0;
+    const char *records_dir = NULL;
     if ((st = get_string(c->path, root, "", "description", false, "a description", &description, diag)) ||
-        (st = get_int(c->path, root, "", "trials", 1, MAX_TRIALS, true, &trials, diag)) ||
+        (st = get_int(c->path, root, "", "trials", 1, MAX_TRIALS, !c->is_benchmark, &trials, diag)) ||
         (st = parse_seeds(c, root, diag)) ||
         (st = get_int(c->path, root, "", "batch", 1, 256, false, &batch, diag)) ||
         (st = get_int(c->path, root, "", "early_stopping", 1, MAX_TRIALS, false, &early, diag)) ||
@@ -479,8 +653,14 @@ static rlt_status parse_root(rlt_exp_config *c, const cJSON *root, rlt_diag *dia
         (st = get_string(c->path, root, "", "cflags", false, "compiler flags", &cflags, diag)) ||
         (st = get_int(c->path, root, "", "repeat", 1, 1000, false, &repeat, diag)) ||
         (st = get_positive(c->path, root, "min_repeat_ms", 1e6, &c->min_repeat_ms, diag)) ||
-        (st = get_positive(c->path, root, "timeout", 1e6, &c->timeout_s, diag)))
+        (st = get_positive(c->path, root, "timeout", 1e6, &c->timeout_s, diag)) ||
+        (st = get_positive(c->path, root, "time_budget_s", 1e8, &c->time_budget_s, diag)) ||
+        (st = get_int(c->path, root, "", "run_repeat", 1, 1000, false, &run_repeat, diag)) ||
+        (st = get_int(c->path, root, "", "rule_seeds", 0, 64, false, &rule_seeds, diag)) ||
+        (st = get_string(c->path, root, "", "records_dir", false, "a directory", &records_dir, diag)))
         return st;
+    c->run_repeat = (int)run_repeat;
+    c->rule_seeds = (int)rule_seeds;
     c->n_trials = (int)trials;
     c->batch_size = (int)batch;
     c->early_stopping = (int)early;
@@ -491,13 +671,29 @@ static rlt_status parse_root(rlt_exp_config *c, const cJSON *root, rlt_diag *dia
     c->description = dup_or_fail(description ? description : "", &has_failed);
     c->cc = dup_or_fail(cc, &has_failed);
     c->cflags = dup_or_fail(cflags, &has_failed);
-    if (!c->is_replay) {
+    if (!c->is_replay && !c->is_model) {
         c->db = db ? resolve_path(c->path, db) : rlt_strdup("rltune.db");
         has_failed |= !c->db;
     }
     if (out) {
         c->out = resolve_path(c->path, out);
         has_failed |= !c->out;
+    }
+    if (c->is_model) {
+        /* not --out's: the records stay where the config says, so that a
+         * rerun finds them whatever directory its report goes to */
+        if (records_dir) {
+            c->records_dir = resolve_path(c->path, records_dir);
+        } else {
+            rlt_str dir;
+            rlt_str_init(&dir);
+            if (c->out)
+                rlt_str_printf(&dir, "%s/records", c->out);
+            else
+                rlt_str_printf(&dir, "experiment-%s/records", c->name);
+            c->records_dir = rlt_str_take(&dir);
+        }
+        has_failed |= !c->records_dir;
     }
     if (has_failed) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading %s", c->path);
 
@@ -525,9 +721,10 @@ static rlt_status parse_root(rlt_exp_config *c, const cJSON *root, rlt_diag *dia
         }
         c->n_tuners++;
     }
+    if (c->is_model && (st = check_model_config(c, root, diag)) != RLT_STATUS_OK) return st;
     int64_t n_runs = (int64_t)c->n_workloads * c->n_tuners * c->n_seeds;
     if (n_runs > RLT_EXP_MAX_RUNS)
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "seeds",
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "seeds",
                        "%d workloads x %d tuners x %d seeds make %" PRId64 " runs, more than the %d allowed",
                        c->n_workloads, c->n_tuners, c->n_seeds, n_runs, RLT_EXP_MAX_RUNS);
     return RLT_STATUS_OK;
@@ -607,6 +804,8 @@ void rlt_exp_config_destroy(rlt_exp_config *c)
         rlt_free(w->spec);
         rlt_free(w->dataset);
         rlt_free(w->dataset_text);
+        rlt_free(w->model);
+        rlt_free(w->label);
     }
     for (int i = 0; i < c->n_tuners; i++) {
         rlt_free(c->tuners[i].name);
@@ -624,6 +823,7 @@ void rlt_exp_config_destroy(rlt_exp_config *c)
     rlt_free(c->out);
     rlt_free(c->cc);
     rlt_free(c->cflags);
+    rlt_free(c->records_dir);
     rlt_free(c);
 }
 
@@ -632,6 +832,27 @@ const char *rlt_exp_config_out_dir(const rlt_exp_config *c, char *buf, size_t ca
     if (c->out) return c->out;
     snprintf(buf, cap, "experiment-%s", c->name);
     return buf;
+}
+
+/* RECORDS_DIR/LABEL/TUNER-sSEED plus suffix. */
+static bool run_path(const rlt_exp_config *c, int workload, int tuner, uint64_t seed, const char *suffix, char *buf,
+                     size_t cap)
+{
+    char label[80];
+    tuner_file_label(c->tuners[tuner].label, label, sizeof label);
+    int n = snprintf(buf, cap, "%s/%s/%s-s%" PRIu64 "%s", c->records_dir, c->workloads[workload].label, label, seed,
+                     suffix);
+    return n >= 0 && (size_t)n < cap;
+}
+
+bool rlt_exp_run_db_path(const rlt_exp_config *c, int workload, int tuner, uint64_t seed, char *buf, size_t cap)
+{
+    return run_path(c, workload, tuner, seed, ".db", buf, cap);
+}
+
+bool rlt_exp_run_cache_path(const rlt_exp_config *c, int workload, int tuner, uint64_t seed, char *buf, size_t cap)
+{
+    return run_path(c, workload, tuner, seed, ".cache", buf, cap);
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -647,6 +868,7 @@ struct rlt_exp {
      * so that every run of the experiment has the same space even if PATH
      * changes under it. 0 unknown, 1 yes, -1 no. */
     int has_clang;
+    rlt_exp_models *models; /* a model experiment's (models.c); the rest is unused then */
 };
 
 /* The workload's op, as the config gives it. */
@@ -680,7 +902,7 @@ static rlt_status open_dataset(rlt_exp *e, int i, rlt_diag *diag)
      * compiler and flags), which the report states */
     rlt_status st = rlt_replay_open(w->dataset, e->ops[i], NULL, &e->replays[i], &d);
     if (st != RLT_STATUS_OK)
-        return fail_at(diag, st, c->path, key, "%s", d.message);
+        return rlt_exp_fail_at(diag, st, c->path, key, "%s", d.message);
     const rlt_dataset_info *info = rlt_replay_info(e->replays[i]);
     rlt_exp_workload_result *k = &e->known[i];
     k->dataset = *info;
@@ -691,7 +913,7 @@ static rlt_status open_dataset(rlt_exp *e, int i, rlt_diag *diag)
     if ((st = rlt_db_open(w->dataset, &(rlt_db_opts){.is_read_only = true}, &db, &d)) == RLT_STATUS_OK)
         st = rlt_db_best(db, info->spec, info->target, &best, &found, &d);
     rlt_db_close(db);
-    if (st != RLT_STATUS_OK) return fail_at(diag, st, c->path, key, "%s", d.message);
+    if (st != RLT_STATUS_OK) return rlt_exp_fail_at(diag, st, c->path, key, "%s", d.message);
     k->best_known_gflops = found ? best.gflops : 0;
     const char *of = info->fixed[0] ? "sub-space with " : "space";
     const char *fixed = info->fixed[0] ? info->fixed : "";
@@ -717,9 +939,9 @@ static rlt_status open_db(rlt_exp *e, rlt_diag *diag)
     rlt_status st = rlt_db_open(c->db, &(rlt_db_opts){0}, &e->db, &d);
     if (st == RLT_STATUS_OK) st = rlt_db_meta_get(e->db, RLT_DATASET_META_KEY, &value, &is_dataset, &d);
     rlt_str_free(&value);
-    if (st != RLT_STATUS_OK) return fail_at(diag, st, c->path, "db", "%s", d.message);
+    if (st != RLT_STATUS_OK) return rlt_exp_fail_at(diag, st, c->path, "db", "%s", d.message);
     if (is_dataset)
-        return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "db",
+        return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, "db",
                        "'%s' is a dataset (made by 'rltune dataset'), which holds only its own measurements: "
                        "replay it (\"measure\": \"replay\"), or measure into another database",
                        c->db);
@@ -744,7 +966,7 @@ static rlt_status workload_space(rlt_exp *e, int i, rlt_space *space, rlt_diag *
     if (st != RLT_STATUS_OK) {
         char key[64];
         snprintf(key, sizeof key, "workloads[%d]", i);
-        return fail_at(diag, st, c->path, key, "%s", d.message);
+        return rlt_exp_fail_at(diag, st, c->path, key, "%s", d.message);
     }
     if (e->has_clang == 0) {
         e->has_clang = -1;
@@ -773,27 +995,14 @@ static rlt_status check_tuners(rlt_exp *e, int i, rlt_diag *diag)
         if (st == RLT_STATUS_OK && c->tuners[t].carry_agent && !has_agent) {
             char key[64];
             snprintf(key, sizeof key, "tuners[%d].carry_agent", t);
-            return fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key,
+            return rlt_exp_fail_at(diag, RLT_STATUS_INVALID_ARGUMENT, c->path, key,
                            "%s keeps no agent to carry (the learning tuners do: ga-dqn, dqn, bandit, ppo)",
                            c->tuners[t].name);
         }
         if (st != RLT_STATUS_OK) {
             char key[160];
-            snprintf(key, sizeof key, "tuners[%d]%s", t, strcmp(c->tuners[t].options_json, "{}") ? ".options" : "");
-            /* the option the tuner refused, when its message names exactly one */
-            cJSON *given = cJSON_Parse(c->tuners[t].options_json);
-            const cJSON *item, *named = NULL;
-            int n_named = 0;
-            cJSON_ArrayForEach(item, given)
-            {
-                if (strstr(d.message, item->string)) {
-                    named = item;
-                    n_named++;
-                }
-            }
-            if (n_named == 1) snprintf(key, sizeof key, "tuners[%d].options.%.100s", t, named->string);
-            cJSON_Delete(given);
-            return fail_at(diag, st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT, c->path, key,
+            rlt_exp_tuner_option_key(c, t, d.message, key, sizeof key);
+            return rlt_exp_fail_at(diag, st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT, c->path, key,
                            "%s (on workloads[%d], %s)", d.message, i, c->workloads[i].spec);
         }
     }
@@ -870,7 +1079,7 @@ static rlt_status check_carry(rlt_exp *e, rlt_diag *diag)
             if (st != RLT_STATUS_OK) {
                 char key[64];
                 snprintf(key, sizeof key, "tuners[%d].carry_agent", t);
-                st = fail_at(diag, st, c->path, key,
+                st = rlt_exp_fail_at(diag, st, c->path, key,
                              "workloads[%d] (%s) cannot start from the agent of workloads[%d] (%s): %s", i,
                              c->workloads[i].spec, i - 1, c->workloads[i - 1].spec, d.message);
             }
@@ -888,6 +1097,11 @@ rlt_status rlt_exp_open(const rlt_exp_config *c, rlt_exp **out, rlt_diag *diag)
     e->c = c;
     rlt_str_init(&e->target);
     rlt_status st = RLT_STATUS_OK;
+    if (c->is_model) {
+        if ((st = rlt_exp_models_open(c, &e->models, diag)) != RLT_STATUS_OK) goto done;
+        *out = e;
+        return RLT_STATUS_OK;
+    }
     size_t n = (size_t)c->n_workloads;
     e->ops = rlt_calloc(n, sizeof *e->ops);
     e->replays = rlt_calloc(n, sizeof *e->replays);
@@ -935,6 +1149,7 @@ done:
 void rlt_exp_close(rlt_exp *e)
 {
     if (!e) return;
+    rlt_exp_models_close(e->models);
     for (int i = 0; i < e->c->n_workloads; i++) {
         if (e->replays) rlt_replay_close(e->replays[i]);
         if (e->ops) rlt_op_destroy(e->ops[i]);
@@ -995,6 +1210,7 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
     out->workloads = rlt_calloc((size_t)c->n_workloads, sizeof *out->workloads);
     if (!out->runs || !out->workloads)
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting the experiment");
+    if (e->models) return rlt_exp_models_run(e->models, o, out, diag);
     memcpy(out->workloads, e->known, sizeof *out->workloads * (size_t)c->n_workloads);
     rlt_status st = RLT_STATUS_OK;
     char agent_dir[256] = "";
@@ -1071,7 +1287,10 @@ rlt_status rlt_exp_run_all(rlt_exp *e, const rlt_exp_run_opts *o, rlt_exp_result
 
 void rlt_exp_result_free(rlt_exp_result *r)
 {
-    for (int i = 0; i < r->n_runs; i++) rlt_tune_result_free(&r->runs[i].tune);
+    for (int i = 0; i < r->n_runs; i++) {
+        rlt_tune_result_free(&r->runs[i].tune);
+        rlt_free(r->runs[i].model.points);
+    }
     rlt_free(r->runs);
     rlt_free(r->workloads);
     r->runs = NULL;

@@ -9,6 +9,21 @@
 
 #include <string.h>
 
+static rlt_report_latency latency_of(const rlt_exp_latency *l)
+{
+    return (rlt_report_latency){.is_measured = l->is_measured,
+                                .median_ms = l->timing.median_ms,
+                                .min_ms = l->timing.min_ms,
+                                .repeat = l->timing.repeat,
+                                .is_checked = l->timing.is_checked,
+                                .is_correct = l->timing.is_correct,
+                                .max_error = l->timing.max_error,
+                                .max_reference = l->timing.max_reference,
+                                .n_tasks = l->n_tasks,
+                                .n_tasks_tuned = l->n_tasks_tuned,
+                                .compile_s = l->compile_s};
+}
+
 rlt_status rlt_exp_report_make(const rlt_exp_config *c, const rlt_exp_result *r, rlt_exp_report *out,
                                rlt_diag *diag)
 {
@@ -39,6 +54,14 @@ rlt_status rlt_exp_report_make(const rlt_exp_config *c, const rlt_exp_result *r,
             .best_known_gflops = k->best_known_gflops,
             .best_known_source = k->best_known_source,
         };
+        if (c->is_model) {
+            rlt_report_workload *rw = &out->workloads[w];
+            rw->spec = c->workloads[w].label;
+            rw->model = c->workloads[w].model;
+            rw->n_tasks = k->n_tasks;
+            rw->flops = k->flops;
+            rw->untuned = latency_of(&k->untuned);
+        }
     }
     for (int i = 0; i < r->n_runs; i++) {
         const rlt_exp_run *run = &r->runs[i];
@@ -61,6 +84,21 @@ rlt_status rlt_exp_report_make(const rlt_exp_config *c, const rlt_exp_result *r,
             .was_stopped_early = t->was_stopped_early,
             .was_exhausted = t->was_exhausted,
         };
+        if (c->is_model) {
+            const rlt_exp_model_run *m = &run->model;
+            rlt_report_run *rr = &out->runs[i];
+            rr->n_trials = 0; /* the op curve's: a model's run has points instead */
+            rr->curve = NULL;
+            rr->db = m->db;
+            rr->n_model_trials = m->n_trials;
+            rr->n_new_trials = m->n_new_trials;
+            rr->tuning_s = m->tuning_s;
+            rr->estimate_ms = m->estimate_ms;
+            rr->n_points = m->n_points;
+            rr->points = m->points;
+            rr->ended = rlt_exp_ending_name(m->ended);
+            rr->latency = latency_of(&m->latency);
+        }
     }
     out->report = (rlt_report){
         .name = c->name,
@@ -87,6 +125,13 @@ rlt_status rlt_exp_report_make(const rlt_exp_config *c, const rlt_exp_result *r,
         .runs = out->runs,
         .was_stopped = r->was_stopped,
         .stats = out->stats,
+        .is_model = c->is_model,
+        .is_benchmark = c->is_benchmark,
+        .time_budget_s = c->time_budget_s,
+        .run_repeat = c->run_repeat,
+        .rule_seeds = c->rule_seeds,
+        .n_threads = c->n_threads > 0 ? c->n_threads : 1,
+        .records_dir = c->records_dir,
     };
     rlt_report_stats_fill(&out->report, out->stats);
     return RLT_STATUS_OK;

@@ -23,4 +23,16 @@
 /* rlt_export_opts, rlt_export_result, rlt_export_name and
  * rlt_export_kernel are declared in rltune/export.h. */
 
+/* What the exporters share (export.c, and net/net_export.c for whole
+ * networks). */
+
+/* True when `name` can name an exported library: [a-z_][a-z0-9_]*, shorter
+ * than RLT_EXPORT_NAME_MAX (it becomes file names, C identifiers and, in
+ * upper case, macro prefixes). */
+bool rlt_export_name_is_valid(const char *name);
+
+/* Appends `text` as lines of a C comment (" *   " before each), with any
+ * comment terminator in it broken up. */
+void rlt_export_comment_lines(rlt_str *out, const char *text);
+
 #endif /* RLT_EXPORT_H */

@@ -13,12 +13,13 @@
  *      built in one batch, loaded, and every occurrence's weights packed
  *      into its own workspace.
  */
-#include "net/net.h"
+#include "net/net_internal.h"
 
 #include "codegen/codegen.h"
 #include "graph/memplan.h"
 #include "ir/ir.h"
 #include "net/ops.h"
+#include "net/ops_run.h"
 #include "measure/measure.h"
 #include "rltune/records.h"
 #include "rltune/session.h"
@@ -28,61 +29,10 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 64 /* bytes: arena blocks, buffers and workspaces */
-
-typedef size_t (*workspace_fn)(void);
-typedef void (*kernel_fn)(float *const *tensors, void *workspace, int n_threads);
-
-/* A task's kernel, shared by its occurrences. */
-typedef struct net_kernel {
-    rlt_op *op;
-    rlt_kernel_src src;
-    const char *cc; /* the compiler its configuration chose; NULL: the options' */
-    void *lib;
-    kernel_fn run, prepare;
-    size_t workspace_bytes;
-} net_kernel;
-
-/* An op tensor of an occurrence: a graph tensor, or a buffer made here. */
-typedef struct bound {
-    int tensor;   /* graph tensor, or -1 */
-    float *buf;   /* when tensor is -1: owned by the net (in allocs) */
-} bound;
-
-typedef struct net_step {
-    int task;     /* -1: a node run by rltune's own code (fast, or else the evaluator's) */
-    rlt_fast_op *fast; /* task -1: its fast implementation, or NULL: the evaluator's */
-    bool is_view; /* task -1: its output shares its input's buffer; nothing to run */
-    int node;     /* the kernel node, or the evaluated node */
-    int n_nodes;
-    bound bind[RLT_MAX_TENSORS];
-    int out;      /* kernel: the graph tensor the fused kernel writes */
-    float *tensors[RLT_MAX_TENSORS];
-    void *workspace;
-    bool is_prepared_each_run; /* a weight is computed by the network: pack it on every run */
-    double total_ns;
-} net_step;
-
-struct rlt_net {
-    const rlt_graph *g;
-    int n_threads;
-    int n_tasks;
-    rlt_net_task *tasks;
-    net_kernel *kernels;
-    int n_steps;
-    net_step *steps;
-    void **vals;          /* per tensor: its constant data, or its place in the arena, or NULL */
-    int *alias;           /* per tensor: the tensor whose buffer it shares (a view's input), or itself */
-    void *arena_raw;
-    int64_t arena_bytes;
-    void **allocs;        /* buffers made here (aligned pointers' raw allocations) */
-    int n_allocs, cap_allocs;
-    int64_t extra_bytes;
-    bool is_profiling;
-    double compile_s;
-};
+#define ALIGN RLT_NET_ALIGN
 
 /* ---- buffers ------------------------------------------------------------- */
 
@@ -162,7 +112,7 @@ static rlt_status bind_occurrence(rlt_net *n, const rlt_op *op, const int *nodes
     const char *kind = rlt_op_kind(op);
     bool is_conv = strcmp(kn->op_type, "Conv") == 0, is_gemm = strcmp(kn->op_type, "Gemm") == 0;
     bool is_dense = strcmp(kind, "dense") == 0;
-    for (int t = 0; t < op->n_tensors; t++) s->bind[t] = (bound){.tensor = -1};
+    for (int t = 0; t < op->n_tensors; t++) s->bind[t] = (net_bound){.tensor = -1};
     int t_in0 = 0, t_in1 = 1; /* I / A / X, then W / B */
     int t_bias = rlt_op_find_tensor(op, "bias"), t_res = rlt_op_find_tensor(op, "res");
     int t_out = op->n_tensors - 1;
@@ -272,6 +222,16 @@ static bool record_nest(const rlt_op *op, const rlt_record *r, rlt_nest *out)
     return ok;
 }
 
+bool rlt_net_takes_record(const char *config, int n_threads)
+{
+    return n_threads == 1 || !rlt_config_key_cc(config);
+}
+
+static bool takes_record(const rlt_record *r, void *ctx)
+{
+    return rlt_net_takes_record(r->config, *(const int *)ctx);
+}
+
 /* Chooses task i's schedule and lowers it to the kernel's source. */
 static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int i, rlt_diag *diag)
 {
@@ -291,7 +251,9 @@ static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int 
     for (int s = 0; s < 2 && db && !is_found; s++) {
         if (!specs[s][0]) continue;
         bool has = false;
-        if ((st = rlt_db_best(db, specs[s], target, r, &has, diag)) != RLT_STATUS_OK) goto cleanup;
+        if ((st = rlt_db_best_where(db, specs[s], target, takes_record, &n->n_threads, r, &has, diag)) !=
+            RLT_STATUS_OK)
+            goto cleanup;
         if (has && record_nest(k->op, r, nest)) {
             is_found = true;
             t->origin = s == 0 ? RLT_NET_FROM_RECORD : RLT_NET_FROM_BASE_RECORD;
@@ -332,10 +294,10 @@ static rlt_status kernel_load(rlt_net *n, int i, const rlt_build_result *b, rlt_
                         n->tasks[i].spec, dlerror());
     char sym[RLT_SYMBOL_MAX + 32];
     snprintf(sym, sizeof sym, "%s_workspace_bytes", b->symbol);
-    workspace_fn ws = (workspace_fn)dlsym(k->lib, sym);
+    rlt_net_workspace_fn ws = (rlt_net_workspace_fn)dlsym(k->lib, sym);
     snprintf(sym, sizeof sym, "%s_prepare", b->symbol);
-    k->prepare = (kernel_fn)dlsym(k->lib, sym);
-    k->run = (kernel_fn)dlsym(k->lib, b->symbol);
+    k->prepare = (rlt_net_kernel_fn)dlsym(k->lib, sym);
+    k->run = (rlt_net_kernel_fn)dlsym(k->lib, b->symbol);
     if (!ws || !k->prepare || !k->run)
         return rlt_fail(diag, RLT_STATUS_BUILD_ERROR, "the kernel of task %d (%s) lacks its functions in %s", i + 1,
                         n->tasks[i].spec, b->so_path);
@@ -352,6 +314,43 @@ static bool is_folded(const rlt_graph *g, const rlt_graph_node *node)
     return true;
 }
 
+/* A Concat whose parts are contiguous in its output (every output
+ * dimension before the axis is 1: NCHW channels at batch 1) needs no copy
+ * when its producers write their parts in place: each input becomes a
+ * slice of the output's block (alias, alias_off) and the step runs
+ * nothing. Only inputs written by a step of this network and in no other
+ * block yet qualify (not a graph input, not a view, not a part of another
+ * Concat, not twice in this one); when one does not, the Concat copies as
+ * before. Returns whether it was placed. */
+static bool concat_in_place(rlt_net *n, int node)
+{
+    const rlt_graph *g = n->g;
+    const rlt_graph_node *c = &g->nodes[node];
+    if (c->n_outputs != 1 || c->outputs[0] < 0 || c->n_inputs < 1) return false;
+    const rlt_graph_tensor *out = &g->tensors[c->outputs[0]];
+    int64_t axis = rlt_graph_attr_int(c, "axis", 0);
+    if (axis < 0) axis += out->rank;
+    if (axis < 0 || axis >= out->rank || out->data) return false;
+    for (int d = 0; d < axis; d++)
+        if (out->dims[d] != 1) return false;
+    for (int i = 0; i < c->n_inputs; i++) {
+        int t = c->inputs[i];
+        if (t < 0 || g->tensors[t].data || g->tensors[t].dtype != out->dtype || n->alias[t] != t) return false;
+        for (int k = 0; k < g->n_inputs; k++)
+            if (g->inputs[k] == t) return false;
+        for (int j = 0; j < i; j++)
+            if (c->inputs[j] == t) return false;
+    }
+    int64_t off = 0;
+    for (int i = 0; i < c->n_inputs; i++) {
+        int t = c->inputs[i];
+        n->alias[t] = c->outputs[0];
+        n->alias_off[t] = off;
+        off += (int64_t)tensor_bytes(&g->tensors[t]);
+    }
+    return true;
+}
+
 /* The steps in graph order: a kernel step at each occurrence's kernel node,
  * an evaluated step for every other live node that is not fused. */
 static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *diag)
@@ -365,6 +364,10 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
         goto cleanup;
     }
     if (!(n->alias = rlt_malloc(((size_t)g->n_tensors + 1) * sizeof *n->alias))) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning the network");
+        goto cleanup;
+    }
+    if (!(n->alias_off = rlt_calloc((size_t)g->n_tensors + 1, sizeof *n->alias_off))) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory planning the network");
         goto cleanup;
     }
@@ -397,7 +400,9 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
             int in = node->n_inputs > 0 ? node->inputs[0] : -1;
             if (rlt_fast_op_is_view(g, i) && in >= 0 && !g->tensors[in].data) {
                 s->is_view = true;
-                n->alias[node->outputs[0]] = n->alias[in];
+                n->alias[node->outputs[0]] = in;
+            } else if (strcmp(node->op_type, "Concat") == 0 && concat_in_place(n, i)) {
+                s->is_view = true;
             }
             continue;
         }
@@ -439,7 +444,19 @@ static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
 {
     const rlt_graph *g = n->g;
     int nt = g->n_tensors;
-    const int *root = n->alias; /* a view and its input are one block, the input's */
+    /* a view and its input are one block, the input's; a Concat's parts
+     * are slices of its output's: follow the chains to the block's owner */
+    for (int t = 0; t < nt; t++) {
+        int r = t;
+        int64_t off = 0;
+        while (n->alias[r] != r) {
+            off += n->alias_off[r];
+            r = n->alias[r];
+        }
+        n->alias[t] = r;
+        n->alias_off[t] = off;
+    }
+    const int *root = n->alias;
     rlt_mem_block *blocks = rlt_calloc((size_t)nt + 1, sizeof *blocks);
     bool *is_live = rlt_calloc((size_t)nt + 1, sizeof *is_live);
     rlt_status st = RLT_STATUS_OK;
@@ -464,9 +481,10 @@ static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
         for (int w = 0; w < n_writes && !s->is_view; w++) {
             int t = s->task < 0 ? node->outputs[w] : s->out;
             if (t < 0 || g->tensors[t].data) continue;
-            blocks[t].first = time;
-            if (blocks[t].last < time) blocks[t].last = time;
-            is_live[t] = true;
+            int r = root[t]; /* t itself, or the Concat whose part it is */
+            if (blocks[r].first < 0 || blocks[r].first > time) blocks[r].first = time;
+            if (blocks[r].last < time) blocks[r].last = time;
+            is_live[r] = true;
         }
     }
     for (int i = 0; i < g->n_outputs; i++) blocks[root[g->outputs[i]]].last = n->n_steps + 1;
@@ -484,8 +502,11 @@ static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
         goto cleanup;
     }
     char *arena = (char *)(((uintptr_t)n->arena_raw + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+    n->arena = arena;
     for (int t = 0; t < nt; t++)
-        n->vals[t] = g->tensors[t].data ? g->tensors[t].data : is_live[root[t]] ? arena + blocks[root[t]].offset : NULL;
+        n->vals[t] = g->tensors[t].data       ? g->tensors[t].data
+                     : is_live[root[t]] ? arena + blocks[root[t]].offset + n->alias_off[t]
+                                        : NULL;
 cleanup:
     rlt_free(is_live);
     rlt_free(blocks);
@@ -565,8 +586,16 @@ rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_
     if (!n) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
     n->g = g;
     n->n_threads = opts->n_threads;
-    rlt_status st = rlt_graph_tasks_extract(g, &gt, diag);
-    if (st != RLT_STATUS_OK) goto cleanup;
+    /* the compiler and flags as the builder resolves them: what an export compiles with */
+    const char *cc = opts->build.cc && opts->build.cc[0] ? opts->build.cc : getenv("RLTUNE_CC");
+    n->cc = rlt_strdup(cc && cc[0] ? cc : "gcc");
+    n->cflags = rlt_strdup(opts->build.cflags ? opts->build.cflags : RLT_DEFAULT_CFLAGS);
+    rlt_status st = RLT_STATUS_OK;
+    if (!n->cc || !n->cflags) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+        goto cleanup;
+    }
+    if ((st = rlt_graph_tasks_extract(g, &gt, diag)) != RLT_STATUS_OK) goto cleanup;
     n->tasks = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *n->tasks);
     n->kernels = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *n->kernels);
     if (!n->tasks || !n->kernels) {
@@ -607,9 +636,12 @@ void rlt_net_destroy(rlt_net *n)
     rlt_free(n->arena_raw);
     rlt_free(n->vals);
     rlt_free(n->alias);
+    rlt_free(n->alias_off);
     rlt_free(n->steps);
     rlt_free(n->kernels);
     rlt_free(n->tasks);
+    rlt_free(n->cflags);
+    rlt_free(n->cc);
     rlt_free(n);
 }
 
@@ -632,7 +664,7 @@ rlt_status rlt_net_run_buffers(rlt_net *n, const void *const *inputs, void *cons
             if (s->is_prepared_each_run) k->prepare(s->tensors, s->workspace, n->n_threads);
             k->run(s->tensors, s->workspace, n->n_threads);
         } else if (s->fast && !s->is_view) {
-            rlt_fast_op_run(s->fast, n->vals);
+            rlt_fast_op_run_threads(s->fast, n->vals, s->fast->isa, n->n_threads);
         } else if (!s->is_view) {
             rlt_status st = rlt_graph_eval_node(g, s->node, n->vals, diag);
             if (st != RLT_STATUS_OK) return st;

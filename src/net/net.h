@@ -10,14 +10,16 @@
  * kernels of all tasks are built in one batch (the builder's cache makes a
  * second compile of the same network cheap), loaded with dlopen, and each
  * occurrence gets its own workspace, into which its weights are packed
- * once. Every other node runs through the reference evaluator
- * (rlt_graph_eval_node). Activations live in one arena placed by the
- * memory plan (graph/memplan.h): a tensor's buffer is reused once its last
- * reader has run.
+ * once. Every other node runs its fast op (ops.h), or the reference
+ * evaluator (rlt_graph_eval_node) when it has none; a view runs nothing.
+ * Activations live in one arena placed by the memory plan
+ * (graph/memplan.h): a tensor's buffer is reused once its last reader has
+ * run. net_internal.h holds the compiled net's structs.
  *
  * Running (rlt_net_run) copies the inputs into the arena, runs the steps in
  * order and copies the outputs out. Nothing is allocated while running, so
- * a timed run times the network alone. docs/net.md describes it.
+ * a timed run times the network alone. Exporting (net_export.c) writes a
+ * compiled net as a stand-alone C library. docs/net.md describes it.
  *
  * Threads: a net runs on one thread at a time (its kernels' parallel loops
  * use n_threads OpenMP threads); the graph it was compiled from must
@@ -39,6 +41,14 @@
  * compile or load: the message names the task), OUT_OF_MEMORY. */
 rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_net **out, rlt_diag *diag);
 
+/* Whether a record's kernel may run in a network at n_threads. At one
+ * thread, any. At several, only one built by the network's own compiler
+ * (a configuration without cc=clang): gcc's kernels run their parallel
+ * loops on libgomp's threads and clang's on libomp's, and two pools of
+ * threads that each keep spinning after a loop take the same cores from
+ * each other, slowing every kernel (docs/net.md, "Threads"). */
+bool rlt_net_takes_record(const char *config, int n_threads);
+
 /* The graph the net runs (borrowed). */
 const rlt_graph *rlt_net_graph(const rlt_net *n);
 
@@ -47,5 +57,27 @@ const rlt_graph *rlt_net_graph(const rlt_net *n);
  * its size, overwritten. Errors: INVALID_ARGUMENT (a NULL buffer; an
  * evaluated node's run-time error, naming it). */
 rlt_status rlt_net_run_buffers(rlt_net *n, const void *const *inputs, void *const *outputs, rlt_diag *diag);
+
+/* ---- export (net_export.c) ------------------------------------------------ */
+
+/* The example's files an export's caller writes into the directory
+ * (rlt_model_export): graph input i and the reference's output i, as .npy. */
+#define RLT_NET_EXPORT_INPUT_NPY "input_%d.npy"
+#define RLT_NET_EXPORT_EXPECTED_NPY "expected_%d.npy"
+
+/* OK when every step of n can be exported: INVALID_ARGUMENT naming the
+ * first node that runs on the reference evaluator (which an exported
+ * library does not carry) and its op type. */
+rlt_status rlt_net_exportable(const rlt_net *n, rlt_diag *diag);
+
+/* Writes n as a stand-alone C library into o->dir (rltune/model.h,
+ * rlt_model_export, says what; docs/formats.md, "Exported networks", the
+ * layout): NAME.h, NAME.c, NAME_kernels_K.c, ops_run.h, ops_run.c, the
+ * weights (NAME.weights, or NAME_weights.c when o->embed_weights),
+ * example.c (reading the RLT_NET_EXPORT_*_NPY files) and the Makefile.
+ * o->seed is not used. Errors: INVALID_ARGUMENT (o; rlt_net_exportable's),
+ * IO_ERROR, OUT_OF_MEMORY; *out filled on success. */
+rlt_status rlt_net_export(const rlt_net *n, const rlt_model_export_options *o, rlt_model_export_result *out,
+                          rlt_diag *diag);
 
 #endif /* RLT_NET_H */

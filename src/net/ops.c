@@ -1,8 +1,8 @@
 /*
- * ops.c - the fast implementations of a compiled network's other nodes
- * (ops.h): rlt_fast_op_create plans a node once (reads its attributes,
- * checks its shapes and types, collapses its index spaces), and
- * rlt_fast_op_run runs the plan with contiguous loops.
+ * ops.c - plans the fast implementations of a compiled network's other
+ * nodes (ops.h): rlt_fast_op_create reads a node's attributes, checks its
+ * shapes and types, collapses its index spaces and picks its loops, once,
+ * into a plan (ops_run.h) that ops_run.c runs with contiguous loops.
  *
  * The plans, one per kind of op:
  * - unary: n elements in, n out (the activations; Pow by a constant scalar);
@@ -23,366 +23,24 @@
  * - bytes: the reshapes, Identity, Dropout, Cast to the same type.
  *
  * Everything an op needs lives in one allocation (the struct and its
- * tables), so create has one point of failure and destroy one free.
+ * tables, which the plan names by offsets), so create has one point of
+ * failure and destroy one free, and the block can be written out as it is
+ * (an exported network's weights file holds its fast ops).
  *
- * The library is built for the baseline ISA (SSE2 on x86-64). The loops
- * that compute (unary, binary, pools, the row reductions) are written once
- * as inline bodies and compiled three times on x86: as they are, and
- * inside functions with target("avx2") and target("avx512f"), of which
- * create picks the best the CPU has (8 or 16 lanes instead of 4: 2-4x on
- * the maths). No FMA and no reassociation in any (C11 mode does not
- * contract; the reductions' partial sums are spelled out), so all give the
- * same bits. The data movement is memory-bound and compiled once.
+ * Create also picks the build of the compute loops (baseline, AVX2 or
+ * AVX-512F) the CPU runs best, within the plan's own limit (isa_max) and
+ * the test hook's.
  */
 #include "net/ops.h"
+
+#include "net/ops_run.h"
 
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__)
-/* gcc -O2 (12 and later) vectorises only loops whose trip count is a known
- * multiple of the vector width (its "very cheap" cost model); these loops
- * run over lengths known at run time, so ask for its dynamic model (what
- * -O3 uses), which adds a scalar tail. Without trapping maths gcc also
- * if-converts the selects (max, clamps, the branches of the maths below).
- * No fast-math: sums keep their order, so the partial sums below are
- * written out by hand. */
-#pragma GCC optimize("vect-cost-model=dynamic", "no-trapping-math")
-#define FOP_INLINE static inline __attribute__((always_inline))
-#else
-#define FOP_INLINE static inline
-#endif
-
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define FOP_HAS_X86 1
-#endif
-
 #define MAX_RANK RLT_GRAPH_MAX_RANK
-
-/* GNU C vector types (not intrinsics: the compiler maps them to the ISA at
- * hand, two SSE registers or one AVX register) for the reductions, whose
- * partial sums must stay in registers across iterations. */
-typedef float v8f __attribute__((vector_size(32)));
-typedef float v4f __attribute__((vector_size(16)));
-typedef double v4d __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-
-/* ---- vectorisable maths ------------------------------------------------------- */
-
-/* e^x for x <= 0 or NaN (Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, a
- * degree-6 polynomial in r, 2^n built in the exponent bits): within 1 ulp
- * of e^x (every float of [-87, 0] checked); 0 below -87 (where e^x leaves
- * the normal floats), NaN for NaN.
- * The callers pass x - max and -|x|; x > 0 would give garbage. Written
- * without calls or branches so that a loop over it vectorises. */
-FOP_INLINE float exp_neg(float x)
-{
-    float xc = x < -87.0f ? -87.0f : x;
-    /* t = 1.5 * 2^23 + n, n = x / ln2 rounded to nearest: n is in t's low
-     * mantissa bits, read without a float-to-int conversion. */
-    float t = xc * 1.44269504088896341f + 12582912.0f;
-    float n = t - 12582912.0f;
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    uint32_t tb;
-    memcpy(&tb, &t, sizeof tb);
-    uint32_t bits = (tb - 0x4B400000u + 127u) << 23; /* 2^n, n in [-126, 0] */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    float y = p * scale;
-    return x < -87.0f ? 0.0f : y;
-}
-
-/* 1 / (1 + e^-x), from e = e^-|x| so that neither side loses digits:
- * 1 / (1 + e) for x >= 0, e / (1 + e) below. Within 3 ulp. */
-FOP_INLINE float sigmoid_f(float x)
-{
-    float e = exp_neg(-fabsf(x));
-    float s = 1.0f / (1.0f + e);
-    return x >= 0.0f ? s : e * s;
-}
-
-/* tanh as a rational function of x (odd degree 13 over even degree 6,
- * Eigen's fast tanh), x clamped where tanh is 1 in f32, x itself below
- * 4e-4: within 4 ulp of tanh. */
-FOP_INLINE float tanh_f(float x0)
-{
-    float x = x0 > 7.99881172180175781f ? 7.99881172180175781f : x0;
-    x = x < -7.99881172180175781f ? -7.99881172180175781f : x;
-    float z = x * x;
-    float p = -2.76076847742355e-16f;
-    p = p * z + 2.00018790482477e-13f;
-    p = p * z + -8.60467152213735e-11f;
-    p = p * z + 5.12229709037114e-08f;
-    p = p * z + 1.48572235717979e-05f;
-    p = p * z + 6.37261928875436e-04f;
-    p = p * z + 4.89352455891786e-03f;
-    float q = 1.19825839466702e-06f;
-    q = q * z + 1.18534705686654e-04f;
-    q = q * z + 2.26843463243900e-03f;
-    q = q * z + 4.89352518554385e-03f;
-    float r = x * p / q;
-    return fabsf(x0) < 0.0004f ? x0 : r;
-}
-
-/* erf as a rational function of x (odd degree 13 over even degree 8,
- * Eigen's fast erf), x clamped to [-4, 4] (erf is +-1 in f32 beyond):
- * within 4 ulp of erf. */
-FOP_INLINE float erf_f(float x0)
-{
-    float x = x0 > 4.0f ? 4.0f : x0;
-    x = x < -4.0f ? -4.0f : x;
-    float z = x * x;
-    float p = -2.72614225801306e-10f;
-    p = p * z + 2.77068142495902e-08f;
-    p = p * z + -2.10102402082508e-06f;
-    p = p * z + -5.69250639462346e-05f;
-    p = p * z + -7.34990630326855e-04f;
-    p = p * z + -2.95459980854025e-03f;
-    p = p * z + -1.60960333262415e-02f;
-    float q = -1.45660718464996e-05f;
-    q = q * z + -2.13374055278905e-04f;
-    q = q * z + -1.68282697438203e-03f;
-    q = q * z + -7.37332916720468e-03f;
-    q = q * z + -1.42647390514189e-02f;
-    return x * p / q;
-}
-
-/* ---- reductions: partial sums in vector registers ------------------------------ */
-
-/* Four floats from x + i, in double. */
-#define LOAD4D(v, p)                                                                                         \
-    do {                                                                                                     \
-        v4f f_;                                                                                              \
-        memcpy(&f_, (p), sizeof f_);                                                                         \
-        (v) = __builtin_convertvector(f_, v4d);                                                              \
-    } while (0)
-
-/* Sum in double (the evaluator's precision), sixteen partial sums (named,
- * not an array, so that they stay in registers). */
-FOP_INLINE double sum_f64(const float *restrict x, int64_t n)
-{
-    v4d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, u0, u1, u2, u3;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        LOAD4D(u0, x + i);
-        LOAD4D(u1, x + i + 4);
-        LOAD4D(u2, x + i + 8);
-        LOAD4D(u3, x + i + 12);
-        a0 += u0;
-        a1 += u1;
-        a2 += u2;
-        a3 += u3;
-    }
-    v4d a = (a0 + a1) + (a2 + a3);
-    double s = (a[0] + a[1]) + (a[2] + a[3]);
-    for (; i < n; i++) s += (double)x[i];
-    return s;
-}
-
-/* Sum of (x - mean)^2 in double. */
-FOP_INLINE double sum_sq_dev_f64(const float *restrict x, int64_t n, double mean)
-{
-    v4d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, u0, u1, u2, u3, m = {mean, mean, mean, mean};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        LOAD4D(u0, x + i);
-        LOAD4D(u1, x + i + 4);
-        LOAD4D(u2, x + i + 8);
-        LOAD4D(u3, x + i + 12);
-        u0 -= m;
-        u1 -= m;
-        u2 -= m;
-        u3 -= m;
-        a0 += u0 * u0;
-        a1 += u1 * u1;
-        a2 += u2 * u2;
-        a3 += u3 * u3;
-    }
-    v4d a = (a0 + a1) + (a2 + a3);
-    double s = (a[0] + a[1]) + (a[2] + a[3]);
-    for (; i < n; i++) {
-        double d = (double)x[i] - mean;
-        s += d * d;
-    }
-    return s;
-}
-
-/* Sum in float, sixteen partial sums (Softmax's exponentials, all in
- * (0, 1]). */
-FOP_INLINE float sum_f32(const float *restrict x, int64_t n)
-{
-    v8f a0 = {0}, a1 = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v8f u, v;
-        memcpy(&u, x + i, sizeof u);
-        memcpy(&v, x + i + 8, sizeof v);
-        a0 += u;
-        a1 += v;
-    }
-    v8f a = a0 + a1;
-    float s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-    for (; i < n; i++) s += x[i];
-    return s;
-}
-
-/* `v > m ? v : m` lane by lane. */
-#define VMAX(v, m) ((v8f)((((v) > (m)) & (v8i)(v)) | (~((v) > (m)) & (v8i)(m))))
-
-/* The largest of n >= 1 floats, `v > m ? v : m` as the evaluator does
- * (a NaN is kept only when it comes first in its lane). */
-FOP_INLINE float max_f32(const float *restrict x, int64_t n)
-{
-    int64_t i = 1;
-    float m = x[0];
-    if (n >= 16) {
-        v8f m0, m1;
-        memcpy(&m0, x, sizeof m0);
-        memcpy(&m1, x + 8, sizeof m1);
-        for (i = 16; i + 16 <= n; i += 16) {
-            v8f u, v;
-            memcpy(&u, x + i, sizeof u);
-            memcpy(&v, x + i + 8, sizeof v);
-            m0 = VMAX(u, m0);
-            m1 = VMAX(v, m1);
-        }
-        m0 = VMAX(m1, m0);
-        m = m0[0];
-        for (int k = 1; k < 8; k++) m = m0[k] > m ? m0[k] : m;
-    }
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    return m;
-}
-
-/* ---- plans ------------------------------------------------------------------------ */
-
-typedef enum fop_kind {
-    FOP_BYTES = 0, /* copy n bytes (a view run as a copy); Dropout's mask set */
-    FOP_UNARY,
-    FOP_BINARY,
-    FOP_POOL,
-    FOP_GLOBAL_POOL,
-    FOP_SOFTMAX,
-    FOP_LAYERNORM,
-    FOP_REDUCE_MEAN,
-    FOP_COPY,   /* Transpose, Slice */
-    FOP_CONCAT,
-    FOP_SPLIT,
-} fop_kind;
-
-typedef enum unary_fn {
-    UN_RELU = 0,
-    UN_CLIP,
-    UN_LEAKY_RELU,
-    UN_SIGMOID,
-    UN_TANH,
-    UN_ERF,
-    UN_SQRT,
-    UN_GELU,
-    UN_GELU_TANH,
-    UN_SQUARE, /* Pow by 2 */
-    UN_CUBE,   /* Pow by 3 */
-    UN_POW,    /* Pow by another constant */
-} unary_fn;
-
-typedef enum binary_fn { BIN_ADD = 0, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW } binary_fn;
-
-/* An odometer over `rank` outer dimensions with an input and an output
- * offset per step (element strides; the input's may be negative). */
-typedef struct odo {
-    int rank;
-    int64_t dims[MAX_RANK], xs[MAX_RANK], ys[MAX_RANK];
-    int64_t count; /* product of dims */
-} odo;
-
-typedef struct bcast_plan {
-    int rank;                     /* collapsed, >= 1 */
-    int64_t dims[MAX_RANK];       /* the output's, collapsed; contiguous in y */
-    int64_t sa[MAX_RANK], sb[MAX_RANK]; /* operand element strides, 0 where broadcast */
-    int64_t total;                /* output elements */
-} bcast_plan;
-
-enum { POOL_TMP = 1024 }; /* floats of a pool's stack row */
-
-typedef struct pool_plan {
-    bool is_max;
-    int64_t planes;               /* N * C */
-    int64_t ih, iw, oh, ow;       /* 1-D pools have ih = oh = 1 */
-    int64_t kh, kw, sh, sw, dh, dw, ph, pw; /* pads at the beginning */
-    int64_t ow_lo, ow_hi;         /* outputs [ow_lo, ow_hi) read no column outside the input */
-    int64_t chunk;                /* interior outputs per pass through the stack row (0: too wide) */
-    /* AveragePool: divisors per output row and column (extra[]); the
-     * window's divisor is their product, 0 giving 0. */
-    const float *div_h, *div_w;
-} pool_plan;
-
-typedef struct rows_plan {
-    int64_t outer, len, inner;    /* [outer, len, inner]: reduce over len */
-    double eps;                   /* LayerNormalization */
-    int scale, bias;              /* LayerNormalization: tensors of len values, or -1 */
-    const float *scale_c, *bias_c; /* ... or constants expanded into extra[] (NULL: use the tensor) */
-} rows_plan;
-
-typedef enum copy_mode {
-    COPY_RUNS = 0, /* the inner dimension is contiguous in the input: memcpy */
-    COPY_TILE,     /* another output dimension is: tiled transpose */
-    COPY_GATHER,   /* none: strided element copy */
-} copy_mode;
-
-typedef struct copy_plan {
-    copy_mode mode;
-    size_t es;                    /* bytes per element: 1, 4 or 8 */
-    int64_t base;                 /* input element offset of the first output element */
-    int64_t n_inner, inner_xs;    /* inner dimension: length, input stride */
-    int64_t n_tile, tile_ys;      /* COPY_TILE: the dimension contiguous in the input: length, output stride */
-    odo outer;                    /* the other dimensions */
-} copy_plan;
-
-typedef struct part {
-    int tensor;
-    int64_t chunk_bytes;          /* bytes per outer index */
-} part;
-
-typedef struct parts_plan {
-    int64_t outer;
-    int n_parts;
-    const part *parts;            /* extra[] */
-} parts_plan;
-
-/* The builds of the compute loops, in order of preference. */
-typedef enum fop_isa { ISA_BASELINE = 0, ISA_AVX2, ISA_AVX512F, ISA_COUNT } fop_isa;
-
-static const char *const isa_names[ISA_COUNT] = {"baseline", "avx2", "avx512f"};
-
-struct rlt_fast_op {
-    fop_kind kind;
-    fop_isa isa;        /* the build of the loops it runs */
-    int fn;             /* unary_fn or binary_fn */
-    int x, x2, y, y2;   /* tensors: input 0, input 1 (or -1), output 0, a second output (or -1) */
-    int64_t n;          /* FOP_BYTES: bytes of output 0; FOP_UNARY: elements */
-    int64_t n2;         /* FOP_BYTES: elements of output 1 (Dropout's mask, its dtype in fn) */
-    float p0, p1;       /* Clip's bounds, LeakyRelu's alpha, Pow's exponent */
-    union {
-        bcast_plan bcast;
-        pool_plan pool;
-        rows_plan rows;
-        copy_plan copy;
-        parts_plan parts;
-    } u;
-    union {
-        double d;
-        int64_t i;
-    } extra[]; /* the tables the plan points into */
-};
+_Static_assert(RLT_GRAPH_MAX_RANK == RLT_FAST_OP_MAX_RANK, "a plan holds any graph tensor's dimensions");
 
 /* ---- graph access ---------------------------------------------------------------- */
 
@@ -445,35 +103,29 @@ static bool io_ok(const rlt_graph *g, const rlt_graph_node *n)
 
 /* ---- building: one allocation per op ------------------------------------------------ */
 
-static fop_isa isa_limit = ISA_COUNT - 1;
+static int isa_limit = FOP_ISA_COUNT - 1;
 
 void rlt_fast_op_limit_isa(const char *isa)
 {
-    isa_limit = ISA_COUNT - 1;
-    for (int i = 0; isa && i < ISA_COUNT; i++)
-        if (strcmp(isa, isa_names[i]) == 0) isa_limit = (fop_isa)i;
+    isa_limit = FOP_ISA_COUNT - 1;
+    for (int i = 0; isa && i < FOP_ISA_COUNT; i++)
+        if (strcmp(isa, rlt_fast_op_isa_name(i)) == 0) isa_limit = i;
 }
 
-const char *rlt_fast_op_isa(const rlt_fast_op *op) { return isa_names[op->isa]; }
+const char *rlt_fast_op_isa(const rlt_fast_op *op) { return rlt_fast_op_isa_name(op->isa); }
 
-/* The best build this CPU runs, within the test hook's limit. */
-static fop_isa isa_pick(void)
-{
-    fop_isa isa = ISA_BASELINE;
-#ifdef FOP_HAS_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) isa = ISA_AVX512F;
-    else if (__builtin_cpu_supports("avx2")) isa = ISA_AVX2;
-#endif
-    return RLT_MIN(isa, isa_limit);
-}
-
-static rlt_fast_op *op_new(fop_kind kind, const rlt_graph_node *n, size_t extra_bytes)
+/* A zeroed plan of `kind` for node n with extra_bytes of tables, running
+ * the best build the CPU has within the test hook's limit (a planner may
+ * lower isa_max, then isa). NULL when out of memory. */
+static rlt_fast_op *op_new(int kind, const rlt_graph_node *n, size_t extra_bytes)
 {
     rlt_fast_op *op = rlt_calloc(1, sizeof *op + extra_bytes);
     if (!op) return NULL;
+    op->layout = RLT_FAST_OP_LAYOUT;
+    op->bytes = (int64_t)(sizeof *op + extra_bytes);
     op->kind = kind;
-    op->isa = isa_pick();
+    op->isa_max = FOP_ISA_COUNT - 1;
+    op->isa = RLT_MIN(rlt_fast_op_cpu_isa(), isa_limit);
     op->x = n->inputs[0];
     op->x2 = n->n_inputs > 1 ? n->inputs[1] : -1;
     op->y = n->outputs[0];
@@ -523,12 +175,12 @@ static rlt_status plan_unary(const rlt_graph *g, const rlt_graph_node *n, rlt_fa
     const char *t = n->op_type;
     const rlt_graph_tensor *x = tin(g, n, 0), *y = tout(g, n, 0);
     if (!is_f32(x) || !is_f32(y) || n_elems(x) != n_elems(y) || n->n_outputs != 1) return RLT_STATUS_OK;
-    unary_fn fn;
+    int fn;
     float p0 = 0.0f, p1 = 0.0f;
     if (strcmp(t, "Relu") == 0) {
-        fn = UN_RELU;
+        fn = FOP_UN_RELU;
     } else if (strcmp(t, "Clip") == 0) {
-        fn = UN_CLIP;
+        fn = FOP_UN_CLIP;
         if (g->opset < 11) {
             p0 = (float)rlt_graph_attr_float(n, "min", -FLT_MAX);
             p1 = (float)rlt_graph_attr_float(n, "max", FLT_MAX);
@@ -544,24 +196,24 @@ static rlt_status plan_unary(const rlt_graph *g, const rlt_graph_node *n, rlt_fa
             }
         }
     } else if (strcmp(t, "LeakyRelu") == 0) {
-        fn = UN_LEAKY_RELU;
+        fn = FOP_UN_LEAKY_RELU;
         p0 = (float)rlt_graph_attr_float(n, "alpha", 0.01);
     } else if (strcmp(t, "Sigmoid") == 0) {
-        fn = UN_SIGMOID;
+        fn = FOP_UN_SIGMOID;
     } else if (strcmp(t, "Tanh") == 0) {
-        fn = UN_TANH;
+        fn = FOP_UN_TANH;
     } else if (strcmp(t, "Erf") == 0) {
-        fn = UN_ERF;
+        fn = FOP_UN_ERF;
     } else if (strcmp(t, "Sqrt") == 0) {
-        fn = UN_SQRT;
+        fn = FOP_UN_SQRT;
     } else if (strcmp(t, "Gelu") == 0) {
         const rlt_graph_attr *a = rlt_graph_node_attr(n, "approximate");
-        fn = a && a->kind == RLT_GRAPH_ATTR_STRING && strcmp(a->s, "tanh") == 0 ? UN_GELU_TANH : UN_GELU;
+        fn = a && a->kind == RLT_GRAPH_ATTR_STRING && strcmp(a->s, "tanh") == 0 ? FOP_UN_GELU_TANH : FOP_UN_GELU;
     } else { /* Pow by a constant scalar */
         const rlt_graph_tensor *e = tin(g, n, 1);
         if (!is_f32(e) || !e->data || n_elems(e) != 1) return RLT_STATUS_OK;
         p0 = ((const float *)e->data)[0];
-        fn = p0 == 2.0f ? UN_SQUARE : p0 == 3.0f ? UN_CUBE : UN_POW;
+        fn = p0 == 2.0f ? FOP_UN_SQUARE : p0 == 3.0f ? FOP_UN_CUBE : FOP_UN_POW;
     }
     rlt_fast_op *op;
     NEW_OP(op, FOP_UNARY, 0);
@@ -573,58 +225,6 @@ static rlt_status plan_unary(const rlt_graph *g, const rlt_graph_node *n, rlt_fa
     return RLT_STATUS_OK;
 }
 
-FOP_INLINE void run_unary(const rlt_fast_op *op, const float *restrict x, float *restrict y)
-{
-    int64_t n = op->n;
-    float p0 = op->p0, p1 = op->p1;
-    switch ((unary_fn)op->fn) {
-    case UN_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
-        break;
-    case UN_CLIP:
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i] < p0 ? p0 : x[i];
-            y[i] = v > p1 ? p1 : v;
-        }
-        break;
-    case UN_LEAKY_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? p0 * x[i] : x[i];
-        break;
-    case UN_SIGMOID:
-        for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(x[i]);
-        break;
-    case UN_TANH:
-        for (int64_t i = 0; i < n; i++) y[i] = tanh_f(x[i]);
-        break;
-    case UN_ERF:
-        for (int64_t i = 0; i < n; i++) y[i] = erf_f(x[i]);
-        break;
-    case UN_SQRT:
-        for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
-        break;
-    case UN_GELU:
-        for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_f(x[i] * 0.70710678118654752f));
-        break;
-    case UN_GELU_TANH:
-        /* 0.5 v (1 + tanh(u)) = v sigmoid(2u), u = sqrt(2/pi) (v + 0.044715 v^3) */
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            float u2 = 1.5957691216057308f * (v + 0.044715f * v * v * v);
-            y[i] = v * sigmoid_f(u2);
-        }
-        break;
-    case UN_SQUARE:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i];
-        break;
-    case UN_CUBE:
-        for (int64_t i = 0; i < n; i++) y[i] = (float)((double)x[i] * (double)x[i] * (double)x[i]);
-        break;
-    case UN_POW:
-        for (int64_t i = 0; i < n; i++) y[i] = powf(x[i], p0);
-        break;
-    }
-}
-
 /* ---- binary with broadcasting ------------------------------------------------------ */
 
 static rlt_status plan_binary(const rlt_graph *g, const rlt_graph_node *n, rlt_fast_op **out)
@@ -632,13 +232,13 @@ static rlt_status plan_binary(const rlt_graph *g, const rlt_graph_node *n, rlt_f
     const rlt_graph_tensor *a = tin(g, n, 0), *b = tin(g, n, 1), *y = tout(g, n, 0);
     if (!is_f32(a) || !is_f32(b) || !is_f32(y) || n->n_outputs != 1) return RLT_STATUS_OK;
     const char *t = n->op_type;
-    binary_fn fn = t[0] == 'A'   ? BIN_ADD
-                   : t[0] == 'S' ? BIN_SUB
-                   : t[0] == 'M' ? BIN_MUL
-                   : t[0] == 'D' ? BIN_DIV
-                                 : BIN_POW;
-    if (fn == BIN_POW && b->data && n_elems(b) == 1 && n_elems(a) == n_elems(y)) return plan_unary(g, n, out);
-    bcast_plan p = {.total = n_elems(y)};
+    int fn = t[0] == 'A'   ? FOP_BIN_ADD
+                   : t[0] == 'S' ? FOP_BIN_SUB
+                   : t[0] == 'M' ? FOP_BIN_MUL
+                   : t[0] == 'D' ? FOP_BIN_DIV
+                                 : FOP_BIN_POW;
+    if (fn == FOP_BIN_POW && b->data && n_elems(b) == 1 && n_elems(a) == n_elems(y)) return plan_unary(g, n, out);
+    fop_bcast p = {.total = n_elems(y)};
     int64_t st[2][MAX_RANK] = {{0}};
     const rlt_graph_tensor *ops[2] = {a, b};
     for (int k = 0; k < 2; k++) {
@@ -666,65 +266,6 @@ static rlt_status plan_binary(const rlt_graph *g, const rlt_graph_node *n, rlt_f
     op->u.bcast = p;
     *out = op;
     return RLT_STATUS_OK;
-}
-
-/* One inner row: A(i) and B(i) read the operands (a vector or a value). */
-#define BINARY_ROW(A, B)                                                                                     \
-    switch (fn) {                                                                                            \
-    case BIN_ADD:                                                                                            \
-        for (int64_t i = 0; i < n; i++) y[i] = (A) + (B);                                                    \
-        break;                                                                                               \
-    case BIN_SUB:                                                                                            \
-        for (int64_t i = 0; i < n; i++) y[i] = (A) - (B);                                                    \
-        break;                                                                                               \
-    case BIN_MUL:                                                                                            \
-        for (int64_t i = 0; i < n; i++) y[i] = (A) * (B);                                                    \
-        break;                                                                                               \
-    case BIN_DIV:                                                                                            \
-        for (int64_t i = 0; i < n; i++) y[i] = (A) / (B);                                                    \
-        break;                                                                                               \
-    case BIN_POW:                                                                                            \
-        for (int64_t i = 0; i < n; i++) y[i] = powf((A), (B));                                               \
-        break;                                                                                               \
-    }
-
-FOP_INLINE void binary_vv(binary_fn fn, float *restrict y, const float *restrict a, const float *restrict b, int64_t n)
-{
-    BINARY_ROW(a[i], b[i])
-}
-
-FOP_INLINE void binary_vs(binary_fn fn, float *restrict y, const float *restrict a, float s, int64_t n)
-{
-    BINARY_ROW(a[i], s)
-}
-
-FOP_INLINE void binary_sv(binary_fn fn, float *restrict y, float s, const float *restrict b, int64_t n)
-{
-    BINARY_ROW(s, b[i])
-}
-
-FOP_INLINE void run_binary(const rlt_fast_op *op, const float *a, const float *b, float *y)
-{
-    const bcast_plan *p = &op->u.bcast;
-    binary_fn fn = (binary_fn)op->fn;
-    if (p->total == 0) return;
-    int in = p->rank - 1;
-    int64_t n = p->dims[in], n_rows = p->total / n;
-    bool a_vec = p->sa[in] != 0 || n == 1, b_vec = p->sb[in] != 0 || n == 1;
-    int64_t idx[MAX_RANK] = {0}, ao = 0, bo = 0;
-    for (int64_t r = 0; r < n_rows; r++, y += n) {
-        if (a_vec && b_vec) binary_vv(fn, y, a + ao, b + bo, n);
-        else if (a_vec) binary_vs(fn, y, a + ao, b[bo], n);
-        else binary_sv(fn, y, a[ao], b + bo, n);
-        for (int d = in - 1; d >= 0; d--) {
-            ao += p->sa[d];
-            bo += p->sb[d];
-            if (++idx[d] < p->dims[d]) break;
-            ao -= p->sa[d] * p->dims[d];
-            bo -= p->sb[d] * p->dims[d];
-            idx[d] = 0;
-        }
-    }
 }
 
 /* ---- pools ------------------------------------------------------------------------- */
@@ -774,20 +315,21 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
     /* Pools run rows of a few dozen outputs, where 16 lanes spend their
      * time in the tails: AVX2 measured 10% faster than AVX-512 on
      * ResNet's and SqueezeNet's MaxPools. */
-    op->isa = RLT_MIN(op->isa, ISA_AVX2);
-    pool_plan *p = &op->u.pool;
-    *p = (pool_plan){.is_max = is_max,
+    op->isa_max = FOP_ISA_AVX2;
+    op->isa = RLT_MIN(op->isa, op->isa_max);
+    fop_pool *p = &op->u.pool;
+    *p = (fop_pool){.is_max = is_max,
                      .planes = x->dims[0] * x->dims[1],
                      .ih = in2[0], .iw = in2[1], .oh = out2[0], .ow = out2[1],
                      .kh = k2[0], .kw = k2[1], .sh = s2[0], .sw = s2[1], .dh = d2[0], .dw = d2[1],
-                     .ph = pb[0], .pw = pb[1]};
+                     .ph = pb[0], .pw = pb[1], .div_h = -1, .div_w = -1};
     /* Outputs ow whose taps ow*sw - pw + k*dw all lie in [0, iw). */
     p->ow_lo = RLT_MIN((p->pw + p->sw - 1) / p->sw, p->ow);
     int64_t last = p->iw - 1 - (p->kw - 1) * p->dw + p->pw; /* ow*sw <= last */
     p->ow_hi = last < 0 ? 0 : RLT_MIN(last / p->sw + 1, p->ow);
     if (p->ow_hi < p->ow_lo) p->ow_hi = p->ow_lo;
     int64_t reach = (p->kw - 1) * p->dw + 1;
-    p->chunk = reach <= POOL_TMP ? (POOL_TMP - reach) / p->sw + 1 : 0;
+    p->chunk = reach <= RLT_FAST_OP_POOL_TMP ? (RLT_FAST_OP_POOL_TMP - reach) / p->sw + 1 : 0;
     if (!is_max) {
         float *div = (float *)op->extra;
         for (int dim = 0; dim < 2; dim++) {
@@ -802,170 +344,11 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
                 dv[o] = (float)c;
             }
         }
-        p->div_h = div;
-        p->div_w = div + out2[0];
+        p->div_h = 0;
+        p->div_w = out2[0] * (int64_t)sizeof(float);
     }
     *out = op;
     return RLT_STATUS_OK;
-}
-
-/* One row across the window: y[i] op= r[i*s + k*d] over k < kw, for the
- * interior outputs of a row (r already at the first tap of the first).
- * `first` sets y instead. Specialised below for the common windows (kw 2
- * or 3, dilation 1, stride 1 or 2), where the taps of an output stay in
- * registers. */
-FOP_INLINE void max_row(float *restrict y, const float *restrict r, int64_t n, int64_t s, int64_t kw, int64_t d,
-                        bool first)
-{
-    for (int64_t k = 0; k < kw; k++) {
-        const float *restrict rk = r + k * d;
-        if (first && k == 0) {
-            for (int64_t i = 0; i < n; i++) y[i] = rk[i * s];
-        } else {
-            for (int64_t i = 0; i < n; i++) y[i] = rk[i * s] > y[i] ? rk[i * s] : y[i];
-        }
-    }
-}
-
-FOP_INLINE void max_row3_first(float *restrict y, const float *restrict r, int64_t n, int64_t s)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float m = r[i * s];
-        m = r[i * s + 1] > m ? r[i * s + 1] : m;
-        y[i] = r[i * s + 2] > m ? r[i * s + 2] : m;
-    }
-}
-
-FOP_INLINE void max_row2_first(float *restrict y, const float *restrict r, int64_t n, int64_t s)
-{
-    for (int64_t i = 0; i < n; i++) y[i] = r[i * s + 1] > r[i * s] ? r[i * s + 1] : r[i * s];
-}
-
-FOP_INLINE void sum_row(float *restrict y, const float *restrict r, int64_t n, int64_t s, int64_t kw, bool first)
-{
-    for (int64_t k = 0; k < kw; k++) {
-        const float *restrict rk = r + k;
-        if (first && k == 0) {
-            for (int64_t i = 0; i < n; i++) y[i] = rk[i * s];
-        } else {
-            for (int64_t i = 0; i < n; i++) y[i] += rk[i * s];
-        }
-    }
-}
-
-FOP_INLINE void pool_row_interior(const pool_plan *p, float *restrict y, const float *restrict r, int64_t n, bool first)
-{
-    int64_t s = p->sw;
-    if (!p->is_max) {
-        if (s == 1) sum_row(y, r, n, 1, p->kw, first);
-        else if (s == 2) sum_row(y, r, n, 2, p->kw, first);
-        else sum_row(y, r, n, s, p->kw, first);
-    } else if (first && p->dw == 1 && p->kw == 3) {
-        if (s == 1) max_row3_first(y, r, n, 1);
-        else if (s == 2) max_row3_first(y, r, n, 2);
-        else max_row3_first(y, r, n, s);
-    } else if (first && p->dw == 1 && p->kw == 2) {
-        if (s == 1) max_row2_first(y, r, n, 1);
-        else if (s == 2) max_row2_first(y, r, n, 2);
-        else max_row2_first(y, r, n, s);
-    } else if (s == 1) {
-        max_row(y, r, n, 1, p->kw, p->dw, first);
-    } else {
-        max_row(y, r, n, s, p->kw, p->dw, first);
-    }
-}
-
-/* One output (oh, ow) with every tap checked, as the evaluator runs it:
- * the edges of a row. */
-FOP_INLINE float pool_one(const pool_plan *p, const float *xc, int64_t h0, int64_t ow)
-{
-    int64_t w0 = ow * p->sw - p->pw;
-    float best = -FLT_MAX, sum = 0.0f;
-    bool seen = false;
-    for (int64_t kh = 0; kh < p->kh; kh++) {
-        int64_t i = h0 + kh * p->dh;
-        if (i < 0 || i >= p->ih) continue;
-        const float *row = xc + i * p->iw;
-        for (int64_t kw = 0; kw < p->kw; kw++) {
-            int64_t j = w0 + kw * p->dw;
-            if (j < 0 || j >= p->iw) continue;
-            float v = row[j];
-            if (!seen || v > best) best = v;
-            seen = true;
-            sum += v;
-        }
-    }
-    return p->is_max ? best : sum;
-}
-
-/* The interior of one output row, [ow_lo, ow_hi), from its kernel rows
- * (the first at r0, `n_rows` of them `row_step` apart): separably, the
- * kernel rows reduced into a row on the stack (contiguous loops), then
- * that row across the window (strided), in chunks of outputs whose input
- * span fits it; with one kernel row (or a window too wide for the stack
- * row), straight from the input rows. */
-FOP_INLINE void pool_interior(const pool_plan *p, float *restrict y, const float *r0, int64_t row_step, int64_t n_rows)
-{
-    int64_t n_in = p->ow_hi - p->ow_lo, chunk = p->chunk;
-    if (n_rows == 1 || chunk == 0) { /* one kernel row, or a window wider than tmp */
-        for (int64_t k = 0; k < n_rows; k++) pool_row_interior(p, y, r0 + k * row_step, n_in, k == 0);
-        return;
-    }
-    float tmp[POOL_TMP];
-    for (int64_t i0 = 0; i0 < n_in; i0 += chunk) {
-        int64_t nb = RLT_MIN(chunk, n_in - i0), span = (nb - 1) * p->sw + (p->kw - 1) * p->dw + 1;
-        const float *restrict a = r0 + i0 * p->sw, *restrict b = a + row_step;
-        if (p->is_max)
-            for (int64_t j = 0; j < span; j++) tmp[j] = b[j] > a[j] ? b[j] : a[j];
-        else
-            for (int64_t j = 0; j < span; j++) tmp[j] = a[j] + b[j];
-        for (int64_t k = 2; k < n_rows; k++) {
-            const float *restrict r = a + k * row_step;
-            if (p->is_max)
-                for (int64_t j = 0; j < span; j++) tmp[j] = r[j] > tmp[j] ? r[j] : tmp[j];
-            else
-                for (int64_t j = 0; j < span; j++) tmp[j] += r[j];
-        }
-        pool_row_interior(p, y + i0, tmp, nb, true);
-    }
-}
-
-FOP_INLINE void run_pool(const rlt_fast_op *op, const float *x, float *y)
-{
-    const pool_plan *p = &op->u.pool;
-    int64_t n_in = p->ow_hi - p->ow_lo;
-    for (int64_t c = 0; c < p->planes; c++) {
-        const float *xc = x + c * p->ih * p->iw;
-        for (int64_t oh = 0; oh < p->oh; oh++, y += p->ow) {
-            int64_t h0 = oh * p->sh - p->ph;
-            for (int64_t ow = 0; ow < p->ow_lo; ow++) y[ow] = pool_one(p, xc, h0, ow);
-            for (int64_t ow = p->ow_hi; ow < p->ow; ow++) y[ow] = pool_one(p, xc, h0, ow);
-            if (n_in > 0) {
-                /* the kernel rows inside the input: k_first, k_first + 1, ... */
-                int64_t k_first = -1, n_rows = 0;
-                for (int64_t kh = 0; kh < p->kh; kh++) {
-                    int64_t i = h0 + kh * p->dh;
-                    if (i < 0 || i >= p->ih) continue;
-                    if (k_first < 0) k_first = kh;
-                    n_rows = kh - k_first + 1;
-                }
-                if (n_rows > 0) {
-                    const float *r0 = xc + (h0 + k_first * p->dh) * p->iw + p->ow_lo * p->sw - p->pw;
-                    pool_interior(p, y + p->ow_lo, r0, p->dh * p->iw, n_rows);
-                } else { /* no kernel row inside the input: empty windows */
-                    for (int64_t ow = p->ow_lo; ow < p->ow_hi; ow++) y[ow] = p->is_max ? -FLT_MAX : 0.0f;
-                }
-            }
-            if (!p->is_max) {
-                float dh = p->div_h[oh];
-                const float *restrict dw = p->div_w;
-                for (int64_t ow = 0; ow < p->ow; ow++) {
-                    float dv = dh * dw[ow];
-                    y[ow] = dv > 0.0f ? y[ow] / dv : 0.0f;
-                }
-            }
-        }
-    }
 }
 
 /* ---- rows: Softmax, LayerNormalization, ReduceMean, GlobalAveragePool ----------- */
@@ -978,7 +361,7 @@ static rlt_status plan_global_pool(const rlt_graph *g, const rlt_graph_node *n, 
     if (n_elems(y) != planes) return RLT_STATUS_OK;
     rlt_fast_op *op;
     NEW_OP(op, FOP_GLOBAL_POOL, 0);
-    op->u.rows = (rows_plan){.outer = planes, .len = planes ? n_elems(x) / planes : 0, .inner = 1};
+    op->u.rows = (fop_rows){.outer = planes, .len = planes ? n_elems(x) / planes : 0, .inner = 1};
     *out = op;
     return RLT_STATUS_OK;
 }
@@ -1012,16 +395,9 @@ static rlt_status plan_reduce_mean(const rlt_graph *g, const rlt_graph_node *n, 
     if (n_elems(y) != rows) return RLT_STATUS_OK;
     rlt_fast_op *op;
     NEW_OP(op, FOP_REDUCE_MEAN, 0);
-    op->u.rows = (rows_plan){.outer = rows, .len = len, .inner = 1};
+    op->u.rows = (fop_rows){.outer = rows, .len = len, .inner = 1};
     *out = op;
     return RLT_STATUS_OK;
-}
-
-/* The mean of each block of len floats (NaN for empty blocks, as the
- * evaluator's 0 / 0). */
-FOP_INLINE void run_means(const rows_plan *p, const float *x, float *y)
-{
-    for (int64_t r = 0; r < p->outer; r++) y[r] = (float)(sum_f64(x + r * p->len, p->len) / (double)p->len);
 }
 
 static rlt_status plan_softmax(const rlt_graph *g, const rlt_graph_node *n, rlt_fast_op **out)
@@ -1030,7 +406,7 @@ static rlt_status plan_softmax(const rlt_graph *g, const rlt_graph_node *n, rlt_
     if (!is_f32(x) || !is_f32(y) || n_elems(x) != n_elems(y)) return RLT_STATUS_OK;
     int axis;
     if (!axis_norm(rlt_graph_attr_int(n, "axis", g->opset >= 13 ? -1 : 1), x->rank, &axis)) return RLT_STATUS_OK;
-    rows_plan p = {.outer = 1, .len = 1, .inner = 1};
+    fop_rows p = {.outer = 1, .len = 1, .inner = 1, .scale = -1, .bias = -1, .scale_c = -1, .bias_c = -1};
     for (int d = 0; d < axis; d++) p.outer *= x->dims[d];
     if (g->opset >= 13) {
         p.len = x->dims[axis];
@@ -1045,67 +421,6 @@ static rlt_status plan_softmax(const rlt_graph *g, const rlt_graph_node *n, rlt_
     return RLT_STATUS_OK;
 }
 
-/* Softmax of one contiguous row: max-subtracted, e^(x - max) in float
- * (exp_neg), summed in float, scaled by 1 / sum. */
-FOP_INLINE void softmax_row(const float *restrict x, float *restrict y, int64_t n)
-{
-    float m = max_f32(x, n);
-    for (int64_t i = 0; i < n; i++) y[i] = exp_neg(x[i] - m);
-    float inv = 1.0f / sum_f32(y, n);
-    for (int64_t i = 0; i < n; i++) y[i] *= inv;
-}
-
-/* Softmax along a strided axis: columns of `inner`, in blocks whose
- * maxima and sums fit on the stack. */
-enum { SOFTMAX_BLOCK = 256 };
-
-FOP_INLINE void softmax_columns(const float *x, float *y, int64_t len, int64_t inner)
-{
-    float mx[SOFTMAX_BLOCK], sm[SOFTMAX_BLOCK];
-    for (int64_t j0 = 0; j0 < inner; j0 += SOFTMAX_BLOCK) {
-        int64_t nb = RLT_MIN((int64_t)SOFTMAX_BLOCK, inner - j0);
-        const float *xb = x + j0;
-        float *yb = y + j0;
-        for (int64_t j = 0; j < nb; j++) {
-            mx[j] = xb[j];
-            sm[j] = 0.0f;
-        }
-        for (int64_t k = 1; k < len; k++) {
-            const float *restrict xr = xb + k * inner;
-            for (int64_t j = 0; j < nb; j++) mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
-        }
-        for (int64_t k = 0; k < len; k++) {
-            const float *restrict xr = xb + k * inner;
-            float *restrict yr = yb + k * inner;
-            for (int64_t j = 0; j < nb; j++) {
-                float e = exp_neg(xr[j] - mx[j]);
-                yr[j] = e;
-                sm[j] += e;
-            }
-        }
-        for (int64_t j = 0; j < nb; j++) sm[j] = 1.0f / sm[j];
-        for (int64_t k = 0; k < len; k++) {
-            float *restrict yr = yb + k * inner;
-            for (int64_t j = 0; j < nb; j++) yr[j] *= sm[j];
-        }
-    }
-}
-
-FOP_INLINE void run_softmax(const rows_plan *p, const float *x, float *y)
-{
-    if (p->len == 0) return;
-    int64_t block = p->len * p->inner;
-    for (int64_t o = 0; o < p->outer; o++) {
-        if (p->inner == 1) softmax_row(x + o * block, y + o * block, p->len);
-        else softmax_columns(x + o * block, y + o * block, p->len, p->inner);
-    }
-}
-
-/* LayerNormalization's scale or bias `t` (input k), broadcast to the
- * normalised dims [rank - axis] of x: len values read from the tensor at
- * run time when it has exactly those (no dimension broadcast), else its
- * constant values expanded into dst (when dst is given; *need says so),
- * else not covered (false). */
 static bool ln_param(const rlt_graph_tensor *t, const rlt_graph_tensor *x, int axis, int64_t len, float *dst,
                      bool *need)
 {
@@ -1142,8 +457,8 @@ static rlt_status plan_layernorm(const rlt_graph *g, const rlt_graph_node *n, rl
     if (tout(g, n, 1) || tout(g, n, 2)) return RLT_STATUS_OK; /* Mean, InvStdDev */
     int axis;
     if (!axis_norm(rlt_graph_attr_int(n, "axis", -1), x->rank, &axis)) return RLT_STATUS_OK;
-    rows_plan p = {.outer = 1, .len = 1, .inner = 1, .eps = rlt_graph_attr_float(n, "epsilon", 1e-5), .scale = -1,
-                   .bias = -1};
+    fop_rows p = {.outer = 1, .len = 1, .inner = 1, .eps = rlt_graph_attr_float(n, "epsilon", 1e-5), .scale = -1,
+                  .bias = -1, .scale_c = -1, .bias_c = -1};
     for (int d = 0; d < axis; d++) p.outer *= x->dims[d];
     for (int d = axis; d < x->rank; d++) p.len *= x->dims[d];
     bool need_s = false, need_b = false;
@@ -1157,7 +472,7 @@ static rlt_status plan_layernorm(const rlt_graph *g, const rlt_graph_node *n, rl
         p.scale = n->inputs[1];
         if (need_s) {
             ln_param(sc, x, axis, p.len, dst, &need_s);
-            p.scale_c = dst;
+            p.scale_c = (char *)dst - (char *)op->extra;
             dst += p.len;
         }
     }
@@ -1165,7 +480,7 @@ static rlt_status plan_layernorm(const rlt_graph *g, const rlt_graph_node *n, rl
         p.bias = n->inputs[2];
         if (need_b) {
             ln_param(bi, x, axis, p.len, dst, &need_b);
-            p.bias_c = dst;
+            p.bias_c = (char *)dst - (char *)op->extra;
         }
     }
     op->u.rows = p;
@@ -1173,34 +488,11 @@ static rlt_status plan_layernorm(const rlt_graph *g, const rlt_graph_node *n, rl
     return RLT_STATUS_OK;
 }
 
-FOP_INLINE void run_layernorm(const rows_plan *p, const float *x, float *y, const float *scale, const float *bias)
-{
-    int64_t len = p->len;
-    if (len == 0) return;
-    for (int64_t o = 0; o < p->outer; o++) {
-        const float *restrict xr = x + o * len;
-        float *restrict yr = y + o * len;
-        double mean = sum_f64(xr, len) / (double)len;
-        double var = sum_sq_dev_f64(xr, len, mean) / (double)len;
-        /* The mean as two floats: x - hi is exact where x is close to
-         * the mean, so a large mean over a small spread loses nothing. */
-        float hi = (float)mean, lo = (float)(mean - (double)hi), istd = (float)(1.0 / sqrt(var + p->eps));
-        if (scale && bias)
-            for (int64_t k = 0; k < len; k++) yr[k] = ((xr[k] - hi) - lo) * istd * scale[k] + bias[k];
-        else if (scale)
-            for (int64_t k = 0; k < len; k++) yr[k] = ((xr[k] - hi) - lo) * istd * scale[k];
-        else if (bias)
-            for (int64_t k = 0; k < len; k++) yr[k] = ((xr[k] - hi) - lo) * istd + bias[k];
-        else
-            for (int64_t k = 0; k < len; k++) yr[k] = ((xr[k] - hi) - lo) * istd;
-    }
-}
-
 /* ---- strided copies: Transpose, Slice --------------------------------------------- */
 
 /* Plans y = x viewed through (dims, element strides xs, base offset):
  * collapses the dimensions, then picks the inner loop. */
-static void copy_plan_make(copy_plan *p, size_t es, int rank, const int64_t *out_dims, const int64_t *xs_in,
+static void copy_plan_make(fop_copy *p, size_t es, int rank, const int64_t *out_dims, const int64_t *xs_in,
                            int64_t base)
 {
     int64_t dims[MAX_RANK], st[1][MAX_RANK];
@@ -1211,23 +503,23 @@ static void copy_plan_make(copy_plan *p, size_t es, int rank, const int64_t *out
     int64_t ys[MAX_RANK];
     strides_of(r, dims, ys);
     memset(p, 0, sizeof *p);
-    p->es = es;
+    p->es = (int64_t)es;
     p->base = base;
     p->n_inner = dims[r - 1];
     p->inner_xs = xs[r - 1];
     int tile = -1;
     if (xs[r - 1] == 1) {
-        p->mode = COPY_RUNS;
+        p->mode = FOP_COPY_RUNS;
     } else {
         for (int d = 0; d < r - 1; d++)
             if (xs[d] == 1) tile = d;
-        p->mode = tile >= 0 ? COPY_TILE : COPY_GATHER;
+        p->mode = tile >= 0 ? FOP_COPY_TILE : FOP_COPY_GATHER;
     }
     if (tile >= 0) {
         p->n_tile = dims[tile];
         p->tile_ys = ys[tile];
     }
-    odo *od = &p->outer;
+    fop_odo *od = &p->outer;
     od->count = 1;
     for (int d = 0; d < r - 1; d++) {
         if (d == tile) continue;
@@ -1333,113 +625,6 @@ static rlt_status plan_slice(const rlt_graph *g, const rlt_graph_node *n, rlt_fa
     return RLT_STATUS_OK;
 }
 
-enum { TILE = 32 };
-
-/* The tiled transpose of one (n_tile x n_inner) block: y[i * ys + j] =
- * x[i + j * xs], in TILE x TILE tiles so that both sides stay in cache. */
-#define TILE_COPY(T)                                                                                         \
-    do {                                                                                                     \
-        const T *restrict xt_ = (const T *)x;                                                                \
-        T *restrict yt_ = (T *)y;                                                                            \
-        for (int64_t i0 = 0; i0 < ni; i0 += TILE)                                                            \
-            for (int64_t j0 = 0; j0 < nj; j0 += TILE) {                                                      \
-                int64_t i1 = RLT_MIN(i0 + TILE, ni), j1 = RLT_MIN(j0 + TILE, nj);                            \
-                for (int64_t i = i0; i < i1; i++)                                                            \
-                    for (int64_t j = j0; j < j1; j++) yt_[i * ys + j] = xt_[i + j * xs];                     \
-            }                                                                                                \
-    } while (0)
-
-/* Lanes of two 4-lane vectors by index (0-3: a's, 4-7: b's). */
-#if defined(__clang__)
-#define SHUFFLE4(a, b, i0, i1, i2, i3) __builtin_shufflevector((a), (b), i0, i1, i2, i3)
-#else
-#define SHUFFLE4(a, b, i0, i1, i2, i3) __builtin_shuffle((a), (b), (v4i){i0, i1, i2, i3})
-#endif
-typedef int32_t v4i __attribute__((vector_size(16)));
-
-/* The same for 4-byte elements, 4 x 4 blocks transposed in registers
- * (two rounds of shuffles), in TILE x TILE tiles; the edges one by one. */
-static void tile_copy4(uint32_t *restrict y, const uint32_t *restrict x, int64_t ni, int64_t nj, int64_t ys,
-                       int64_t xs)
-{
-    for (int64_t i0 = 0; i0 < ni; i0 += TILE)
-        for (int64_t j0 = 0; j0 < nj; j0 += TILE) {
-            int64_t i1 = RLT_MIN(i0 + TILE, ni), j1 = RLT_MIN(j0 + TILE, nj);
-            int64_t i = i0;
-            for (; i + 4 <= i1; i += 4) {
-                int64_t j = j0;
-                for (; j + 4 <= j1; j += 4) {
-                    v4f r0, r1, r2, r3; /* r_k: x's row j + k, elements i .. i + 3 */
-                    memcpy(&r0, x + i + j * xs, sizeof r0);
-                    memcpy(&r1, x + i + (j + 1) * xs, sizeof r1);
-                    memcpy(&r2, x + i + (j + 2) * xs, sizeof r2);
-                    memcpy(&r3, x + i + (j + 3) * xs, sizeof r3);
-                    v4f t0 = SHUFFLE4(r0, r1, 0, 4, 1, 5), t1 = SHUFFLE4(r0, r1, 2, 6, 3, 7);
-                    v4f t2 = SHUFFLE4(r2, r3, 0, 4, 1, 5), t3 = SHUFFLE4(r2, r3, 2, 6, 3, 7);
-                    v4f c0 = SHUFFLE4(t0, t2, 0, 1, 4, 5), c1 = SHUFFLE4(t0, t2, 2, 3, 6, 7);
-                    v4f c2 = SHUFFLE4(t1, t3, 0, 1, 4, 5), c3 = SHUFFLE4(t1, t3, 2, 3, 6, 7);
-                    memcpy(y + i * ys + j, &c0, sizeof c0);
-                    memcpy(y + (i + 1) * ys + j, &c1, sizeof c1);
-                    memcpy(y + (i + 2) * ys + j, &c2, sizeof c2);
-                    memcpy(y + (i + 3) * ys + j, &c3, sizeof c3);
-                }
-                for (; j < j1; j++)
-                    for (int64_t k = i; k < i + 4; k++) y[k * ys + j] = x[k + j * xs];
-            }
-            for (; i < i1; i++)
-                for (int64_t j = j0; j < j1; j++) y[i * ys + j] = x[i + j * xs];
-        }
-}
-
-static void tile_copy(size_t es, char *y, const char *x, int64_t ni, int64_t nj, int64_t ys, int64_t xs)
-{
-    switch (es) {
-    case 1: TILE_COPY(uint8_t); break;
-    case 4: tile_copy4((uint32_t *)y, (const uint32_t *)x, ni, nj, ys, xs); break;
-    default: TILE_COPY(uint64_t); break;
-    }
-}
-
-#define GATHER_COPY(T)                                                                                       \
-    do {                                                                                                     \
-        const T *restrict xt_ = (const T *)x;                                                                \
-        T *restrict yt_ = (T *)y;                                                                            \
-        for (int64_t j = 0; j < nj; j++) yt_[j] = xt_[j * xs];                                               \
-    } while (0)
-
-static void gather_copy(size_t es, char *y, const char *x, int64_t nj, int64_t xs)
-{
-    switch (es) {
-    case 1: GATHER_COPY(uint8_t); break;
-    case 4: GATHER_COPY(uint32_t); break;
-    default: GATHER_COPY(uint64_t); break;
-    }
-}
-
-static void run_copy(const copy_plan *p, const char *x, char *y)
-{
-    const odo *od = &p->outer;
-    size_t es = p->es;
-    int64_t idx[MAX_RANK] = {0}, xo = p->base, yo = 0;
-    for (int64_t o = 0; o < od->count; o++) {
-        const char *xp = x + xo * (int64_t)es;
-        char *yp = y + yo * (int64_t)es;
-        switch (p->mode) {
-        case COPY_RUNS: memcpy(yp, xp, (size_t)p->n_inner * es); break;
-        case COPY_TILE: tile_copy(es, yp, xp, p->n_tile, p->n_inner, p->tile_ys, p->inner_xs); break;
-        case COPY_GATHER: gather_copy(es, yp, xp, p->n_inner, p->inner_xs); break;
-        }
-        for (int d = od->rank - 1; d >= 0; d--) {
-            xo += od->xs[d];
-            yo += od->ys[d];
-            if (++idx[d] < od->dims[d]) break;
-            xo -= od->xs[d] * od->dims[d];
-            yo -= od->ys[d] * od->dims[d];
-            idx[d] = 0;
-        }
-    }
-}
-
 /* ---- Concat, Split ------------------------------------------------------------------ */
 
 /* Concat (is_split false: the inputs are the parts, output 0 the whole) or
@@ -1464,31 +649,15 @@ static rlt_status plan_parts(const rlt_graph *g, const rlt_graph_node *n, bool i
     }
     if (sum != whole->dims[axis]) return RLT_STATUS_OK;
     rlt_fast_op *op;
-    NEW_OP(op, is_split ? FOP_SPLIT : FOP_CONCAT, (size_t)n_parts * sizeof(part));
-    part *parts = (part *)op->extra;
+    NEW_OP(op, is_split ? FOP_SPLIT : FOP_CONCAT, (size_t)n_parts * sizeof(fop_part));
+    fop_part *parts = (fop_part *)(void *)op->extra;
     for (int i = 0; i < n_parts; i++) {
         const rlt_graph_tensor *t = is_split ? tout(g, n, i) : tin(g, n, i);
-        parts[i] = (part){.tensor = is_split ? n->outputs[i] : n->inputs[i], .chunk_bytes = t->dims[axis] * inner};
+        parts[i] = (fop_part){.tensor = is_split ? n->outputs[i] : n->inputs[i], .chunk_bytes = t->dims[axis] * inner};
     }
-    op->u.parts = (parts_plan){.outer = outer, .n_parts = n_parts, .parts = parts};
+    op->u.parts = (fop_parts){.outer = outer, .n_parts = n_parts, .parts = 0};
     *out = op;
     return RLT_STATUS_OK;
-}
-
-static void run_parts(const rlt_fast_op *op, void *const *vals)
-{
-    const parts_plan *p = &op->u.parts;
-    bool is_split = op->kind == FOP_SPLIT;
-    char *whole = vals[is_split ? op->x : op->y];
-    for (int64_t b = 0; b < p->outer; b++)
-        for (int i = 0; i < p->n_parts; i++) {
-            int64_t chunk = p->parts[i].chunk_bytes;
-            if (chunk == 0) continue;
-            char *part_at = (char *)vals[p->parts[i].tensor] + b * chunk;
-            if (is_split) memcpy(part_at, whole, (size_t)chunk);
-            else memcpy(whole, part_at, (size_t)chunk);
-            whole += chunk;
-        }
 }
 
 /* ---- views and copies --------------------------------------------------------------- */
@@ -1524,30 +693,14 @@ static rlt_status plan_bytes(const rlt_graph *g, const rlt_graph_node *n, rlt_fa
     NEW_OP(op, FOP_BYTES, 0);
     op->n = n_elems(x) * (int64_t)rlt_dtype_size(x->dtype);
     op->n2 = mask ? n_elems(mask) : 0;
-    op->fn = mask ? (int)mask->dtype : 0;
+    op->fn = !mask ? 0
+             : mask->dtype == RLT_DTYPE_FLOAT32 ? FOP_FILL_F32
+             : mask->dtype == RLT_DTYPE_INT64   ? FOP_FILL_I64
+             : mask->dtype == RLT_DTYPE_INT32   ? FOP_FILL_I32
+                                                : FOP_FILL_BYTE;
     if (!mask) op->y2 = -1;
     *out = op;
     return RLT_STATUS_OK;
-}
-
-/* Dropout's mask in inference: every element kept, 1 of the mask's type
- * (bool from opset 10, the input's type before). */
-static void fill_ones(void *mask, rlt_dtype dtype, int64_t n)
-{
-    switch (dtype) {
-    case RLT_DTYPE_FLOAT32:
-        for (int64_t i = 0; i < n; i++) ((float *)mask)[i] = 1.0f;
-        break;
-    case RLT_DTYPE_INT64:
-        for (int64_t i = 0; i < n; i++) ((int64_t *)mask)[i] = 1;
-        break;
-    case RLT_DTYPE_INT32:
-        for (int64_t i = 0; i < n; i++) ((int32_t *)mask)[i] = 1;
-        break;
-    default:
-        if (n > 0) memset(mask, 1, (size_t)n);
-        break;
-    }
 }
 
 /* ---- the entry points ------------------------------------------------------------- */
@@ -1621,71 +774,6 @@ rlt_status rlt_fast_op_create(const rlt_graph *g, int node, rlt_fast_op **out, r
         return RLT_STATUS_OK;
     }
     return RLT_STATUS_OK;
-}
-
-/* The ops that compute, built twice (see the top of the file). */
-FOP_INLINE void run_compute(const rlt_fast_op *op, void *const *vals)
-{
-    const float *x = vals[op->x];
-    float *y = vals[op->y];
-    switch (op->kind) {
-    case FOP_UNARY: run_unary(op, x, y); break;
-    case FOP_BINARY: run_binary(op, x, vals[op->x2], y); break;
-    case FOP_POOL: run_pool(op, x, y); break;
-    case FOP_GLOBAL_POOL:
-    case FOP_REDUCE_MEAN: run_means(&op->u.rows, x, y); break;
-    case FOP_SOFTMAX: run_softmax(&op->u.rows, x, y); break;
-    case FOP_LAYERNORM: {
-        const rows_plan *p = &op->u.rows;
-        const float *scale = p->scale_c ? p->scale_c : p->scale >= 0 ? vals[p->scale] : NULL;
-        const float *bias = p->bias_c ? p->bias_c : p->bias >= 0 ? vals[p->bias] : NULL;
-        run_layernorm(p, x, y, scale, bias);
-        break;
-    }
-    default: break;
-    }
-}
-
-static void run_compute_baseline(const rlt_fast_op *op, void *const *vals) { run_compute(op, vals); }
-
-#ifdef FOP_HAS_X86
-__attribute__((target("avx2"))) static void run_compute_avx2(const rlt_fast_op *op, void *const *vals)
-{
-    run_compute(op, vals);
-}
-
-__attribute__((target("avx512f"))) static void run_compute_avx512f(const rlt_fast_op *op, void *const *vals)
-{
-    run_compute(op, vals);
-}
-#endif
-
-void rlt_fast_op_run(const rlt_fast_op *op, void *const *vals)
-{
-    const void *x = vals[op->x];
-    void *y = vals[op->y];
-    switch (op->kind) {
-    case FOP_BYTES:
-        if (y != x && op->n > 0) memcpy(y, x, (size_t)op->n);
-        if (op->y2 >= 0) fill_ones(vals[op->y2], (rlt_dtype)op->fn, op->n2);
-        break;
-    case FOP_COPY: run_copy(&op->u.copy, x, y); break;
-    case FOP_CONCAT:
-    case FOP_SPLIT: run_parts(op, vals); break;
-    default:
-#ifdef FOP_HAS_X86
-        if (op->isa == ISA_AVX512F) {
-            run_compute_avx512f(op, vals);
-            break;
-        }
-        if (op->isa == ISA_AVX2) {
-            run_compute_avx2(op, vals);
-            break;
-        }
-#endif
-        run_compute_baseline(op, vals);
-        break;
-    }
 }
 
 void rlt_fast_op_destroy(rlt_fast_op *op) { rlt_free(op); }

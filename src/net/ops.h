@@ -7,8 +7,10 @@
  * through generic index arithmetic in double, these read their attributes,
  * check their shapes and precompute their strides once, when the network
  * is compiled, and then run contiguous loops the compiler vectorises.
- * docs/net_ops.md lists what is covered and how close each op stays to
- * the evaluator.
+ * docs/net.md ("Fast ops") lists what is covered and how close each op
+ * stays to the evaluator. ops.c plans; the plan (struct rlt_fast_op) and
+ * the loops that run it are ops_run.h and ops_run.c, which need nothing
+ * of rltune: exported networks carry them verbatim.
  *
  * Threads: an op is immutable once created; several threads may run the
  * same op at once on different buffers.

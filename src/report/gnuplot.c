@@ -44,8 +44,35 @@ static void gp_quote(rlt_str *out, const char *text)
     rlt_str_append(out, "'");
 }
 
+/* Whether the series have x values of their own: then the data file holds
+ * one block per series (x, mean, min, max), which the script picks by
+ * gnuplot's `index`. */
+static bool has_own_x(const rlt_plot *p)
+{
+    for (int i = 0; i < p->n_series; i++)
+        if (p->series[i].x) return true;
+    return false;
+}
+
+static void write_blocks(const rlt_plot *p, rlt_str *out)
+{
+    rlt_str_append(out, "# one block per series (gnuplot's index 0, 1, ...): x mean min max\n");
+    for (int i = 0; i < p->n_series; i++) {
+        const rlt_plot_series *s = &p->series[i];
+        rlt_str_printf(out, "%s# series %d\n", i ? "\n\n" : "", i + 1);
+        if (s->n == 0) rlt_str_append(out, "? ? ? ?\n"); /* an empty block would end the file early */
+        for (int k = 0; k < s->n; k++)
+            rlt_str_printf(out, "%.17g %.17g %.17g %.17g\n", s->x ? s->x[k] : (double)(k + 1), s->y[k],
+                           s->lo ? s->lo[k] : s->y[k], s->hi ? s->hi[k] : s->y[k]);
+    }
+}
+
 static void write_data(const rlt_plot *p, rlt_str *out)
 {
+    if (has_own_x(p)) {
+        write_blocks(p, out);
+        return;
+    }
     int n_max = 0;
     rlt_str_append(out, "# x");
     for (int i = 0; i < p->n_series; i++) {
@@ -87,22 +114,29 @@ static void write_script(const rlt_plot *p, const char *data_name, const char *p
     gp_quote(out, p->x_label);
     rlt_str_append(out, "\nset ylabel ");
     gp_quote(out, p->y_label);
-    rlt_str_append(out, "\nset key bottom right box opaque\nset grid\nset datafile missing '?'\n"
-                        "set style fill transparent solid 0.18 noborder\nset xrange [0:*]\nset yrange [0:*]\n");
+    rlt_str_printf(out, "\nset key %s right box opaque\nset grid\nset datafile missing '?'\n",
+                   p->is_legend_top ? "top" : "bottom");
+    rlt_str_append(out, "set style fill transparent solid 0.18 noborder\nset xrange [0:*]\nset yrange [0:*]\n");
     rlt_str_append(out, "plot \\\n");
     bool is_first = true;
     for (int i = 0; i < p->n_series; i++) {
         if (!(p->series[i].lo && p->series[i].hi)) continue;
         rlt_str_printf(out, "%s  ", is_first ? "" : ", \\\n");
         gp_quote(out, data_name);
-        rlt_str_printf(out, " using 1:%d:%d with filledcurves lc rgb '%s' notitle", 3 + 3 * i, 4 + 3 * i,
-                       rlt_plot_colour(i));
+        if (has_own_x(p))
+            rlt_str_printf(out, " index %d using 1:3:4 with filledcurves lc rgb '%s' notitle", i, rlt_plot_colour(i));
+        else
+            rlt_str_printf(out, " using 1:%d:%d with filledcurves lc rgb '%s' notitle", 3 + 3 * i, 4 + 3 * i,
+                           rlt_plot_colour(i));
         is_first = false;
     }
     for (int i = 0; i < p->n_series; i++) {
         rlt_str_printf(out, "%s  ", is_first ? "" : ", \\\n");
         gp_quote(out, data_name);
-        rlt_str_printf(out, " using 1:%d with lines lw 2 lc rgb '%s' title ", 2 + 3 * i, rlt_plot_colour(i));
+        if (has_own_x(p))
+            rlt_str_printf(out, " index %d using 1:2 with lines lw 2 lc rgb '%s' title ", i, rlt_plot_colour(i));
+        else
+            rlt_str_printf(out, " using 1:%d with lines lw 2 lc rgb '%s' title ", 2 + 3 * i, rlt_plot_colour(i));
         gp_quote(out, p->series[i].label);
         is_first = false;
     }

@@ -4,10 +4,13 @@
  * its plot (inline SVG), every run, and the config as given. Styles are
  * inline; nothing is fetched from anywhere (no scripts, fonts, style
  * sheets or images), so the file can be mailed or archived on its own.
- * Every piece of text from the config or the machine is escaped.
+ * Every piece of text from the config or the machine is escaped. A model
+ * experiment's page (rlt_report_model_html) has per model its latency
+ * table and two plots, its estimate over tuning time and over trials.
  */
 #include "report/report.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char style[] =
@@ -197,8 +200,33 @@ static void runs(const rlt_report *rep, rlt_str *out)
     rlt_str_append(out, "</table>\n");
 }
 
+/* A note paragraph, when there is one. */
+static void note(rlt_str *out, const char *text)
+{
+    if (!text) return;
+    rlt_str_append(out, "<p class=\"note\">");
+    esc(out, text);
+    rlt_str_append(out, "</p>\n");
+}
+
+/* The config as given, and the end of the page. */
+static void page_end(const rlt_report *rep, rlt_str *out)
+{
+    rlt_str_append(out, "<h2>Config</h2>\n<p><code>");
+    esc(out, rep->config_path);
+    rlt_str_append(out, "</code>, as given:</p>\n<pre>");
+    esc(out, rep->config_text);
+    rlt_str_append(out, "</pre>\n<p class=\"note\">Written by rltune " RLTUNE_VERSION
+                        " (<code>rltune experiment</code>; formats in docs/experiment.md and docs/formats.md).</p>\n"
+                        "</body>\n</html>\n");
+}
+
 void rlt_report_html(const rlt_report *rep, const char *png_note, rlt_str *out)
 {
+    if (rep->is_model) {
+        rlt_report_model_html(rep, png_note, out);
+        return;
+    }
     rlt_str_append(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rltune "
                         "experiment ");
     esc(out, rep->name);
@@ -214,17 +242,155 @@ void rlt_report_html(const rlt_report *rep, const char *png_note, rlt_str *out)
                                          "the part of it spent in the tuner (proposing and learning).");
     rlt_str_append(out, "</p>\n");
     for (int w = 0; w < rep->n_workloads; w++) workload(rep, w, out);
-    if (png_note) {
-        rlt_str_append(out, "<p class=\"note\">");
-        esc(out, png_note);
+    note(out, png_note);
+    runs(rep, out);
+    page_end(rep, out);
+}
+
+/* ---- a model experiment's page ------------------------------------------------------ */
+
+static void model_header(const rlt_report *rep, rlt_str *out)
+{
+    rlt_str_append(out, "<h1>Experiment ");
+    esc(out, rep->name);
+    rlt_str_append(out, "</h1>\n");
+    if (rep->description[0]) {
+        rlt_str_append(out, "<p>");
+        esc(out, rep->description);
         rlt_str_append(out, "</p>\n");
     }
-    runs(rep, out);
-    rlt_str_append(out, "<h2>Config</h2>\n<p><code>");
-    esc(out, rep->config_path);
-    rlt_str_append(out, "</code>, as given:</p>\n<pre>");
-    esc(out, rep->config_text);
-    rlt_str_append(out, "</pre>\n<p class=\"note\">Written by rltune " RLTUNE_VERSION
-                        " (<code>rltune experiment</code>; formats in docs/experiment.md and docs/formats.md).</p>\n"
-                        "</body>\n</html>\n");
+    rlt_str str;
+    rlt_str_init(&str);
+    rlt_report_model_summary(rep, &str);
+    rlt_str_append(out, "<p>");
+    esc(out, str.data);
+    if (rep->was_stopped)
+        rlt_str_append(out, " <strong>Interrupted</strong>: the figures below are of the runs that finished.");
+    rlt_str_append(out, "</p>\n<h2>Machine and target</h2>\n<table>\n<tr><th class=\"l\">rltune ran on</th>");
+    rlt_str_clear(&str);
+    rlt_str_printf(&str, "%s, %d cores, %d-float vectors%s", rep->machine.cpu_model, rep->machine.n_cores,
+                   rep->machine.vector_floats, rep->machine.has_fma ? ", FMA" : "");
+    cell(out, true, str.data);
+    rlt_str_append(out, "</tr>\n<tr><th class=\"l\">measurements</th>");
+    rlt_str_clear(&str);
+    rlt_str_printf(&str, "built, run and timed here; each run's records in a database of its own under %s "
+                         "(LABEL/TUNER-sSEED.db), which a rerun continues from",
+                   rep->records_dir);
+    cell(out, true, str.data);
+    rlt_str_append(out, "</tr>\n<tr><th class=\"l\">target</th>");
+    cell(out, true, rep->n_workloads > 0 ? rep->workloads[0].target : "");
+    rlt_str_append(out, "</tr>\n</table>\n");
+    if (str.has_failed) out->has_failed = true;
+    rlt_str_free(&str);
+}
+
+static void model_plot(const rlt_report *rep, int w, bool by_time, rlt_str *out)
+{
+    rlt_report_plot plot;
+    if (rlt_report_model_plot_make(rep, w, by_time, &plot, NULL) != RLT_STATUS_OK) {
+        out->has_failed = true;
+        return;
+    }
+    char stem[128];
+    rlt_report_model_plot_stem(rep, w, by_time, stem, sizeof stem);
+    rlt_str_append(out, "<figure>\n");
+    rlt_svg_plot(&plot.plot, false, out);
+    rlt_str_printf(out, "<figcaption>The network's latency estimate (the sum over its tasks of weight &#215; best "
+                        "kernel time found) over %s: per tuner the mean over its seeds (line) and the range from the "
+                        "worst to the best seed (band, min to max); a run holds its last estimate once it ended. A "
+                        "line starts when every task of every seed's run has a time. Also in <code>",
+                   by_time ? "the tuning time" : "the trials");
+    esc(out, stem);
+    rlt_str_append(out, ".svg</code>.</figcaption>\n</figure>\n");
+    rlt_report_plot_free(&plot);
+}
+
+static void model_section(const rlt_report *rep, int w, rlt_str *out)
+{
+    rlt_str_append(out, "<h3>");
+    esc(out, rep->workloads[w].spec);
+    rlt_str_append(out, "</h3>\n<p>");
+    rlt_str text;
+    rlt_str_init(&text);
+    rlt_report_model_about(rep, w, &text);
+    esc(out, text.data);
+    rlt_str_append(out, "</p>\n<table>\n<tr><th class=\"l\">tuner</th><th>runs</th><th>untuned ms</th>"
+                        "<th>estimate ms</th><th>measured ms</th><th>speedup</th><th>trials</th><th>tuning s</th>"
+                        "<th>correct</th></tr>\n");
+    rlt_str cells[RLT_REPORT_MODEL_N_CELLS];
+    for (int i = 0; i < RLT_REPORT_MODEL_N_CELLS; i++) rlt_str_init(&cells[i]);
+    for (int t = 0; t < rep->n_tuners; t++) {
+        for (int i = 0; i < RLT_REPORT_MODEL_N_CELLS; i++) rlt_str_clear(&cells[i]);
+        rlt_report_model_row_cells(rep, w, t, cells);
+        rlt_str_append(out, "<tr>");
+        cell(out, true, rep->tuners[t].label);
+        for (int i = 0; i < RLT_REPORT_MODEL_N_CELLS; i++) {
+            if (cells[i].has_failed) out->has_failed = true;
+            cell(out, false, cells[i].data);
+        }
+        rlt_str_append(out, "</tr>\n");
+    }
+    for (int i = 0; i < RLT_REPORT_MODEL_N_CELLS; i++) rlt_str_free(&cells[i]);
+    rlt_str_append(out, "</table>\n");
+    if (text.has_failed) out->has_failed = true;
+    rlt_str_free(&text);
+    model_plot(rep, w, true, out);
+    model_plot(rep, w, false, out);
+}
+
+static void model_runs(const rlt_report *rep, rlt_str *out)
+{
+    rlt_str_append(out, "<h2>Runs</h2>\n<p>In the order they ran (models, then seeds, then tuners). Every curve is "
+                        "in <code>results.json</code>.</p>\n<table>\n<tr><th class=\"l\">model</th>"
+                        "<th class=\"l\">tuner</th><th>seed</th><th>trials</th><th>new</th><th>tuning s</th>"
+                        "<th class=\"l\">ended</th><th>estimate ms</th><th>measured ms (min)</th><th>tasks tuned</th>"
+                        "<th>output</th><th class=\"l\">database</th></tr>\n");
+    rlt_str text;
+    rlt_str_init(&text);
+    for (int i = 0; i < rep->n_runs; i++) {
+        const rlt_report_run *r = &rep->runs[i];
+        const rlt_report_latency *l = &r->latency;
+        rlt_str_append(out, "<tr>");
+        cell(out, true, rep->workloads[r->workload].spec);
+        cell(out, true, rep->tuners[r->tuner].label);
+        rlt_str_printf(out, r->tuning_s >= 100 ? "<td>%llu</td><td>%d</td><td>%d</td><td>%.0f</td>"
+                                               : "<td>%llu</td><td>%d</td><td>%d</td><td>%.3g</td>",
+                       (unsigned long long)r->seed, r->n_model_trials, r->n_new_trials, r->tuning_s);
+        cell(out, true, r->ended);
+        rlt_str_clear(&text);
+        if (isfinite(r->estimate_ms))
+            rlt_str_printf(&text, "%.4g", r->estimate_ms);
+        else
+            rlt_str_append(&text, "-");
+        cell(out, false, text.data);
+        rlt_str_clear(&text);
+        if (l->is_measured)
+            rlt_str_printf(&text, "%.4g (%.4g)", l->median_ms, l->min_ms);
+        else
+            rlt_str_append(&text, "-");
+        cell(out, false, text.data);
+        rlt_str_printf(out, "<td>%d/%d</td>", l->n_tasks_tuned, l->n_tasks);
+        cell(out, false, !l->is_measured ? "-" : !l->is_checked ? "not checked" : l->is_correct ? "correct" : "WRONG");
+        cell(out, true, r->db);
+        rlt_str_append(out, "</tr>\n");
+    }
+    if (text.has_failed) out->has_failed = true;
+    rlt_str_free(&text);
+    rlt_str_append(out, "</table>\n");
+}
+
+void rlt_report_model_html(const rlt_report *rep, const char *png_note, rlt_str *out)
+{
+    rlt_str_append(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rltune "
+                        "experiment ");
+    esc(out, rep->name);
+    rlt_str_printf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", style);
+    model_header(rep, out);
+    rlt_str_append(out, "<h2>Results</h2>\n<p class=\"note\">");
+    esc(out, rlt_report_model_columns_note);
+    rlt_str_append(out, "</p>\n");
+    for (int w = 0; w < rep->n_workloads; w++) model_section(rep, w, out);
+    note(out, png_note);
+    model_runs(rep, out);
+    page_end(rep, out);
 }

@@ -31,9 +31,7 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The median of v[0..n) (sorted in place), infinities included: infinite
- * when a middle value is. */
-static double median(double *v, int n)
+double rlt_report_median(double *v, int n)
 {
     if (n == 0) return NAN;
     qsort(v, (size_t)n, sizeof *v, compare_doubles);
@@ -68,13 +66,13 @@ void rlt_report_stats_compute(const rlt_report_run *runs, int n, int workload, i
     }
     out->n_runs = k;
     if (k == 0) return;
-    out->best_median = median(bests, k);
-    out->best_min = bests[0]; /* sorted by median() */
+    out->best_median = rlt_report_median(bests, k);
+    out->best_min = bests[0]; /* sorted by rlt_report_median() */
     out->best_max = bests[k - 1];
-    out->wall_median_s = median(walls, k);
-    out->tuner_median_s = median(tuner_times, k);
+    out->wall_median_s = rlt_report_median(walls, k);
+    out->tuner_median_s = rlt_report_median(tuner_times, k);
     for (int f = 0; f < RLT_REPORT_N_REACH; f++) {
-        double m = median(reach[f], k);
+        double m = rlt_report_median(reach[f], k);
         out->is_reached[f] = isfinite(m);
         out->reach_median[f] = isfinite(m) ? m : 0;
     }

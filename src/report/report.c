@@ -268,8 +268,24 @@ static bool put_tuners(const rlt_report *rep, cJSON *root)
     return is_ok;
 }
 
+
+char *rlt_report_json_text(cJSON *root, bool is_ok)
+{
+    char *text = NULL;
+    if (is_ok) {
+        char *printed = cJSON_PrintUnformatted(root);
+        if (printed) {
+            text = rlt_strdup(printed);
+            cJSON_free(printed);
+        }
+    }
+    cJSON_Delete(root);
+    return text;
+}
+
 char *rlt_report_json(const rlt_report *rep)
 {
+    if (rep->is_model) return rlt_report_model_json(rep);
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
     bool is_ok = true;
@@ -303,22 +319,17 @@ char *rlt_report_json(const rlt_report *rep)
     is_ok &= put(root, "runs_done", rlt_json_number(rep->n_runs));
     is_ok &= put(root, "interrupted", cJSON_CreateBool(rep->was_stopped));
     is_ok &= put_tuners(rep, root) && put_workloads(rep, root) && put_runs(rep, root);
-    char *text = NULL;
-    if (is_ok) {
-        char *printed = cJSON_PrintUnformatted(root);
-        if (printed) {
-            text = rlt_strdup(printed);
-            cJSON_free(printed);
-        }
-    }
-    cJSON_Delete(root);
-    return text;
+    return rlt_report_json_text(root, is_ok);
 }
 
 /* ---- table.md ---------------------------------------------------------------------- */
 
 void rlt_report_table_md(const rlt_report *rep, rlt_str *out)
 {
+    if (rep->is_model) {
+        rlt_report_model_table_md(rep, out);
+        return;
+    }
     bool is_replay = rep->is_replay;
     rlt_str_printf(out, "# Experiment %s\n\n", rep->name);
     if (rep->description[0]) rlt_str_printf(out, "%s\n\n", rep->description);
@@ -390,6 +401,39 @@ static rlt_status write_str(const char *dir, const char *name, rlt_str *s, rlt_d
     return write_file(dir, name, s->data ? s->data : "", s->len, diag);
 }
 
+/* Writes STEM.svg and through gnuplot STEM.png (with STEM.dat and
+ * STEM.gp) unless *is_png_off; counts the PNGs drawn in *n_png. */
+static rlt_status write_plot(const rlt_plot *plot, const char *dir, const char *stem, rlt_str *text,
+                             bool *is_png_off, int *n_png, rlt_report_files *out, rlt_diag *diag)
+{
+    char name[160], data[160], script[160], png[160];
+    snprintf(name, sizeof name, "%s.svg", stem);
+    rlt_str_clear(text);
+    rlt_svg_plot(plot, true, text);
+    rlt_status st = write_str(dir, name, text, diag);
+    if (st != RLT_STATUS_OK || *is_png_off) return st;
+    snprintf(data, sizeof data, "%s.dat", stem);
+    snprintf(script, sizeof script, "%s.gp", stem);
+    snprintf(png, sizeof png, "%s.png", stem);
+    rlt_diag d = {0};
+    bool is_absent = false;
+    rlt_status gs = rlt_gnuplot_png(plot, dir, data, script, png, GNUPLOT_TIMEOUT_S, &is_absent, &d);
+    if (gs == RLT_STATUS_OUT_OF_MEMORY) {
+        st = rlt_fail(diag, gs, "%s", d.message);
+    } else if (is_absent) {
+        out->is_gnuplot_absent = true;
+        *is_png_off = true;
+    } else if (gs != RLT_STATUS_OK) {
+        /* one failure is enough: the next would most likely fail the
+         * same way, perhaps after the same time limit */
+        snprintf(out->png_problem, sizeof out->png_problem, "%.500s", d.message);
+        *is_png_off = true;
+    } else {
+        (*n_png)++;
+    }
+    return st;
+}
+
 rlt_status rlt_report_write(const rlt_report *rep, const char *dir, rlt_report_files *out, rlt_diag *diag)
 {
     memset(out, 0, sizeof *out);
@@ -397,40 +441,26 @@ rlt_status rlt_report_write(const rlt_report *rep, const char *dir, rlt_report_f
     rlt_str text;
     rlt_str_init(&text);
     bool is_png_off = false;
-    int n_png = 0;
+    int n_png = 0, n_plots = 0;
     for (int w = 0; w < rep->n_workloads && st == RLT_STATUS_OK; w++) {
-        rlt_report_plot plot;
-        if ((st = rlt_report_plot_make(rep, w, &plot, diag)) != RLT_STATUS_OK) break;
-        char stem[128], name[160], data[160], script[160], png[160];
-        rlt_report_plot_stem(rep, w, stem, sizeof stem);
-        snprintf(name, sizeof name, "%s.svg", stem);
-        rlt_str_clear(&text);
-        rlt_svg_plot(&plot.plot, true, &text);
-        st = write_str(dir, name, &text, diag);
-        if (st == RLT_STATUS_OK && !is_png_off) {
-            snprintf(data, sizeof data, "%s.dat", stem);
-            snprintf(script, sizeof script, "%s.gp", stem);
-            snprintf(png, sizeof png, "%s.png", stem);
-            rlt_diag d = {0};
-            bool is_absent = false;
-            rlt_status gs = rlt_gnuplot_png(&plot.plot, dir, data, script, png, GNUPLOT_TIMEOUT_S, &is_absent, &d);
-            if (gs == RLT_STATUS_OUT_OF_MEMORY) {
-                st = rlt_fail(diag, gs, "%s", d.message);
-            } else if (is_absent) {
-                out->is_gnuplot_absent = true;
-                is_png_off = true;
-            } else if (gs != RLT_STATUS_OK) {
-                /* one failure is enough: the next would most likely fail
-                 * the same way, perhaps after the same time limit */
-                snprintf(out->png_problem, sizeof out->png_problem, "%.500s", d.message);
-                is_png_off = true;
+        /* a model has two plots: its estimate over tuning time, over trials */
+        for (int k = 0; k < (rep->is_model ? 2 : 1) && st == RLT_STATUS_OK; k++) {
+            rlt_report_plot plot;
+            char stem[128];
+            if (rep->is_model) {
+                st = rlt_report_model_plot_make(rep, w, k == 0, &plot, diag);
+                rlt_report_model_plot_stem(rep, w, k == 0, stem, sizeof stem);
             } else {
-                n_png++;
+                st = rlt_report_plot_make(rep, w, &plot, diag);
+                rlt_report_plot_stem(rep, w, stem, sizeof stem);
             }
+            if (st != RLT_STATUS_OK) break;
+            st = write_plot(&plot.plot, dir, stem, &text, &is_png_off, &n_png, out, diag);
+            n_plots++;
+            rlt_report_plot_free(&plot);
         }
-        rlt_report_plot_free(&plot);
     }
-    out->has_png = n_png == rep->n_workloads && !is_png_off;
+    out->has_png = n_png == n_plots && !is_png_off;
     if (st == RLT_STATUS_OK) {
         char *json = rlt_report_json(rep);
         if (!json) st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory writing %s/results.json", dir);

@@ -19,6 +19,9 @@
  *   rlt_report_html                (report.c, html.c);
  *   rlt_report_write               all of them into a directory.
  *
+ * A model experiment (whole networks tuned, compiled and timed) has its own
+ * tables and plots: model_report.c (rlt_report.is_model).
+ *
  * Threads: none are started; everything here belongs to one thread.
  */
 #ifndef RLT_REPORT_H
@@ -54,6 +57,25 @@ typedef struct rlt_report_dataset {
     int n_threads;     /* of its measurements */
 } rlt_report_dataset;
 
+/* A network compiled and timed (a model experiment's). */
+typedef struct rlt_report_latency {
+    bool is_measured;           /* false: not timed */
+    double median_ms, min_ms;   /* over `repeat` timed runs */
+    int repeat;
+    bool is_checked;            /* the first run's outputs were compared with the reference */
+    bool is_correct;
+    double max_error, max_reference;
+    int n_tasks, n_tasks_tuned; /* tasks, and those whose schedule came from a record */
+    double compile_s;
+} rlt_report_latency;
+
+/* One point of a network's latency estimate over its tuning. */
+typedef struct rlt_report_point {
+    int n_trials;      /* measurements so far */
+    double wall_s;     /* tuning time so far */
+    double latency_ms; /* sum of weight x best time over the tasks; INFINITY while one has none */
+} rlt_report_point;
+
 /* One workload and what is known of it. */
 typedef struct rlt_report_workload {
     const char *spec;                /* the op's canonical spec */
@@ -62,6 +84,11 @@ typedef struct rlt_report_workload {
     const char *target;              /* the target key its measurements are of */
     double best_known_gflops;        /* 0 when nothing measured OK */
     const char *best_known_source;   /* what it is the best of, in words */
+    /* a model (rlt_report.is_model): spec is its label */
+    const char *model;               /* the ONNX file */
+    int n_tasks;
+    double flops;                    /* of its tasks' kernels */
+    rlt_report_latency untuned;      /* from seed schedules */
 } rlt_report_workload;
 
 /* One tuning run (rlt_tune_result's figures, search/tune.h). */
@@ -80,6 +107,17 @@ typedef struct rlt_report_run {
     int n_absent;            /* replay: not in the dataset (not failures) */
     bool was_stopped_early;  /* by early stopping */
     bool was_exhausted;      /* the tuner had nothing left to propose */
+    /* a model's run (rlt_report.is_model; n_trials and curve above are 0
+     * and NULL) */
+    const char *db;          /* its records database */
+    int n_model_trials;      /* measurements of the model's tasks (the budget counts them) */
+    int n_new_trials;        /* of them made by this process */
+    double tuning_s;         /* tuning time, earlier processes' included */
+    double estimate_ms;      /* the latency estimate at the end; INFINITY: none */
+    int n_points;
+    const rlt_report_point *points;
+    const char *ended;       /* "trials", "time", "tasks", "interrupted", "benchmark" */
+    rlt_report_latency latency; /* the network compiled from db */
 } rlt_report_run;
 
 /* Where rltune ran. */
@@ -130,9 +168,26 @@ typedef struct rlt_report {
     bool was_stopped; /* interrupted: the runs are those that finished */
     /* [workload * n_tuners + tuner], from the runs (rlt_report_stats_fill) */
     const rlt_report_stats *stats;
+    /* a model experiment: the workloads are models (model_report.c) */
+    bool is_model;
+    bool is_benchmark;    /* nothing tuned: compiled and timed from the runs' databases */
+    double time_budget_s; /* 0: none */
+    int run_repeat;       /* the networks' timed runs */
+    int rule_seeds;       /* rule-built configurations each task's tuning measured first */
+    int n_threads;
+    const char *records_dir;
 } rlt_report;
 
 /* ---- metrics (metrics.c) --------------------------------------------------- */
+
+/* root printed as compact JSON (rlt_malloc'd; NULL when is_ok is false or
+ * out of memory); root is deleted either way. */
+struct cJSON;
+char *rlt_report_json_text(struct cJSON *root, bool is_ok);
+
+/* The median of v[0..n) (sorted in place), infinities included: infinite
+ * when a middle value is; NAN when n is 0. */
+double rlt_report_median(double *v, int n);
 
 /* The 1-based number of measurements after which curve[0..n) first reaches
  * fraction * best_known, or 0 when it never does (or best_known <= 0). */
@@ -153,12 +208,14 @@ void rlt_report_reach_text(const rlt_report_stats *s, int f, rlt_str *out);
 
 /* ---- plots (svg.c, gnuplot.c) -------------------------------------------- */
 
-/* One line of a plot: y against x = 1 .. n, and the band [lo, hi] around
- * it (lo and hi may be NULL: no band). Arrays borrowed. */
+/* One line of a plot: y against x (NULL: 1 .. n; else increasing), and the
+ * band [lo, hi] around it (lo and hi may be NULL: no band). Arrays
+ * borrowed. */
 typedef struct rlt_plot_series {
     const char *label;
     int n;
     const double *y, *lo, *hi;
+    const double *x;
 } rlt_plot_series;
 
 typedef struct rlt_plot {
@@ -168,6 +225,7 @@ typedef struct rlt_plot {
     const rlt_plot_series *series;
     double reference_y;          /* a dashed horizontal line; <= 0: none */
     const char *reference_label;
+    bool is_legend_top;          /* the legend in the upper right corner (falling curves), else the lower */
 } rlt_plot;
 
 /* Appends `text` to out with XML's five special characters escaped, and
@@ -234,5 +292,51 @@ typedef struct rlt_report_files {
  * fails, the PNGs are skipped and *out says why; not an error). Errors:
  * IO_ERROR naming the file, OUT_OF_MEMORY. */
 rlt_status rlt_report_write(const rlt_report *rep, const char *dir, rlt_report_files *out, rlt_diag *diag);
+
+/* ---- a model experiment's report (model_report.c) ------------------------ */
+
+/* What the tables say of one (model, tuner) over its runs (seeds). */
+typedef struct rlt_report_model_stats {
+    int n_runs;
+    int n_measured;              /* runs whose network was timed */
+    int n_correct;               /* of them, checked and correct */
+    double estimate_median_ms;   /* INFINITY when the middle run had none */
+    double latency_median_ms, latency_min_ms, latency_max_ms; /* of the runs' medians */
+    double speedup_median;       /* untuned median / the run's median, the median over runs; 0: none */
+    double trials_median;
+    double tuning_median_s, tuning_total_s;
+} rlt_report_model_stats;
+
+void rlt_report_model_stats_compute(const rlt_report *rep, int w, int t, rlt_report_model_stats *out);
+
+/* The plot of model w's latency estimate over tuning time (by_time) or
+ * over trials: per tuner the mean over its runs and the min-max band, on
+ * a grid of points, each run's estimate held from its last round on, a
+ * tuner's line starting where every one of its runs has an estimate.
+ * Owned as rlt_report_plot_make's. */
+rlt_status rlt_report_model_plot_make(const rlt_report *rep, int w, bool by_time, rlt_report_plot *out,
+                                      rlt_diag *diag);
+
+/* The file stem of model w's plots: "w<n>-<label>-time" or "-trials". */
+void rlt_report_model_plot_stem(const rlt_report *rep, int w, bool by_time, char *buf, size_t cap);
+
+/* The table of a model experiment, shared by table.md and the HTML page:
+ * the cells of the (model w, tuner t) row after the tuner's label, each
+ * appended to its rlt_str (initialised by the caller): runs, untuned ms,
+ * estimate ms, measured ms, speedup, trials, tuning s, correct. */
+#define RLT_REPORT_MODEL_N_CELLS 8
+void rlt_report_model_row_cells(const rlt_report *rep, int w, int t, rlt_str cells[RLT_REPORT_MODEL_N_CELLS]);
+/* What the columns mean, one paragraph. */
+extern const char *const rlt_report_model_columns_note;
+/* What was run, one sentence; and what model w is and how fast it ran
+ * untuned, one sentence. Appended to out. */
+void rlt_report_model_summary(const rlt_report *rep, rlt_str *out);
+void rlt_report_model_about(const rlt_report *rep, int w, rlt_str *out);
+
+/* A model experiment's results.json object, table.md and HTML page (the
+ * dispatch from rlt_report_json, rlt_report_table_md and rlt_report_html). */
+char *rlt_report_model_json(const rlt_report *rep);
+void rlt_report_model_table_md(const rlt_report *rep, rlt_str *out);
+void rlt_report_model_html(const rlt_report *rep, const char *png_note, rlt_str *out);
 
 #endif /* RLT_REPORT_H */

@@ -128,14 +128,17 @@ static void axes(const rlt_plot *p, const frame *f, double x_step, double y_step
     rlt_str_append(out, "</text>\n");
 }
 
+/* The x of point k of series s: its x array's, else k + 1. */
+static double xk(const rlt_plot_series *s, int k) { return s->x ? s->x[k] : (double)(k + 1); }
+
 static const char *dashes(int i) { return (i / (int)RLT_ARRAY_LEN(palette)) % 2 ? " stroke-dasharray=\"7,3\"" : ""; }
 
 static void band(const frame *f, const rlt_plot_series *s, int i, rlt_str *out)
 {
     if (s->n <= 0 || !s->lo || !s->hi) return;
     rlt_str_printf(out, "<polygon fill=\"%s\" fill-opacity=\"0.18\" stroke=\"none\" points=\"", rlt_plot_colour(i));
-    for (int k = 0; k < s->n; k++) rlt_str_printf(out, "%s%.2f,%.2f", k ? " " : "", px(f, k + 1), py(f, s->hi[k]));
-    for (int k = s->n - 1; k >= 0; k--) rlt_str_printf(out, " %.2f,%.2f", px(f, k + 1), py(f, s->lo[k]));
+    for (int k = 0; k < s->n; k++) rlt_str_printf(out, "%s%.2f,%.2f", k ? " " : "", px(f, xk(s, k)), py(f, s->hi[k]));
+    for (int k = s->n - 1; k >= 0; k--) rlt_str_printf(out, " %.2f,%.2f", px(f, xk(s, k)), py(f, s->lo[k]));
     rlt_str_append(out, "\"/>\n");
 }
 
@@ -146,13 +149,14 @@ static void line(const frame *f, const rlt_plot_series *s, int i, rlt_str *out)
                    "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\"%s "
                    "points=\"",
                    rlt_plot_colour(i), dashes(i));
-    for (int k = 0; k < s->n; k++) rlt_str_printf(out, "%s%.2f,%.2f", k ? " " : "", px(f, k + 1), py(f, s->y[k]));
-    if (s->n == 1) rlt_str_printf(out, " %.2f,%.2f", px(f, 1) + 1, py(f, s->y[0]));
+    for (int k = 0; k < s->n; k++) rlt_str_printf(out, "%s%.2f,%.2f", k ? " " : "", px(f, xk(s, k)), py(f, s->y[k]));
+    if (s->n == 1) rlt_str_printf(out, " %.2f,%.2f", px(f, xk(s, 0)) + 1, py(f, s->y[0]));
     rlt_str_append(out, "\"/>\n");
 }
 
 /* The legend, in the lower right corner of the plotting area, where
- * best-so-far curves (rising, then flat near the top) leave room. */
+ * best-so-far curves (rising, then flat near the top) leave room; in the
+ * upper right one for falling curves (is_legend_top). */
 static void legend(const rlt_plot *p, const frame *f, rlt_str *out)
 {
     int n_rows = p->n_series + (p->band_note ? 1 : 0) + (p->reference_y > 0 ? 1 : 0);
@@ -163,7 +167,7 @@ static void legend(const rlt_plot *p, const frame *f, rlt_str *out)
     if (p->band_note) longest = RLT_MAX(longest, strlen(p->band_note));
     if (p->reference_y > 0) longest = RLT_MAX(longest, strlen(p->reference_label ? p->reference_label : ""));
     double w = 46 + 6.6 * (double)RLT_MIN(longest, 80), h = 10 + 18.0 * n_rows;
-    double x = f->right - w - 10, y = f->bottom - h - 10;
+    double x = f->right - w - 10, y = p->is_legend_top ? f->top + 10 : f->bottom - h - 10;
     rlt_str_printf(out,
                    "<g font-size=\"12\">\n<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#ffffff\" "
                    "fill-opacity=\"0.9\" stroke=\"#bbbbbb\"/>\n",
@@ -206,7 +210,7 @@ void rlt_svg_plot(const rlt_plot *p, bool is_standalone, rlt_str *out)
     frame f = {.x_min = 0, .x_max = 1, .y_min = 0, .y_max = 0};
     for (int i = 0; i < p->n_series; i++) {
         const rlt_plot_series *s = &p->series[i];
-        f.x_max = RLT_MAX(f.x_max, (double)s->n);
+        if (s->n > 0 && isfinite(xk(s, s->n - 1))) f.x_max = RLT_MAX(f.x_max, xk(s, s->n - 1));
         for (int k = 0; k < s->n; k++) {
             double top = s->hi ? RLT_MAX(s->hi[k], s->y[k]) : s->y[k];
             if (isfinite(top)) f.y_max = RLT_MAX(f.y_max, top);

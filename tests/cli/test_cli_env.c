@@ -4,7 +4,8 @@
  * message while the session goes on; stop, the end of input and the step
  * limit each ending it with exit 0 and the final schedule, which
  * `rltune show --schedule` replays to the same tree; a start from a
- * schedule; the help; bad input (exit 2). Shapes are tiny, kernels built at
+ * schedule; the help; bad input (exit 2; the replay of a state dataset is
+ * tested with the dataset's making, in test_cli_gen_dataset.c). Shapes are tiny, kernels built at
  * -O1 and timed briefly, and --peak is given except where the measured peak
  * is the point; the compile cache is $RLTUNE_CACHE_DIR, set by CTest. */
 #include <criterion/criterion.h>
@@ -150,6 +151,14 @@ Test(cli_env, measured_peak_and_help)
     cli_run_free(&m);
 }
 
+/* "replay:PATH" (a static buffer). */
+static const char *bad_replay(const char *path)
+{
+    static char arg[1024];
+    snprintf(arg, sizeof arg, "replay:%s", path);
+    return arg;
+}
+
 Test(cli_env, bad_input)
 {
     EXPECT_USAGE_ERROR("no op given", "env");
@@ -162,4 +171,17 @@ Test(cli_env, bad_input)
     tmp_file_write_text(fused, "fuse i j\n");
     EXPECT_USAGE_ERROR("comes from fuse, which the env cannot express", "env", "--op", "matmul:M=4,N=4,K=4",
                        "--schedule", fused, "--peak", "100");
+    EXPECT_USAGE_ERROR("--measure: unknown mode 'replay:'", "env", "--op", "matmul:M=4,N=4,K=4", "--measure",
+                       "replay:");
+    EXPECT_USAGE_ERROR("--measure: unknown mode 'dataset'", "env", "--op", "matmul:M=4,N=4,K=4", "--measure",
+                       "dataset");
+    EXPECT_USAGE_ERROR("--cflags cannot be combined with --measure replay", "env", "--op", "matmul:M=4,N=4,K=4",
+                       "--measure", "replay:x.states", "--cflags", "-O1");
+    EXPECT_USAGE_ERROR("cannot read the replay dataset", "env", "--op", "matmul:M=4,N=4,K=4", "--measure",
+                       "replay:/nonexistent/x.states");
+    const char *bad = tmp_path("bad.states");
+    tmp_file_write_text(bad, "# rltune env states v1\nop matmul:M=4,N=4,K=8\nthreads 1\npeak_gflops 1\nstates 1\n"
+                             "OK\t1\tcache_write j\n");
+    EXPECT_USAGE_ERROR("is of matmul:M=4,N=4,K=8, not of the env's op matmul:M=4,N=4,K=4", "env", "--op",
+                       "matmul:M=4,N=4,K=4", "--measure", bad_replay(bad));
 }

@@ -10,8 +10,14 @@
  * into a database; an agent carried from one workload to the next
  * (carry_agent); Ctrl-C, which lets the run in flight finish and still
  * writes the report; and bad configs: exit 2, one error line naming the
- * file and the key, and no output directory. The compile cache of the
- * measuring runs is $RLTUNE_CACHE_DIR, set by CTest. */
+ * file and the key, and no output directory. Then experiments over a
+ * whole model (a two-task network written here with onnx_build.h): tune
+ * mode's outputs (the latency table on stdout, results.json, the plots
+ * over time and trials, the runs' databases), a rerun that measures
+ * nothing and one with a larger budget that continues each run's curve,
+ * benchmark mode, a time budget, and bad model configs. The compile cache
+ * of the measuring runs is $RLTUNE_CACHE_DIR, set by CTest (a model's
+ * runs build into caches of their own). */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <signal.h>
@@ -19,6 +25,7 @@
 
 #include "cli_runner.h"
 #include "../common/json.h"
+#include "../common/onnx_build.h"
 #include "../common/procs.h"
 #include "../common/text.h"
 #include "../common/tmp.h"
@@ -444,4 +451,231 @@ Test(cli_experiment, bad_configs_are_refused_before_anything_runs)
     assert_has(h.out, "--out DIR", "help experiment");
     assert_has(h.out, "--json", "help experiment");
     cli_run_free(&h);
+}
+
+/* ---- experiments over whole models ------------------------------------------------------ */
+
+static uint64_t net_rng = 11;
+
+/* A two-task network in tmp_dir/net.onnx: a 3x3 conv with relu, global
+ * pool, a dense head. */
+static void write_net(void)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, (int64_t[]){1, 3, 8, 8});
+    ob_conv_rand(&b, "conv", "x", "c", 3, 8, 3, 1, 1, 1, true, &net_rng);
+    ob_node(&b, "Relu", "relu", "c", "r");
+    ob_node(&b, "GlobalAveragePool", "gap", "r", "g");
+    ob_node(&b, "Flatten", "flat", "g", "f");
+    ob_init_rand(&b, "fc_w", 2, (int64_t[]){6, 8}, 0.5f, &net_rng);
+    ob_init_rand(&b, "fc_b", 1, (int64_t[]){6}, 0.5f, &net_rng);
+    Onnx__NodeProto *fc = ob_node(&b, "Gemm", "fc", "f,fc_w,fc_b", "y");
+    ob_attr_i(&b, fc, "transB", 1);
+    ob_output(&b, "y");
+    cr_assert(ob_write(&b, tmp_path("net.onnx")), "cannot write net.onnx");
+    ob_free(&b);
+}
+
+/* A model experiment's config: two tuners on net.onnx, one seed, rounds
+ * of 2, its report in tmp_dir/mout and its runs' databases in
+ * tmp_dir/mout/records; `extra` adds keys. */
+#define MODEL_CONFIG(extra)                                                                                 \
+    "{\"name\": \"models\", \"description\": \"a small net\", \"measure\": \"live\", \"seeds\": 1,"          \
+    " \"batch\": 2, \"out\": \"mout\", \"cflags\": \"" CFLAGS "\", \"repeat\": 1, \"min_repeat_ms\": 0.5,"   \
+    " \"run_repeat\": 3, \"workloads\": [{\"model\": \"net.onnx\"}], \"tuners\": [\"random\", \"ga\"]" extra "}"
+
+/* Runs config `text` (written to tmp_dir/NAME) with --json: results.json's object. */
+static cJSON *run_model_config(const char *name, const char *text)
+{
+    const char *config = tmp_path(name);
+    tmp_file_write_text(config, text);
+    cli_run r = CLI("experiment", "--config", config, "--json");
+    assert_ok(&r);
+    cJSON *j = json_parse_object(r.out);
+    cli_run_free(&r);
+    return j;
+}
+
+static cJSON *run_at(cJSON *j, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(j, "runs"), i); }
+
+Test(cli_experiment, a_model_is_tuned_by_each_tuner_timed_and_reported, .timeout = 240)
+{
+    write_net();
+    const char *config = tmp_path("models.json");
+    tmp_file_write_text(config, MODEL_CONFIG(", \"trials\": 6"));
+    cli_run r = CLI("experiment", "--config", config);
+    assert_ok(&r);
+    assert_has(r.out, "# Experiment models", "stdout");
+    assert_has(r.out, "Tune mode: 1 model x 2 tuners x 1 seed; a run's budget: 6 trials", "stdout");
+    assert_has(r.out, "## net\n", "stdout");
+    assert_has(r.out,
+               "| tuner | runs | untuned ms | estimate ms | measured ms | speedup | trials | tuning s | correct |",
+               "stdout");
+    assert_has(r.out, "| random | 1 | ", "stdout");
+    assert_has(r.out, "| ga | 1 | ", "stdout");
+    assert_has(r.out, " | 1/1 |\n", "stdout");
+    const char *out = tmp_path("mout");
+    char *md = read_in(out, "table.md");
+    cr_assert_not_null(strstr(r.out, md), "stdout holds table.md");
+    free(md);
+    cli_run_free(&r);
+
+    char *json = read_in(out, "results.json");
+    cJSON *j = json_parse_object(json);
+    free(json);
+    cr_assert_str_eq(json_string_at(j, "kind"), "models");
+    cr_assert_str_eq(json_string_at(j, "mode"), "tune");
+    cr_assert_eq(json_number_at(j, "runs_done"), 2);
+    cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "workloads"), 0);
+    cr_assert_eq(json_number_at(w0, "tasks"), 2);
+    cJSON *untuned = cJSON_GetObjectItem(w0, "untuned");
+    cr_assert(json_bool_at(untuned, "correct"));
+    cr_assert_gt(json_number_at(untuned, "median_ms"), 0);
+    cr_assert_eq(json_number_at(untuned, "tasks_tuned"), 0);
+    double trials[2], tuning[2];
+    int n_points[2];
+    for (int i = 0; i < 2; i++) {
+        cJSON *run = run_at(j, i);
+        trials[i] = json_number_at(run, "trials");
+        tuning[i] = json_number_at(run, "tuning_s");
+        cr_assert(trials[i] >= 2 && trials[i] <= 6, "trials %g", trials[i]); /* small spaces may run out */
+        cr_assert_eq(json_number_at(run, "new_trials"), trials[i]);
+        cJSON *lat = cJSON_GetObjectItem(run, "latency");
+        cr_assert(json_bool_at(lat, "correct"), "run %d's network is wrong", i);
+        cr_assert_gt(json_number_at(lat, "median_ms"), 0);
+        cr_assert_eq(json_number_at(lat, "repeat"), 3);
+        cr_assert_eq(json_number_at(lat, "tasks_tuned"), 2, "every task has records");
+        cJSON *curve = cJSON_GetObjectItem(run, "curve");
+        n_points[i] = cJSON_GetArraySize(curve);
+        cr_assert_geq(n_points[i], 1);
+        cJSON *last = cJSON_GetArrayItem(curve, n_points[i] - 1);
+        cr_assert_eq(cJSON_GetArrayItem(last, 0)->valuedouble, trials[i]);
+        cr_assert_float_eq(cJSON_GetArrayItem(last, 2)->valuedouble, json_number_at(run, "estimate_ms"), 1e-12);
+        char db[600];
+        snprintf(db, sizeof db, "%s/records/net/%s-s0.db", out, i == 0 ? "random" : "ga");
+        cr_assert_str_eq(json_string_at(run, "db"), db);
+        cr_assert(tmp_exists(db));
+    }
+    cJSON_Delete(j);
+    /* the plots and the page */
+    static const char *const plots[] = {"w1-net-time.svg", "w1-net-trials.svg"};
+    for (int i = 0; i < 2; i++) {
+        char *svg = read_in(out, plots[i]);
+        char err[256];
+        cr_assert(xml_check(svg, err, sizeof err), "%s is not well-formed: %s", plots[i], err);
+        assert_has(svg, "latency estimate over", plots[i]);
+        free(svg);
+    }
+    char *html = read_in(out, "report.html");
+    check_self_contained_html(html);
+    assert_has(html, "a small net", "report.html");
+    assert_has(html, "untuned (seed schedules)", "report.html");
+    free(html);
+
+    /* again: every run is in its database, nothing is measured, the curves stay */
+    j = run_model_config("models.json", MODEL_CONFIG(", \"trials\": 6"));
+    for (int i = 0; i < 2; i++) {
+        cJSON *run = run_at(j, i);
+        cr_assert_eq(json_number_at(run, "new_trials"), 0, "run %d measured again", i);
+        cr_assert_eq(json_number_at(run, "trials"), trials[i]);
+        cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(run, "curve")), n_points[i]);
+        double t = json_number_at(run, "tuning_s");
+        cr_assert(t >= tuning[i] && t < tuning[i] + 10, "tuning_s %.17g, before %.17g", t, tuning[i]);
+        cr_assert(json_bool_at(cJSON_GetObjectItem(run, "latency"), "correct"));
+    }
+    cJSON_Delete(j);
+
+    /* a larger budget continues each run where it was */
+    j = run_model_config("models.json", MODEL_CONFIG(", \"trials\": 10"));
+    for (int i = 0; i < 2; i++) {
+        cJSON *run = run_at(j, i);
+        int n = (int)json_number_at(run, "trials"), n_new = (int)json_number_at(run, "new_trials");
+        cr_assert_eq(n, trials[i] + n_new);
+        cJSON *curve = cJSON_GetObjectItem(run, "curve");
+        cr_assert_geq(cJSON_GetArraySize(curve), n_points[i] + (n_new > 0));
+        double prev_trials = 0, prev_wall = 0;
+        cJSON *p;
+        cJSON_ArrayForEach(p, curve)
+        {
+            double pt = cJSON_GetArrayItem(p, 0)->valuedouble, pw = cJSON_GetArrayItem(p, 1)->valuedouble;
+            cr_assert(pt >= prev_trials && pw >= prev_wall, "the curve goes back: (%g, %g) after (%g, %g)", pt, pw,
+                      prev_trials, prev_wall);
+            prev_trials = pt;
+            prev_wall = pw;
+        }
+        cr_assert_eq(prev_trials, n);
+    }
+    cJSON_Delete(j);
+}
+
+Test(cli_experiment, benchmark_mode_times_the_networks_of_the_runs_databases, .timeout = 240)
+{
+    write_net();
+    cJSON *j = run_model_config("tune.json", MODEL_CONFIG(", \"trials\": 4"));
+    double trials = json_number_at(run_at(j, 1), "trials");
+    int n_points = cJSON_GetArraySize(cJSON_GetObjectItem(run_at(j, 1), "curve"));
+    cJSON_Delete(j);
+
+    j = run_model_config("bench.json", MODEL_CONFIG(", \"mode\": \"benchmark\""));
+    cr_assert_str_eq(json_string_at(j, "mode"), "benchmark");
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "trials")));
+    for (int i = 0; i < 2; i++) {
+        cJSON *run = run_at(j, i);
+        cr_assert_str_eq(json_string_at(run, "ended"), "benchmark");
+        cr_assert_eq(json_number_at(run, "new_trials"), 0);
+        cJSON *lat = cJSON_GetObjectItem(run, "latency");
+        cr_assert(json_bool_at(lat, "measured") && json_bool_at(lat, "correct"));
+        cr_assert_eq(json_number_at(lat, "tasks_tuned"), 2);
+    }
+    cr_assert_eq(json_number_at(run_at(j, 1), "trials"), trials, "the trials the tuning made");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(run_at(j, 1), "curve")), n_points, "and its curve");
+    cJSON_Delete(j);
+    cr_assert(tmp_exists(tmp_path("mout/w1-net-trials.svg")));
+
+    /* a tuner that never ran has no database to time */
+    const char *config = tmp_path("bench2.json");
+    tmp_file_write_text(config, "{\"name\": \"models\", \"measure\": \"live\", \"seeds\": 1, \"mode\": \"benchmark\","
+                                " \"out\": \"mout\", \"cflags\": \"" CFLAGS "\","
+                                " \"workloads\": [{\"model\": \"net.onnx\"}],"
+                                " \"tuners\": [\"random\", \"xgb-rank\"]}");
+    cli_run r = CLI("experiment", "--config", config);
+    assert_usage_error(&r, "bench2.json: tuners[1] (xgb-rank), seed 0, workloads[0] (net): no database of the run");
+    cli_run_free(&r);
+}
+
+Test(cli_experiment, a_time_budget_ends_a_models_runs, .timeout = 240)
+{
+    write_net();
+    cJSON *j = run_model_config("time.json", MODEL_CONFIG(", \"trials\": 100, \"time_budget_s\": 1e-6"));
+    cr_assert_eq(json_number_at(j, "time_budget_s"), 1e-6);
+    for (int i = 0; i < 2; i++) {
+        cJSON *run = run_at(j, i);
+        cr_assert_str_eq(json_string_at(run, "ended"), "time");
+        cr_assert_eq(json_number_at(run, "trials"), 0);
+        cr_assert(cJSON_IsNull(cJSON_GetObjectItem(run, "estimate_ms")), "no task has a time");
+        cJSON *lat = cJSON_GetObjectItem(run, "latency");
+        cr_assert_eq(json_number_at(lat, "tasks_tuned"), 0, "seed schedules only");
+        cr_assert(json_bool_at(lat, "correct"));
+    }
+    cJSON_Delete(j);
+}
+
+Test(cli_experiment, bad_model_configs_are_refused_before_anything_runs)
+{
+    write_net();
+    expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"out\": \"out\","
+                   " \"workloads\": [{\"model\": \"absent.onnx\"}], \"tuners\": [\"ga\"]}",
+                   "bad.json: workloads[0].model: ");
+    expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"out\": \"out\","
+                   " \"workloads\": [{\"model\": \"net.onnx\"}], \"tuners\": [\"ga\"], \"time_budget\": 60}",
+                   "bad.json: time_budget: unknown key; valid keys: ");
+    expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"out\": \"out\","
+                   " \"workloads\": [{\"model\": \"net.onnx\"}], \"tuners\": [{\"name\": \"ga-dqn\", \"options\":"
+                   " {\"ga_dqn_eps_min\": 2}}]}",
+                   "tuners[0].options.ga_dqn_eps_min: ");
+    expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"out\": \"out\","
+                   " \"db\": \"records.db\", \"workloads\": [{\"model\": \"net.onnx\"}], \"tuners\": [\"ga\"]}",
+                   "bad.json: db: each run of a model keeps its records in a database of its own");
+    cr_assert_not(tmp_exists(tmp_path("out")), "a refused config made its output or records directory");
 }

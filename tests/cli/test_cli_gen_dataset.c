@@ -2,8 +2,10 @@
  * mm and conv datasets written to a file that rlt_shape_set_load reads
  * back with the counts of the one summary line on stdout; the defaults
  * (--kind mm, --test-fraction 0.2); --max-shapes and --seed; the same
- * options giving the same bytes; the help; and bad input (exit 2, one
- * "rltune: error:" line naming the option, nothing on stdout, no file). */
+ * options giving the same bytes; --kind states (a state dataset of a tiny
+ * op, measured at -O1, which `rltune env --measure replay:FILE` replays);
+ * the help; and bad input (exit 2, one "rltune: error:" line naming the
+ * option, nothing on stdout, no file). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,12 +93,47 @@ Test(cli_gen_dataset, conv_subset_and_options)
     cli_run_free(&r);
 }
 
+Test(cli_gen_dataset, states, .timeout = 300)
+{
+    const char *out = tmp_path("mm8.states");
+    cli_run r = CLI("gen-dataset", "--kind", "states", "--op", "matmul:M=8,N=8,K=8", "--depth", "1", "--cflags",
+                    "-O1 -march=native", "--repeat", "1", "--min-repeat-ms", "1", "--peak", "100", "--out", out);
+    assert_ok(&r);
+    assert_has(r.out, " written to ", "stdout");
+    assert_has(r.out, "states of matmul:M=8,N=8,K=8 (all within 1 step; ", "stdout");
+    assert_has(r.out, ", 0 failed, peak 100.00 GFLOP/s, ", "stdout");
+    cr_assert_str_empty(r.err, "stderr: %s", r.err);
+    int n_states = atoi(r.out);
+    cr_assert_gt(n_states, 3, "%s", r.out);
+    cli_run_free(&r);
+    char *text = tmp_file_read(out, NULL);
+    assert_has(text, "# rltune env states v1\nop matmul:M=8,N=8,K=8\nthreads 1\npeak_gflops 100\nstart cache_write j\n"
+                     "depth 1\ndepth_complete 1\nseed 0\nmeasured live, 1 sample of at least 1 ms\n",
+               "the file");
+    assert_has(text, "\nOK\t", "the file");
+    free(text);
+
+    /* replayed: the dataset's peak, nothing built (no compiler needed), a step out of it refused */
+    char replay[1024];
+    snprintf(replay, sizeof replay, "replay:%s", out);
+    r = CLI_STDIN("split_2\nunroll\nstop\n", "env", "--op", "matmul:M=8,N=8,K=8", "--measure", replay);
+    assert_ok(&r);
+    assert_has(r.out, "peak:     100.00 GFLOP/s (one core, FP32 FMA, the dataset's)\n", "stdout");
+    assert_has(r.out, "measure:  replay of ", "stdout");
+    assert_has(r.out, "\n> split_2\nreward:   ", "stdout");
+    assert_has(r.err, "rltune: unroll is not legal here: unroll: the state it leads to is not in the replay "
+                      "dataset ", "stderr");
+    cli_run_free(&r);
+}
+
 Test(cli_gen_dataset, help)
 {
     cli_run h = CLI("gen-dataset", "--help");
     assert_ok(&h);
     const char *needles[] = {"usage: rltune gen-dataset --dims RANGE --out FILE", "--test-fraction X",
-                             "--max-shapes N", "rltune gen-dataset --kind mm --dims 64:256:16 --out", "Exit status"};
+                             "--max-shapes N", "rltune gen-dataset --kind mm --dims 64:256:16 --out", "Exit status",
+                             "rltune gen-dataset --kind states (--op SPEC", "--depth N", "--max-states N",
+                             "replay:FILE"};
     for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
         assert_has(h.out, needles[i], "gen-dataset --help");
     cli_run_free(&h);
@@ -140,4 +177,31 @@ Test(cli_gen_dataset, bad_input)
     const char *nowhere = tmp_path("no/such/dir/x.shapes");
     EXPECT_USAGE_ERROR("--out", "gen-dataset", "--dims", "64", "--out", nowhere);
     EXPECT_USAGE_ERROR(nowhere, "gen-dataset", "--dims", "64", "--out", nowhere);
+
+    /* --kind states */
+    const char *states = tmp_path("bad.states");
+    const char *op = "matmul:M=4,N=4,K=4";
+    EXPECT_USAGE_ERROR("--op is an option of state datasets (--kind states)", "gen-dataset", "--dims", "64", "--op",
+                       op, "--out", out);
+    EXPECT_USAGE_ERROR("--dims is an option of shape datasets", "gen-dataset", "--kind", "states", "--op", op,
+                       "--dims", "64", "--out", states);
+    EXPECT_USAGE_ERROR("no op given", "gen-dataset", "--kind", "states", "--out", states);
+    EXPECT_USAGE_ERROR("no --out given: name the state dataset file", "gen-dataset", "--kind", "states", "--op", op);
+    EXPECT_USAGE_ERROR("--depth", "gen-dataset", "--kind", "states", "--op", op, "--depth", "0", "--out", states);
+    EXPECT_USAGE_ERROR("--depth", "gen-dataset", "--kind", "states", "--op", op, "--depth", "65", "--out", states);
+    EXPECT_USAGE_ERROR("--max-states", "gen-dataset", "--kind", "states", "--op", op, "--max-states", "100001",
+                       "--out", states);
+    EXPECT_USAGE_ERROR("--batch", "gen-dataset", "--kind", "states", "--op", op, "--batch", "0", "--out", states);
+    EXPECT_USAGE_ERROR("unknown op 'nosuch'", "gen-dataset", "--kind", "states", "--op", "nosuch:M=1", "--out",
+                       states);
+    EXPECT_USAGE_ERROR("--schedule", "gen-dataset", "--kind", "states", "--op", op, "--schedule",
+                       "/nonexistent/x.sched", "--out", states);
+    const char *fused = tmp_path("fused.sched");
+    tmp_file_write_text(fused, "fuse i j\n");
+    EXPECT_USAGE_ERROR("the start schedule: loop 'i_j' comes from fuse", "gen-dataset", "--kind", "states", "--op",
+                       op, "--schedule", fused, "--peak", "100", "--out", states);
+    cr_assert_neq(access(states, F_OK), 0, "a refused command wrote %s", states);
+    EXPECT_USAGE_ERROR("cannot write the state dataset", "gen-dataset", "--kind", "states", "--op", op, "--depth",
+                       "1", "--peak", "100", "--cflags", "-O1", "--repeat", "1", "--min-repeat-ms", "1", "--out",
+                       tmp_path("no/such/dir/x.states"));
 }

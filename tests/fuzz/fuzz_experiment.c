@@ -4,7 +4,8 @@
  * config's text. Nothing may crash, leak or read out of bounds; a refused
  * config is PARSE_ERROR or INVALID_ARGUMENT with a message naming the file,
  * and hands out nothing. Parsing reads nothing outside the text, so no
- * dataset or database needs to exist.
+ * dataset, database or model needs to exist (the corpus has configs over
+ * ops and over whole models).
  *
  * Built with clang by the CMake option RLTUNE_FUZZ and run by
  * scripts/fuzz.sh (part of scripts/test.sh: FUZZ_SECONDS each, 20 by

@@ -343,6 +343,43 @@ Test(api, a_session_steps_to_its_end_and_says_where_it_stands)
     rlt_op_destroy(op);
 }
 
+static bool names_a_compiler(const rlt_record *r, void *ctx)
+{
+    if (strstr(r->config, "cc=")) (*(int *)ctx)++;
+    return true;
+}
+
+/* no_clang: the space has no cc knob, so every configuration is built by
+ * the options' compiler (what a network at several threads runs). With
+ * clang installed (install-deps.sh), the keys name a compiler otherwise. */
+Test(api, a_session_without_clang_searches_one_compiler)
+{
+    rlt_op *op = op_of("matmul:M=16,N=16,K=16");
+    for (int no_clang = 0; no_clang <= 1; no_clang++) {
+        const char *db = temp_path(no_clang ? "no_clang.db" : "clang.db");
+        rlt_session_options o = small_options(db);
+        o.n_threads = 2;
+        o.n_final = 0;
+        o.no_clang = no_clang;
+        rlt_session *s = NULL;
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_session_open(op, &o, &s, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+        while (!rlt_session_is_done(s)) cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_eq(rlt_session_finish(s, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_session_destroy(s);
+        rlt_db *rdb = NULL;
+        int n_named = 0;
+        cr_assert_eq(rlt_db_open(db, &(rlt_db_opts){.is_read_only = true}, &rdb, &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_eq(rlt_db_history(rdb, rlt_op_spec(op), NULL, names_a_compiler, &n_named, &d), RLT_STATUS_OK);
+        rlt_db_close(rdb);
+        if (no_clang)
+            cr_expect_eq(n_named, 0, "no configuration chooses a compiler");
+        else if (system("clang --version >/dev/null 2>&1") == 0)
+            cr_expect_eq(n_named, 10, "with clang installed every key names its compiler");
+    }
+    rlt_op_destroy(op);
+}
+
 /* A dataset measured through the API, replayed by a session, and its best
  * found in the records under the target the API computes; the best's
  * GFLOP/s goes through JSON text unchanged. */

@@ -237,6 +237,49 @@ Test(db, best_counts_a_configuration_by_its_latest_record)
     free(dir);
 }
 
+static bool config_is_not(const rlt_record *r, void *ctx) { return strcmp(r->config, (const char *)ctx) != 0; }
+
+static bool accept_none(const rlt_record *r, void *ctx)
+{
+    (void)r;
+    (void)ctx;
+    return false;
+}
+
+Test(db, best_where_takes_the_first_accepted_in_best_order)
+{
+    char *dir = make_temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/best_where.db", dir);
+    rlt_db *db = open_db(path, NULL);
+    const rlt_record recs[] = {
+        timed_record("a", "s", RLT_STATUS_OK, 100.0, 1.0),
+        timed_record("b", "s", RLT_STATUS_OK, 80.0, 2.0),
+        timed_record("a", "s", RLT_STATUS_OK, 50.0, 3.0), /* a's newest: 50, behind b */
+        timed_record("c", "s", RLT_STATUS_OK, 120.0, 4.0),
+        timed_record("d", "s", RLT_STATUS_RUN_ERROR, 0.0, 5.0),
+    };
+    append(db, (int)RLT_ARRAY_LEN(recs), recs);
+    rlt_record r;
+    bool found = false;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_best_where(db, "matmul:M=8,N=8,K=8", NULL, NULL, NULL, &r, &found, &d), RLT_STATUS_OK);
+    cr_assert(found);
+    cr_assert_str_eq(r.config, "c"); /* no filter: rlt_db_best's answer */
+    cr_assert_eq(rlt_db_best_where(db, "matmul:M=8,N=8,K=8", TEST_TARGET, config_is_not, "c", &r, &found, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert_str_eq(r.config, "b"); /* not a's older 100: a counts by its newest */
+    cr_assert_eq(rlt_db_best_where(db, "matmul:M=8,N=8,K=8", NULL, accept_none, NULL, &r, &found, &d), RLT_STATUS_OK);
+    cr_assert_not(found);
+    cr_assert_eq(rlt_db_best_where(db, "matmul:M=8,N=8,K=8", OTHER_TARGET, config_is_not, "c", &r, &found, &d),
+                 RLT_STATUS_OK);
+    cr_assert_not(found);
+    rlt_db_close(db);
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
 /* ---- the basic life of a database ---------------------------------------- */
 
 Test(db, create_append_query_and_reopen)

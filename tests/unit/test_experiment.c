@@ -4,11 +4,21 @@
  * the example configs and the fuzz corpus of the parser); opening, which
  * refuses missing datasets and tuner values before anything runs; and the
  * report of a result (rlt_exp_report_make), which carries the config's
- * names and settings, every run and the metrics to the renderers. Whole
- * experiments run end to end in tests/cli/test_cli_experiment.c. */
+ * names and settings, every run and the metrics to the renderers. Then
+ * experiments over whole models: their config (labels, the runs'
+ * databases, the keys only they take and those they refuse), opening (a
+ * model that does not load or has no task, a tuner value a task's space
+ * refuses, a run database that is another tuner's, benchmark mode without
+ * the databases), and their report (the latency table, results.json, the
+ * plots over time and trials, drawn from where every seed has an
+ * estimate); and the timing of a network they share with `rltune run`
+ * (rlt_net_time). Whole experiments run end to end in
+ * tests/cli/test_cli_experiment.c. */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +28,9 @@
 
 #include "../common/exp_config.h"
 #include "../common/leaks.h"
+#include "../common/onnx_build.h"
 #include "../common/tmp.h"
+#include "../common/xml_check.h"
 
 static char tmp_dir[] = "/tmp/rlt_experiment_XXXXXX";
 
@@ -245,7 +257,7 @@ Test(experiment, opening_refuses_missing_datasets_and_tuner_values_before_anythi
 /* The configs in examples/ stay valid. */
 Test(experiment, the_example_configs_parse)
 {
-    static const char *const names[] = {"experiment_replay.json", "experiment_live.json"};
+    static const char *const names[] = {"experiment_replay.json", "experiment_live.json", "experiment_models.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/examples/%s", RLTUNE_SOURCE_DIR, names[i]);
@@ -420,3 +432,453 @@ Test(experiment, the_report_of_a_result_carries_the_config_every_run_and_the_met
     assert_no_leaks();
 }
 
+
+/* ---- experiments over whole models --------------------------------------------------- */
+
+#define MODEL_BASE                                                                                      \
+    "\"name\": \"m\", \"measure\": \"live\", \"trials\": 8, \"seeds\": 1, \"batch\": 2, "             \
+    "\"workloads\": [{\"model\": \"nets/net.onnx\"}]"
+
+Test(experiment, a_model_config_parses)
+{
+    rlt_exp_config *c = parse_ok("cfg/exp.json", "{" MODEL_BASE ", \"tuners\": [\"random\", {\"name\": \"ga\", "
+                                                 "\"label\": \"ga <pop 8>\", \"options\": {\"population\": 8}}]}");
+    cr_assert(c->is_model);
+    cr_assert_not(c->is_benchmark, "tune is the default mode");
+    cr_assert_null(c->db, "no shared database");
+    cr_assert_str_eq(c->workloads[0].spec, "nets/net.onnx", "as written");
+    cr_assert_str_eq(c->workloads[0].model, "cfg/nets/net.onnx", "relative to the config");
+    cr_assert_str_eq(c->workloads[0].label, "net", "the file's name without .onnx");
+    cr_assert_str_eq(c->records_dir, "experiment-m/records", "under the default output directory");
+    cr_assert_eq(c->run_repeat, 10);
+    cr_assert_eq(c->rule_seeds, 0);
+    cr_assert_eq(c->time_budget_s, 0);
+    char path[256];
+    cr_assert(rlt_exp_run_db_path(c, 0, 1, 0, path, sizeof path));
+    cr_assert_str_eq(path, "experiment-m/records/net/ga__pop_8_-s0.db");
+    cr_assert(rlt_exp_run_cache_path(c, 0, 0, 0, path, sizeof path));
+    cr_assert_str_eq(path, "experiment-m/records/net/random-s0.cache");
+    rlt_exp_config_destroy(c);
+
+    c = parse_ok("cfg/exp.json", "{\"name\": \"m\", \"measure\": \"live\", \"seeds\": [5], \"mode\": \"benchmark\","
+                                 " \"out\": \"o\", \"time_budget_s\": 600, \"run_repeat\": 3, \"rule_seeds\": 8,"
+                                 " \"threads\": 2, \"workloads\": [{\"model\": \"/abs/r18.onnx\", \"label\": \"r\"},"
+                                 " {\"model\": \"r18.onnx\"}], \"tuners\": [\"xgb-rank\"]}");
+    cr_assert(c->is_benchmark);
+    cr_assert_eq(c->n_trials, 0, "benchmark mode needs no trials");
+    cr_assert_str_eq(c->records_dir, "cfg/o/records", "under the config's out");
+    cr_assert_eq(c->time_budget_s, 600);
+    cr_assert_eq(c->run_repeat, 3);
+    cr_assert_eq(c->rule_seeds, 8);
+    cr_assert_str_eq(c->workloads[0].label, "r");
+    cr_assert_str_eq(c->workloads[1].label, "r18");
+    cr_assert(rlt_exp_run_db_path(c, 1, 0, 5, path, sizeof path));
+    cr_assert_str_eq(path, "cfg/o/records/r18/xgb-rank-s5.db");
+    rlt_exp_config_destroy(c);
+
+    c = parse_ok("exp.json", "{" MODEL_BASE ", \"records_dir\": \"runs\", \"tuners\": [\"ga\"]}");
+    cr_assert_str_eq(c->records_dir, "runs");
+    rlt_exp_config_destroy(c);
+    assert_no_leaks();
+}
+
+Test(experiment, bad_model_configs_name_the_file_and_the_key)
+{
+    BAD("exp.json: workloads[1].model: an experiment is over ops or over models, not both: workloads[0] is an op",
+        "{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"op\": \"matmul:M=4,N=4,K=4\"}, {\"model\": \"a.onnx\"}]}");
+    BAD("exp.json: workloads[1]: an experiment is over ops or over models, not both: workloads[0] is a model",
+        "{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"model\": \"a.onnx\"}, {\"op\": \"matmul:M=4,N=4,K=4\"}]}");
+    BAD("exp.json: workloads[0].model: a model's tasks are tuned and its network timed live",
+        "{\"name\": \"x\", \"measure\": \"replay\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"model\": \"a.onnx\"}]}");
+    BAD("exp.json: workloads[0].dataset: a model workload is {\"model\": FILE}",
+        "{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"model\": \"a.onnx\", \"dataset\": \"d.db\"}]}");
+    BAD("exp.json: workloads[0].label: \"label\" names a model workload",
+        "{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"op\": \"matmul:M=4,N=4,K=4\", \"label\": \"x\"}]}");
+    BAD("exp.json: workloads[0].label: 'a b' is not a label",
+        "{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"model\": \"a.onnx\", \"label\": \"a b\"}]}");
+    BAD("exp.json: workloads[1].model: the same model as workloads[0]",
+        "{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"model\": \"a.onnx\"}, {\"model\": \"a.onnx\", \"label\": \"b\"}]}");
+    BAD("exp.json: workloads[1].model: label 'a' is workloads[0]'s already",
+        "{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 1, \"tuners\": [\"ga\"],"
+        " \"workloads\": [{\"model\": \"a.onnx\"}, {\"model\": \"other/a.onnx\"}]}");
+    /* the keys of the other kind of experiment */
+    BAD("exp.json: mode: \"mode\" is for an experiment over whole models",
+        "{" BASE_LIVE ", \"tuners\": [\"ga\"], \"mode\": \"tune\"}");
+    BAD("exp.json: time_budget_s: \"time_budget_s\" is for an experiment over whole models",
+        "{" BASE_LIVE ", \"tuners\": [\"ga\"], \"time_budget_s\": 60}");
+    BAD("exp.json: db: each run of a model keeps its records in a database of its own",
+        "{" MODEL_BASE ", \"tuners\": [\"ga\"], \"db\": \"r.db\"}");
+    BAD("exp.json: early_stopping: a model's tasks share one budget",
+        "{" MODEL_BASE ", \"tuners\": [\"ga\"], \"early_stopping\": 4}");
+    /* values */
+    BAD("exp.json: mode: unknown mode 'bench'", "{" MODEL_BASE ", \"tuners\": [\"ga\"], \"mode\": \"bench\"}");
+    BAD("exp.json: trials: missing", "{\"name\": \"x\", \"measure\": \"live\", \"seeds\": 1, \"tuners\": [\"ga\"],"
+                                     " \"workloads\": [{\"model\": \"a.onnx\"}]}");
+    BAD("exp.json: time_budget_s: expected a number above 0",
+        "{" MODEL_BASE ", \"tuners\": [\"ga\"], \"time_budget_s\": 0}");
+    BAD("exp.json: run_repeat: expected a whole number from 1 to 1000",
+        "{" MODEL_BASE ", \"tuners\": [\"ga\"], \"run_repeat\": 0}");
+    BAD("exp.json: rule_seeds: expected a whole number from 0 to 64",
+        "{" MODEL_BASE ", \"tuners\": [\"ga\"], \"rule_seeds\": 65}");
+    BAD("exp.json: records_dir: expected a directory", "{" MODEL_BASE ", \"tuners\": [\"ga\"], \"records_dir\": 3}");
+    /* tuners */
+    BAD("exp.json: tuners[0].carry_agent: a model's tasks are tuned by sessions of their own",
+        "{" MODEL_BASE ", \"tuners\": [{\"name\": \"ga-dqn\", \"carry_agent\": true}]}");
+    BAD("exp.json: tuners[1].label: 'untuned' names the network compiled from seed schedules",
+        "{" MODEL_BASE ", \"tuners\": [\"ga\", {\"name\": \"random\", \"label\": \"untuned\"}]}");
+    BAD("exp.json: tuners[1].label: label 'ga 2' gives its runs' databases the names of tuners[0]'s ('ga_2'",
+        "{" MODEL_BASE ", \"tuners\": [{\"name\": \"ga\", \"label\": \"ga_2\"}, {\"name\": \"ga\", \"label\": "
+        "\"ga 2\"}]}");
+    assert_no_leaks();
+}
+
+static uint64_t model_rng = 5;
+
+/* A two-task network (a 3x3 conv with relu, a dense head) in `path`. */
+static void write_small_model(const char *path)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, (int64_t[]){1, 3, 8, 8});
+    ob_conv_rand(&b, "conv", "x", "c", 3, 4, 3, 1, 1, 1, true, &model_rng);
+    ob_node(&b, "Relu", "relu", "c", "r");
+    ob_node(&b, "GlobalAveragePool", "gap", "r", "g");
+    ob_node(&b, "Flatten", "flat", "g", "f");
+    ob_init_rand(&b, "fc_w", 2, (int64_t[]){5, 4}, 0.5f, &model_rng);
+    ob_init_rand(&b, "fc_b", 1, (int64_t[]){5}, 0.5f, &model_rng);
+    Onnx__NodeProto *fc = ob_node(&b, "Gemm", "fc", "f,fc_w,fc_b", "y");
+    ob_attr_i(&b, fc, "transB", 1);
+    ob_output(&b, "y");
+    cr_assert(ob_write(&b, path), "cannot write %s", path);
+    ob_free(&b);
+}
+
+/* A network without a task: Relu alone. */
+static void write_taskless_model(const char *path)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 2, (int64_t[]){1, 4});
+    ob_node(&b, "Relu", "relu", "x", "y");
+    ob_output(&b, "y");
+    cr_assert(ob_write(&b, path), "cannot write %s", path);
+    ob_free(&b);
+}
+
+/* Opening config `text` (written to tmp_dir/exp.json, so that its paths
+ * are the test directory's) fails with `status` and a message holding
+ * `needle`; nothing is created in the records directory. */
+static void expect_open_error(const char *text, rlt_status status, const char *needle)
+{
+    const char *path = tmp_path("exp.json");
+    tmp_file_write_text(path, text);
+    rlt_exp_config *c = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_exp_config_load(path, &c, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_exp *e = NULL;
+    rlt_status st = rlt_exp_open(c, &e, &d);
+    cr_assert_eq(st, status, "%s: got %s (%s)", text, rlt_status_str(st), d.message);
+    cr_assert_null(e);
+    cr_assert_not_null(strstr(d.message, "exp.json: "), "%s", d.message);
+    cr_assert_not_null(strstr(d.message, needle), "message: %s\nlacks: %s", d.message, needle);
+    rlt_exp_config_destroy(c);
+}
+
+Test(experiment, opening_a_model_experiment_checks_models_tuners_and_run_databases, .timeout = 120)
+{
+    write_small_model(tmp_path("net.onnx"));
+    write_taskless_model(tmp_path("relu.onnx"));
+    /* the records directory relative to the config's: the test's own */
+    const char *open_base = "\"name\": \"m\", \"measure\": \"live\", \"trials\": 8, \"seeds\": 1, \"batch\": 2, "
+                            "\"records_dir\": \"records\"";
+    char text[1024];
+    snprintf(text, sizeof text, "{%s, \"workloads\": [{\"model\": \"absent.onnx\"}], \"tuners\": [\"ga\"]}",
+             open_base);
+    expect_open_error(text, RLT_STATUS_IO_ERROR, "workloads[0].model: ");
+    tmp_file_write_text(tmp_path("junk.onnx"), "not a model");
+    snprintf(text, sizeof text, "{%s, \"workloads\": [{\"model\": \"junk.onnx\"}], \"tuners\": [\"ga\"]}", open_base);
+    expect_open_error(text, RLT_STATUS_PARSE_ERROR, "workloads[0].model: ");
+    snprintf(text, sizeof text, "{%s, \"workloads\": [{\"model\": \"relu.onnx\"}], \"tuners\": [\"ga\"]}", open_base);
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "workloads[0].model: ");
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "has no task to tune");
+    snprintf(text, sizeof text,
+             "{%s, \"workloads\": [{\"model\": \"net.onnx\"}], \"tuners\": [\"ga\", {\"name\": \"ga-dqn\", "
+             "\"options\": {\"ga_dqn_gamma\": 1.5}}]}",
+             open_base);
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "tuners[1].options.ga_dqn_gamma: ");
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "gamma");
+    /* benchmark mode: the runs' databases must be there */
+    snprintf(text, sizeof text,
+             "{%s, \"mode\": \"benchmark\", \"workloads\": [{\"model\": \"net.onnx\"}], \"tuners\": [\"ga\"]}",
+             open_base);
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "tuners[0] (ga), seed 0, workloads[0] (net): no database");
+    cr_assert_not(tmp_exists(tmp_path("records")), "opening made the records directory");
+
+    /* a database that is not a run's, or another tuner's run */
+    cr_assert_eq(mkdir(tmp_path("records"), 0755), 0);
+    cr_assert_eq(mkdir(tmp_path("records/net"), 0755), 0);
+    rlt_db *db = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_open(tmp_path("records/net/ga-s0.db"), &(rlt_db_opts){0}, &db, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    snprintf(text, sizeof text, "{%s, \"workloads\": [{\"model\": \"net.onnx\"}], \"tuners\": [\"ga\"]}", open_base);
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "is not the database of an experiment's run");
+    cr_assert_eq(rlt_db_meta_set(db, RLT_EXP_RUN_META_KEY,
+                                 "{\"format\": \"rltune-experiment-run\", \"v\": 1, \"tuner\": \"random\", "
+                                 "\"options\": {}, \"seed\": 0, \"target\": \"t\", \"tuning_s\": 1, \"curve\": []}",
+                                 &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "holds the run of tuner random with options {}, not ga");
+    cr_assert_eq(rlt_db_meta_set(db, RLT_EXP_RUN_META_KEY, "{\"format\": \"x\"}", &d), RLT_STATUS_OK);
+    expect_open_error(text, RLT_STATUS_INVALID_ARGUMENT, "that is not a run's of rltune experiment");
+    rlt_db_close(db);
+    assert_no_leaks();
+}
+
+/* ---- the report of a model experiment --------------------------------------------------- */
+
+/* A run of model w by tuner t: its estimate known from the second point
+ * on, falling from 4 * last to `last` over n points a second apart. */
+static rlt_exp_run make_model_run(int w, int t, uint64_t seed, int n, double last, double measured)
+{
+    rlt_exp_run r = {.workload = w, .tuner = t, .seed = seed};
+    rlt_exp_model_run *m = &r.model;
+    snprintf(m->db, sizeof m->db, "records/net/t%d-s%d.db", t, (int)seed);
+    m->points = rlt_calloc((size_t)n, sizeof *m->points);
+    cr_assert_not_null(m->points);
+    m->n_points = n;
+    for (int k = 0; k < n; k++)
+        m->points[k] = (rlt_report_point){.n_trials = 2 * (k + 1),
+                                          .wall_s = 1.0 * (k + 1),
+                                          .latency_ms = k == 0 ? INFINITY : last * (1 + 3.0 * (n - 1 - k) / (n - 1))};
+    m->n_trials = 2 * n;
+    m->n_new_trials = 2 * n;
+    m->tuning_s = n;
+    m->estimate_ms = last;
+    m->ended = RLT_EXP_ENDED_TRIALS;
+    m->latency = (rlt_exp_latency){.is_measured = true,
+                                   .timing = {.median_ms = measured,
+                                              .min_ms = measured * 0.9,
+                                              .repeat = 10,
+                                              .is_checked = true,
+                                              .is_correct = true,
+                                              .max_error = 1e-7,
+                                              .max_reference = 2},
+                                   .n_tasks = 2,
+                                   .n_tasks_tuned = 2,
+                                   .compile_s = 0.5};
+    return r;
+}
+
+Test(experiment, the_report_of_a_model_experiment_has_its_latency_table_json_and_plots)
+{
+    rlt_exp_config *c = parse_ok("exp.json", "{\"name\": \"m\", \"measure\": \"live\", \"trials\": 10, "
+                                             "\"seeds\": 2, \"batch\": 2, \"time_budget_s\": 30, "
+                                             "\"workloads\": [{\"model\": \"net.onnx\"}], "
+                                             "\"tuners\": [\"random\", {\"name\": \"ga\", \"label\": \"ga <8>\"}]}");
+    rlt_exp_result r = {.n_runs_planned = 4};
+    r.runs = rlt_calloc(4, sizeof *r.runs);
+    r.workloads = rlt_calloc(1, sizeof *r.workloads);
+    cr_assert(r.runs && r.workloads);
+    r.runs[r.n_runs++] = make_model_run(0, 0, 0, 5, 2.0, 3.0);
+    r.runs[r.n_runs++] = make_model_run(0, 1, 0, 5, 1.0, 2.0);
+    r.runs[r.n_runs++] = make_model_run(0, 0, 1, 4, 4.0, 5.0);
+    r.runs[r.n_runs++] = make_model_run(0, 1, 1, 5, 1.0, 2.5);
+    snprintf(r.machine.cpu_model, sizeof r.machine.cpu_model, "Test CPU");
+    r.workloads[0].n_tasks = 2;
+    r.workloads[0].flops = 2e6;
+    snprintf(r.workloads[0].target, sizeof r.workloads[0].target, "cpu=x");
+    r.workloads[0].untuned = (rlt_exp_latency){
+        .is_measured = true, .timing = {.median_ms = 6, .min_ms = 5.5, .repeat = 10, .is_checked = true,
+                                        .is_correct = true}};
+    rlt_exp_report er;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_exp_report_make(c, &r, &er, &d), RLT_STATUS_OK, "%s", d.message);
+    const rlt_report *rep = &er.report;
+    cr_assert(rep->is_model);
+    cr_assert_eq(rep->time_budget_s, 30);
+    cr_assert_str_eq(rep->workloads[0].spec, "net", "a model goes by its label");
+    cr_assert_str_eq(rep->workloads[0].model, "net.onnx");
+    cr_assert_eq(rep->runs[1].points, r.runs[1].model.points, "the curve is borrowed");
+    cr_assert_str_eq(rep->runs[0].ended, "trials");
+    cr_assert_eq(rep->runs[0].n_model_trials, 10);
+
+    /* the figures of (model, tuner): medians over the seeds */
+    rlt_report_model_stats s;
+    rlt_report_model_stats_compute(rep, 0, 0, &s);
+    cr_assert_eq(s.n_runs, 2);
+    cr_assert_eq(s.n_correct, 2);
+    cr_assert_float_eq(s.estimate_median_ms, 3.0, 1e-12);
+    cr_assert_float_eq(s.latency_median_ms, 4.0, 1e-12);
+    cr_assert_float_eq(s.latency_min_ms, 3.0, 1e-12);
+    cr_assert_float_eq(s.latency_max_ms, 5.0, 1e-12);
+    cr_assert_float_eq(s.speedup_median, 0.5 * (6.0 / 3 + 6.0 / 5), 1e-12);
+    cr_assert_float_eq(s.trials_median, 9, 1e-12);
+    cr_assert_float_eq(s.tuning_total_s, 9, 1e-12);
+
+    /* table.md */
+    rlt_str md;
+    rlt_str_init(&md);
+    rlt_report_table_md(rep, &md);
+    cr_assert_not_null(strstr(md.data, "## net\n"), "%s", md.data);
+    cr_assert_not_null(strstr(md.data, "| tuner | runs | untuned ms | estimate ms | measured ms | speedup | trials | "
+                                       "tuning s | correct |"),
+                       "%s", md.data);
+    cr_assert_not_null(strstr(md.data, "| random | 2 | 6 | 3 | 4 (3-5) | 1.60x | 9 | 4.5 | 2/2 |"), "%s", md.data);
+    cr_assert_not_null(strstr(md.data, "| ga <8> | 2 | 6 | 1 | 2.25 (2-2.5) | 2.70x | 10 | 5 | 2/2 |"), "%s",
+                       md.data);
+    cr_assert_not_null(strstr(md.data, "and 30 s of tuning"), "%s", md.data);
+    rlt_str_free(&md);
+
+    /* results.json */
+    char *json = rlt_report_json(rep);
+    cJSON *j = cJSON_Parse(json);
+    cr_assert_not_null(j, "%s", json);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "kind")->valuestring, "models");
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "mode")->valuestring, "tune");
+    cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "workloads"), 0);
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(w0, "untuned"), "median_ms")->valuedouble, 6);
+    cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(w0, "plots"), "time")->valuestring, "w1-net-time.svg");
+    cJSON *m1 = cJSON_GetArrayItem(cJSON_GetObjectItem(w0, "metrics"), 1);
+    cr_assert_str_eq(cJSON_GetObjectItem(m1, "tuner")->valuestring, "ga <8>");
+    cr_assert_float_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m1, "latency_ms"), "median")->valuedouble, 2.25, 1e-12);
+    cJSON *run0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "runs"), 0);
+    cJSON *curve = cJSON_GetObjectItem(run0, "curve");
+    cr_assert_eq(cJSON_GetArraySize(curve), 5);
+    cr_assert(cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetArrayItem(curve, 0), 2)), "an unknown estimate is null");
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(run0, "latency"), "median_ms")->valuedouble, 3);
+    cJSON_Delete(j);
+    rlt_free(json);
+
+    /* the plots: over time and over trials, from where every seed of a tuner
+     * has an estimate, the mean and the band of the seeds */
+    for (int by_time = 0; by_time < 2; by_time++) {
+        rlt_report_plot plot;
+        cr_assert_eq(rlt_report_model_plot_make(rep, 0, by_time, &plot, &d), RLT_STATUS_OK);
+        cr_assert_eq(plot.plot.n_series, 2);
+        cr_assert(plot.plot.is_legend_top);
+        for (int i = 0; i < 2; i++) {
+            const rlt_plot_series *se = &plot.plot.series[i];
+            cr_assert_gt(se->n, 0);
+            cr_assert_not_null(se->x);
+            double first_known = by_time ? 2.0 : 4.0; /* the second point of every run */
+            cr_assert_geq(se->x[0], first_known - 1e-9, "series %d starts at %g", i, se->x[0]);
+            for (int k = 0; k < se->n; k++) {
+                cr_assert(isfinite(se->y[k]) && se->lo[k] <= se->y[k] && se->y[k] <= se->hi[k]);
+                if (k > 0) cr_assert_gt(se->x[k], se->x[k - 1]);
+            }
+            cr_assert_float_eq(se->x[se->n - 1], by_time ? 5.0 : 10.0, 1e-9, "the grid ends at the last point");
+        }
+        /* random's seed 1 ended at 4 s (8 trials) and holds 4.0; seed 0 ends at 2.0 */
+        const rlt_plot_series *se = &plot.plot.series[0];
+        cr_assert_float_eq(se->y[se->n - 1], 3.0, 1e-12);
+        cr_assert_float_eq(se->lo[se->n - 1], 2.0, 1e-12);
+        cr_assert_float_eq(se->hi[se->n - 1], 4.0, 1e-12);
+        rlt_str svg;
+        rlt_str_init(&svg);
+        rlt_svg_plot(&plot.plot, true, &svg);
+        char err[256];
+        cr_assert(xml_check(svg.data, err, sizeof err), "the SVG: %s", err);
+        cr_assert_not_null(strstr(svg.data, "ga &lt;8&gt;"));
+        rlt_str_free(&svg);
+        rlt_report_plot_free(&plot);
+    }
+    char stem[128];
+    rlt_report_model_plot_stem(rep, 0, false, stem, sizeof stem);
+    cr_assert_str_eq(stem, "w1-net-trials");
+
+    /* the page: self-contained, escaped */
+    rlt_str html;
+    rlt_str_init(&html);
+    rlt_report_html(rep, NULL, &html);
+    cr_assert_not_null(strstr(html.data, "ga &lt;8&gt;"));
+    cr_assert_null(strstr(html.data, "ga <8>"));
+    cr_assert_not_null(strstr(html.data, "latency estimate over tuning time"));
+    cr_assert_not_null(strstr(html.data, "latency estimate over trials"));
+    rlt_str_free(&html);
+
+    rlt_exp_report_free(&er);
+    rlt_exp_result_free(&r);
+    rlt_exp_config_destroy(c);
+    assert_no_leaks();
+}
+
+/* ---- timing a network (src/api/model_bench.c) ------------------------------------------ */
+
+/* How model experiments and `rltune run` time a network: the first run
+ * checked against the reference, the timed runs' median and minimum, the
+ * calling thread's CPU affinity as it was afterwards; a wrong output is
+ * said, not hidden. */
+Test(experiment, a_network_is_timed_checked_and_the_affinity_restored, .timeout = 120)
+{
+    write_small_model(tmp_path("net.onnx"));
+    rlt_model *m = NULL;
+    rlt_net *net = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_model_load(tmp_path("net.onnx"), &m, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_net_options no;
+    rlt_net_options_init(&no);
+    cr_assert_eq(rlt_model_compile(m, &no, &net, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_array *in[1] = {0}, *out[1] = {0}, *ref[1] = {0};
+    cr_assert_eq(rlt_model_random_inputs(m, 0, in, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_model_evaluate(m, (const rlt_array *const *)in, ref, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_model_tensor t;
+    rlt_model_output(m, 0, &t);
+    cr_assert_eq(rlt_array_create(t.elem, t.rank, t.dims, &out[0], &d), RLT_STATUS_OK);
+
+    cpu_set_t before, after;
+    cr_assert_eq(sched_getaffinity(0, sizeof before, &before), 0);
+    rlt_net_timing_options o;
+    rlt_net_timing_options_init(&o);
+    cr_assert(o.n_warmup == 2 && o.repeat == 10 && o.is_pinned && !o.is_profiled, "the defaults are run's");
+    o.repeat = 3;
+    rlt_net_timing timing;
+    cr_assert_eq(rlt_net_time(net, (const rlt_array *const *)in, out, (const rlt_array *const *)ref, &o, &timing, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(sched_getaffinity(0, sizeof after, &after), 0);
+    cr_assert(CPU_EQUAL(&before, &after), "the affinity was not restored");
+    cr_assert_eq(timing.repeat, 3);
+    cr_assert(timing.min_ms > 0 && timing.min_ms <= timing.median_ms);
+    cr_assert(timing.is_checked && timing.is_correct, "max error %g of %g", timing.max_error, timing.max_reference);
+    cr_assert_gt(timing.max_reference, 0);
+
+    /* a reference the output does not match */
+    ((float *)ref[0]->data)[0] += 1.0f;
+    cr_assert_eq(rlt_net_time(net, (const rlt_array *const *)in, out, (const rlt_array *const *)ref, NULL, &timing, &d),
+                 RLT_STATUS_OK);
+    cr_assert(timing.is_checked && !timing.is_correct);
+    cr_assert_float_eq(timing.max_error, 1.0, 1e-3);
+    cr_assert_eq(timing.repeat, 10, "NULL options are the defaults");
+    /* no reference: timed, not checked */
+    cr_assert_eq(rlt_net_time(net, (const rlt_array *const *)in, out, NULL, &o, &timing, &d), RLT_STATUS_OK);
+    cr_assert(!timing.is_checked && !timing.is_correct);
+    o.repeat = 0;
+    cr_assert_eq(rlt_net_time(net, (const rlt_array *const *)in, out, NULL, &o, &timing, &d),
+                 RLT_STATUS_INVALID_ARGUMENT);
+
+    /* integer outputs must match exactly */
+    rlt_array *a = NULL, *b = NULL;
+    cr_assert_eq(rlt_array_create(RLT_ELEM_I64, 1, (int64_t[]){3}, &a, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_array_create(RLT_ELEM_I64, 1, (int64_t[]){3}, &b, &d), RLT_STATUS_OK);
+    double max_error, max_ref;
+    rlt_net_outputs_compare(1, (const rlt_array *const *)&a, (const rlt_array *const *)&b, &max_error, &max_ref);
+    cr_assert_eq(max_error, 0);
+    ((int64_t *)b->data)[2] = 1;
+    rlt_net_outputs_compare(1, (const rlt_array *const *)&a, (const rlt_array *const *)&b, &max_error, &max_ref);
+    cr_assert(isinf(max_error));
+    rlt_array_destroy(a);
+    rlt_array_destroy(b);
+    rlt_array_destroy(in[0]);
+    rlt_array_destroy(out[0]);
+    rlt_array_destroy(ref[0]);
+    rlt_net_destroy(net);
+    rlt_model_destroy(m);
+    assert_no_leaks();
+}

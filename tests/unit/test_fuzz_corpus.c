@@ -19,7 +19,11 @@
  * - The .npy reader (tests/fuzz/corpus/npy/, grown by tests/fuzz/fuzz_npy.c)
  *   through rlt_npy_load: ok_* must load, and save and load back the same;
  *   bad_* must be refused with a message that starts with the path; any
- *   other name may go either way. */
+ *   other name may go either way.
+ * - The state-dataset reader (tests/fuzz/corpus/env_states/, grown by
+ *   tests/fuzz/fuzz_env_states.c) through env_dataset_load for
+ *   matmul:M=32,N=32,K=32: ok_* must load with as many states as their
+ *   header says, bad_* must be refused with a message naming the file. */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -30,12 +34,14 @@
 #include "../common/leaks.h"
 #include "../common/tmp.h"
 #include "db/db.h"
+#include "env/env.h"
 #include "ir/ir.h"
 #include "rltune/npy.h"
 
 #define CORPUS_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/op"
 #define RECORDS_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/records"
 #define NPY_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/npy"
+#define ENV_STATES_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/env_states"
 
 static void check(const char *file, const char *what, rlt_status st, rlt_op *op, const rlt_diag *d)
 {
@@ -334,4 +340,41 @@ Test(fuzz_corpus, npy_files_load_and_round_trip_or_are_refused_by_name)
     cr_assert_geq(n_files, 17, "the npy corpus has only %d files", n_files);
     cr_assert_geq(n_ok, 9, "only %d corpus files loaded", n_ok);
     cr_assert_geq(n_refused, 8, "only %d corpus files were refused", n_refused);
+}
+
+Test(fuzz_corpus, state_datasets_load_or_are_refused_naming_the_file)
+{
+    DIR *dir = opendir(ENV_STATES_DIR);
+    cr_assert_not_null(dir, "cannot open %s", ENV_STATES_DIR);
+    rlt_op *op = NULL;
+    rlt_diag pd = {0};
+    cr_assert_eq(rlt_op_parse("matmul:M=32,N=32,K=32", &op, &pd), RLT_STATUS_OK);
+    int n_files = 0, n_ok = 0, n_refused = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", ENV_STATES_DIR, entry->d_name);
+        n_files++;
+        env_dataset *ds = NULL;
+        rlt_diag d = {0};
+        rlt_status st = env_dataset_load(path, op, &ds, &d);
+        if (st != RLT_STATUS_OK) {
+            cr_assert(strncmp(entry->d_name, "ok_", 3) != 0, "%s must load: %s", entry->d_name, d.message);
+            cr_assert_null(ds, "%s: refused but handed out a dataset", entry->d_name);
+            cr_assert(strstr(d.message, path), "%s: message '%s' does not name the file", entry->d_name, d.message);
+            n_refused++;
+            continue;
+        }
+        cr_assert(strncmp(entry->d_name, "bad_", 4) != 0, "%s must be refused", entry->d_name);
+        cr_assert_gt(env_dataset_n_states(ds), 0, "%s", entry->d_name);
+        env_dataset_destroy(ds);
+        n_ok++;
+    }
+    closedir(dir);
+    rlt_op_destroy(op);
+    assert_no_leaks();
+    cr_assert_geq(n_files, 15, "the env_states corpus has only %d files", n_files);
+    cr_assert_geq(n_ok, 3, "only %d corpus files loaded", n_ok);
+    cr_assert_geq(n_refused, 12, "only %d corpus files were refused", n_refused);
 }

@@ -21,6 +21,7 @@
 #include "../common/tmp.h"
 #include "graph/graph.h"
 #include "net/net.h"
+#include "net/net_internal.h"
 #include "rltune/records.h"
 #include "rltune/session.h"
 
@@ -323,6 +324,53 @@ Test(net, depthwise_and_fallbacks)
     rlt_graph_destroy(g);
 }
 
+/* The Concats whose step runs nothing (their parts written in place). */
+static int concats_in_place(const rlt_net *n)
+{
+    int c = 0;
+    for (int i = 0; i < n->n_steps; i++)
+        c += n->steps[i].is_view && strcmp(n->g->nodes[n->steps[i].node].op_type, "Concat") == 0;
+    return c;
+}
+
+/* SqueezeNet's fire module: two expand convolutions write their halves of
+ * the Concat in place, and a Concat of that Concat nests; Concats that
+ * cannot (a graph input, a part already placed, the same input twice, an
+ * axis with a dimension > 1 before it) copy. */
+Test(net, concats_in_place)
+{
+    onnx_build b;
+    rng_state = 17;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 4, 6, 6));
+    conv(&b, "squeeze", "x", "s0", 4, 3, 1, 1, 0, 1, true);
+    ob_node(&b, "Relu", "sr", "s0", "s1");
+    conv(&b, "e1", "s1", "a0", 3, 4, 1, 1, 0, 1, true);
+    ob_node(&b, "Relu", "ar", "a0", "a1");
+    conv(&b, "e3", "s1", "b0", 3, 5, 3, 1, 1, 1, true);
+    ob_node(&b, "Relu", "br", "b0", "b1");
+    ob_attr_i(&b, ob_node(&b, "Concat", "fire", "a1,b1", "c"), "axis", 1);
+    conv(&b, "next", "c", "d", 9, 4, 1, 1, 0, 1, false);
+    ob_attr_i(&b, ob_node(&b, "Concat", "nest", "c,d", "f"), "axis", -3);
+    ob_attr_i(&b, ob_node(&b, "Concat", "with_input", "x,a1", "e"), "axis", 1);
+    ob_attr_i(&b, ob_node(&b, "Concat", "twice", "d,d", "g"), "axis", 1);
+    conv(&b, "p", "s1", "p0", 3, 3, 1, 1, 0, 1, true);
+    conv(&b, "q", "s1", "q0", 3, 3, 3, 1, 1, 1, true);
+    ob_attr_i(&b, ob_node(&b, "Concat", "rows", "p0,q0", "h"), "axis", 2);
+    ob_output(&b, "f");
+    ob_output(&b, "e");
+    ob_output(&b, "g");
+    ob_output(&b, "h");
+    rlt_graph *g = load_folded(&b);
+    for (int threads = 1; threads <= 2; threads++) {
+        rlt_net *n = compile_ok(g, threads, NULL);
+        check_against_reference(n, g, 6);
+        cr_expect_eq(concats_in_place(n), 2, "fire and nest; with_input, twice and rows copy");
+        rlt_net_destroy(n);
+    }
+    rlt_graph_destroy(g);
+}
+
 /* A small attention block (opset 17): views (Reshape) sharing their input's
  * buffer, Transposes, Softmax, Div, a residual Add and LayerNormalization
  * on the fast ops, batch_matmuls of computed operands, dense Q/K/V. */
@@ -392,15 +440,17 @@ static char db_dir[] = "/tmp/rlt_net_XXXXXX";
 
 static void db_fini(void) { tmp_remove_tree(db_dir); }
 
-/* Appends an OK record of `spec` on this machine's 1-thread target with
- * schedule text `schedule`. */
-static void record_add(rlt_db *db, const char *spec, const char *schedule, double ms)
+/* Appends an OK record of `spec` on this machine's n_threads target with
+ * schedule text `schedule` and configuration key `config`. */
+static void record_add_at(rlt_db *db, int n_threads, const char *config, const char *spec, const char *schedule,
+                          double ms)
 {
     rlt_record r;
     memset(&r, 0, sizeof r);
     rlt_diag d = {0};
     rlt_build_opts build = {0};
-    cr_assert_eq(rlt_session_target(&build, 1, &r.target, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_session_target(&build, n_threads, &r.target, &d), RLT_STATUS_OK, "%s", d.message);
+    snprintf(r.config, sizeof r.config, "%s", config);
     snprintf(r.spec, sizeof r.spec, "%s", spec);
     snprintf(r.schedule, sizeof r.schedule, "%s", schedule);
     snprintf(r.tuner, sizeof r.tuner, "test");
@@ -408,6 +458,11 @@ static void record_add(rlt_db *db, const char *spec, const char *schedule, doubl
     r.time_min_ms = r.time_median_ms = ms;
     r.gflops = 1;
     cr_assert_eq(rlt_db_append(db, 1, &r, &d), RLT_STATUS_OK, "%s", d.message);
+}
+
+static void record_add(rlt_db *db, const char *spec, const char *schedule, double ms)
+{
+    record_add_at(db, 1, "", spec, schedule, ms);
 }
 
 Test(net, schedules_from_records, .fini = db_fini)
@@ -449,6 +504,22 @@ Test(net, schedules_from_records, .fini = db_fini)
     n = compile_ok(g, 2, path);
     rlt_net_task_get(n, task_index(n, fused), &t);
     cr_expect_eq(t.origin, RLT_NET_FROM_SEED);
+    rlt_net_destroy(n);
+
+    /* at several threads a kernel clang built is passed over for the best
+     * of the network's own compiler: one OpenMP runtime */
+    cr_assert_eq(rlt_db_open(path, NULL, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    record_add_at(db, 2, "v1;vec=k*8;cc=clang", fused, "# rltune schedule v1\nsplit k 4\n", 0.1);
+    record_add_at(db, 2, "v1;vec=k*8;cc=gcc", fused, "# rltune schedule v1\nsplit k 2\n", 0.2);
+    rlt_db_close(db);
+    cr_expect(rlt_net_takes_record("v1;vec=k*8;cc=clang", 1));
+    cr_expect_not(rlt_net_takes_record("v1;vec=k*8;cc=clang", 2));
+    cr_expect(rlt_net_takes_record("v1;vec=k*8;cc=gcc", 2));
+    n = compile_ok(g, 2, path);
+    check_against_reference(n, g, 5);
+    rlt_net_task_get(n, task_index(n, fused), &t);
+    cr_expect_eq(t.origin, RLT_NET_FROM_RECORD);
+    cr_expect_eq(t.record_id, 6, "record %lld", (long long)t.record_id);
     rlt_net_destroy(n);
     rlt_graph_destroy(g);
 }

@@ -23,6 +23,7 @@
 #include "../common/onnx_build.h"
 #include "graph/graph.h"
 #include "net/ops.h"
+#include "net/ops_run.h"
 
 #define D(...) ((int64_t[]){__VA_ARGS__})
 #define EXACT 0.0
@@ -184,6 +185,22 @@ static void check_node(const rlt_graph *g, int node, uint64_t seed, float lo, fl
                            "%s: the builds differ in '%s'", label, g->tensors[t].name);
         }
     }
+    /* on 2 and 3 threads (an uneven split): the same bits as one thread */
+    rlt_fast_op *op = NULL;
+    cr_assert_eq(rlt_fast_op_create(g, node, &op, &d), RLT_STATUS_OK, "%s", d.message);
+    for (int threads = 2; threads <= 3; threads++) {
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) memset(fast[n->outputs[o]], 0xff, tensor_bytes(&g->tensors[n->outputs[o]]));
+        rlt_fast_op_run_threads(op, fast, op->isa, threads);
+        for (int o = 0; o < n->n_outputs; o++) {
+            int t = n->outputs[o];
+            if (t >= 0)
+                cr_expect(memcmp(first[t], fast[t], tensor_bytes(&g->tensors[t])) == 0,
+                          "%s: %d threads (%d used) differ from one in '%s'", what, threads,
+                          rlt_fast_op_threads(op, threads), g->tensors[t].name);
+        }
+    }
+    rlt_fast_op_destroy(op);
     for (int o = 0; o < n->n_outputs; o++) {
         int t = n->outputs[o];
         if (t < 0) continue;
@@ -264,6 +281,49 @@ Test(net_ops, activations)
     check_model(&b, "Sqrt", 10, 0, 50, TOL, "Sqrt");
     unary_model(&b, 13, "Sqrt", "x", 1, D(101));
     check_model(&b, "Sqrt", 11, -1, 1, TOL, "Sqrt of negatives (NaN)");
+}
+
+/* Ops large enough to split over threads do (check_node compares 2 and 3
+ * threads with one, bit for bit, for every case); small ones do not. */
+Test(net_ops, large_ops_split_over_threads)
+{
+    onnx_build b;
+    unary_model(&b, 13, "Relu", "x", 4, D(1, 64, 32, 33));
+    rlt_graph *g = load(&b);
+    rlt_fast_op *op = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_fast_op_create(g, node_of(g, "Relu"), &op, &d), RLT_STATUS_OK);
+    cr_expect_eq(rlt_fast_op_threads(op, 2), 2);
+    cr_expect_eq(rlt_fast_op_threads(op, 1), 1);
+    rlt_fast_op_destroy(op);
+    check_node(g, node_of(g, "Relu"), 3, -2, 2, EXACT, "Relu, split");
+    rlt_graph_destroy(g);
+    unary_model(&b, 13, "Relu", "x", 2, D(3, 5));
+    g = load(&b);
+    cr_assert_eq(rlt_fast_op_create(g, node_of(g, "Relu"), &op, &d), RLT_STATUS_OK);
+    cr_expect_eq(rlt_fast_op_threads(op, 2), 1, "15 elements: not worth waking a thread");
+    rlt_fast_op_destroy(op);
+    rlt_graph_destroy(g);
+    unary_model(&b, 17, "Gelu", "x", 2, D(129, 257));
+    check_model(&b, "Gelu", 4, -6, 6, TOL, "Gelu, split");
+    /* a broadcast Add of a per-channel vector and one with a scalar */
+    ob_init(&b, 13);
+    ob_input(&b, "a", OB_F32, 4, D(1, 64, 31, 17));
+    ob_input(&b, "c", OB_F32, 3, D(64, 1, 1));
+    ob_node(&b, "Add", "add", "a,c", "y");
+    ob_output(&b, "y");
+    g = load(&b);
+    cr_assert_eq(rlt_fast_op_create(g, node_of(g, "Add"), &op, &d), RLT_STATUS_OK);
+    cr_expect_eq(rlt_fast_op_threads(op, 3), 3);
+    rlt_fast_op_destroy(op);
+    check_node(g, node_of(g, "Add"), 5, -2, 2, EXACT, "Add per channel, split");
+    rlt_graph_destroy(g);
+    ob_init(&b, 13);
+    ob_input(&b, "a", OB_F32, 3, D(7, 61, 41));
+    ob_input(&b, "c", OB_F32, 2, D(61, 1));
+    ob_node(&b, "Mul", "mul", "a,c", "y");
+    ob_output(&b, "y");
+    check_model(&b, "Mul", 6, -2, 2, EXACT, "Mul of rows, split");
 }
 
 /* Zeros of both signs, tiny, huge, infinite and NaN arguments. */
