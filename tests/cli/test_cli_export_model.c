@@ -16,46 +16,13 @@ static char model_path[300];
 
 static uint64_t rng_state = 17;
 
-/* A Conv with a bias, "same" padding for odd R. */
-static void conv(onnx_build *b, const char *name, const char *in, const char *out, int64_t C, int64_t K, int64_t R,
-                 int64_t group)
-{
-    ob_conv_rand(b, name, in, out, C, K, R, 1, R / 2, group, true, &rng_state);
-}
-
 #define STEM "conv2d:N=1,C=3,H=16,W=16,K=8,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=bias+relu"
 
 static void setup(void)
 {
     tmp_dir_use(tmp_dir);
     snprintf(model_path, sizeof model_path, "%s/small.onnx", tmp_dir);
-    onnx_build b;
-    ob_init(&b, 13);
-    ob_input(&b, "x", OB_F32, 4, OB_DIMS(1, 3, 16, 16));
-    conv(&b, "stem", "x", "s0", 3, 8, 3, 1);
-    ob_node(&b, "Relu", "stem_relu", "s0", "s1");
-    conv(&b, "c1", "s1", "a0", 8, 8, 3, 1);
-    ob_node(&b, "Relu", "r1", "a0", "a1");
-    conv(&b, "c2", "a1", "a2", 8, 8, 3, 1);
-    ob_node(&b, "Add", "add", "a2,s1", "a3");
-    ob_node(&b, "Relu", "r2", "a3", "a4");
-    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "pool", "a4", "p");
-    ob_attr_ints(&b, mp, "kernel_shape", 2, OB_DIMS(2, 2));
-    ob_attr_ints(&b, mp, "strides", 2, OB_DIMS(2, 2));
-    conv(&b, "dw", "p", "d0", 8, 8, 3, 8);
-    ob_init_rand(&b, "zero", 0, NULL, 0.0f, &rng_state);
-    float six = 6.0f;
-    ob_init_f32(&b, "six", 0, NULL, &six);
-    ob_node(&b, "Clip", "dw6", "d0,zero,six", "d1");
-    ob_node(&b, "GlobalAveragePool", "gap", "d1", "g");
-    ob_node(&b, "Flatten", "flat", "g", "f");
-    ob_init_rand(&b, "fc_w", 2, OB_DIMS(10, 8), 0.5f, &rng_state);
-    ob_init_rand(&b, "fc_b", 1, OB_DIMS(10), 0.5f, &rng_state);
-    Onnx__NodeProto *fc = ob_node(&b, "Gemm", "fc", "f,fc_w,fc_b", "y");
-    ob_attr_i(&b, fc, "transB", 1);
-    ob_output(&b, "y");
-    cr_assert(ob_write(&b, model_path), "cannot write %s", model_path);
-    ob_free(&b);
+    cr_assert(ob_write_small_cnn(model_path, &rng_state), "cannot write %s", model_path);
 }
 
 static void teardown(void) { tmp_remove_tree(tmp_dir); }

@@ -442,4 +442,42 @@ static inline void ob_resnet_block(onnx_build *b, const char *p, const char *in,
     ob_node(b, "Relu", n[6], a, out);
 }
 
+/* The small CNN the CLI tests run and export (tests/cli): a 3x3 stem with
+ * Relu, a residual block, MaxPool, a depthwise conv with Clip 0..6,
+ * GlobalAveragePool, Flatten and a Gemm (transB) to 10 outputs; input x
+ * [1,3,16,16], output y [1,10]; weights drawn from *rng. Written to
+ * path; false when it cannot be written. Its stem's task is
+ * "conv2d:N=1,C=3,H=16,W=16,K=8,R=3,S=3,stride=1,pad=1,dilation=1,epilogue=bias+relu". */
+static inline bool ob_write_small_cnn(const char *path, uint64_t *rng)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, OB_DIMS(1, 3, 16, 16));
+    ob_conv_rand(&b, "stem", "x", "s0", 3, 8, 3, 1, 1, 1, true, rng);
+    ob_node(&b, "Relu", "stem_relu", "s0", "s1");
+    ob_conv_rand(&b, "c1", "s1", "a0", 8, 8, 3, 1, 1, 1, true, rng);
+    ob_node(&b, "Relu", "r1", "a0", "a1");
+    ob_conv_rand(&b, "c2", "a1", "a2", 8, 8, 3, 1, 1, 1, true, rng);
+    ob_node(&b, "Add", "add", "a2,s1", "a3");
+    ob_node(&b, "Relu", "r2", "a3", "a4");
+    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "pool", "a4", "p");
+    ob_attr_ints(&b, mp, "kernel_shape", 2, OB_DIMS(2, 2));
+    ob_attr_ints(&b, mp, "strides", 2, OB_DIMS(2, 2));
+    ob_conv_rand(&b, "dw", "p", "d0", 8, 8, 3, 1, 1, 8, true, rng);
+    ob_init_rand(&b, "zero", 0, NULL, 0.0f, rng);
+    float six = 6.0f;
+    ob_init_f32(&b, "six", 0, NULL, &six);
+    ob_node(&b, "Clip", "dw6", "d0,zero,six", "d1");
+    ob_node(&b, "GlobalAveragePool", "gap", "d1", "g");
+    ob_node(&b, "Flatten", "flat", "g", "f");
+    ob_init_rand(&b, "fc_w", 2, OB_DIMS(10, 8), 0.5f, rng);
+    ob_init_rand(&b, "fc_b", 1, OB_DIMS(10), 0.5f, rng);
+    Onnx__NodeProto *fc = ob_node(&b, "Gemm", "fc", "f,fc_w,fc_b", "y");
+    ob_attr_i(&b, fc, "transB", 1);
+    ob_output(&b, "y");
+    bool ok = ob_write(&b, path);
+    ob_free(&b);
+    return ok;
+}
+
 #endif /* RLT_TESTS_ONNX_BUILD_H */
