@@ -1,0 +1,76 @@
+/*
+ * cost.h - what a graph costs to run, from measured kernels: the cost
+ * model of the graph-substitution searches (gopt.h).
+ *
+ * A graph's cost is the sum of its steps' times, its steps being what
+ * rlt_net_compile would make of it: a kernel per task occurrence (graph
+ * tasks: a Conv / Gemm / MatMul with its fused epilogue), a fast op (or the
+ * evaluator) per other live node, nothing for views and for Concats placed
+ * in place. A task's time is its best record in the records database (the
+ * fused op's, else the op's without its epilogue, as the net compiler
+ * chooses), else its seed schedule's, measured once (built and run by the
+ * measurement runner) and cached; a fast op's time is measured once in
+ * this process per (op type, attributes, input and output types and
+ * shapes, which inputs are constant) and cached. So evaluating a graph
+ * measures only what no graph before it had, and most rewrites cost
+ * nothing to evaluate. docs/graph-opt.md, "Cost", gives the details.
+ *
+ * Threads: a cost model belongs to one thread at a time.
+ */
+#ifndef RLT_GOPT_COST_H
+#define RLT_GOPT_COST_H
+
+#include "graph/graph.h"
+#include "rltune/measure.h"
+#include "rltune/model.h"
+
+typedef struct rlt_gcost_options {
+    const char *db_path;   /* records database to take task times from, or NULL; when given, seed
+                              measurements are stored in it as records (never lost, and the next run
+                              reads them) */
+    int n_threads;         /* threads the kernels and fast ops run on, >= 1 */
+    rlt_build_opts build;  /* how kernels are compiled (compiler, flags, cache) */
+    int repeat;            /* timed runs of a fast op (median taken), >= 1 (default 15) */
+    uint64_t seed;         /* inputs of the measurements */
+} rlt_gcost_options;
+
+/* Defaults: no database, 1 thread, default build, 15 repeats, seed 1. */
+void rlt_gcost_options_init(rlt_gcost_options *o);
+
+typedef struct rlt_gcost rlt_gcost;
+
+/* What a cost model has done so far. */
+typedef struct rlt_gcost_stats {
+    int n_graphs;            /* rlt_gcost_graph calls that succeeded: the searches' cost evaluations */
+    int n_tasks_from_records;/* distinct task specs timed by a record */
+    int n_tasks_measured;    /* distinct task specs whose seed schedule was built and run */
+    int n_ops_measured;      /* distinct fast-op keys timed */
+    double measure_s;        /* wall time spent building and measuring */
+} rlt_gcost_stats;
+
+/* A cost model (free with rlt_gcost_destroy); the options are copied
+ * (db_path and the build strings too). Errors: INVALID_ARGUMENT (options),
+ * IO_ERROR (the database cannot be opened), OUT_OF_MEMORY. */
+rlt_status rlt_gcost_create(const rlt_gcost_options *o, rlt_gcost **out, rlt_diag *diag);
+void rlt_gcost_destroy(rlt_gcost *c); /* NULL ok */
+
+/* The cost of graph g (sorted, inferred; borrowed for the call) in
+ * milliseconds, *total_ms; per_node_ms, when not NULL, gets g->n_nodes
+ * entries: a task occurrence's time on its kernel node, 0 on the nodes
+ * fused into it, views, in-place Concats, folded and removed nodes.
+ * Measures what the caches lack. Errors: INVALID_ARGUMENT (a node rltune
+ * cannot run, naming it), BUILD_ERROR (a seed kernel failed to build or
+ * run: names the task), IO_ERROR (the database), OUT_OF_MEMORY. */
+rlt_status rlt_gcost_graph(rlt_gcost *c, const rlt_graph *g, double *total_ms, double *per_node_ms,
+                           rlt_diag *diag);
+
+void rlt_gcost_stats_get(const rlt_gcost *c, rlt_gcost_stats *out);
+
+/* Compiles g as a network with the options' database, threads and build
+ * (rlt_net_compile), and times it with rlt_net_time on seeded random
+ * inputs: what "measured latency" means for graph-opt. Errors:
+ * rlt_net_compile's and rlt_net_time's. */
+rlt_status rlt_gcost_measure(const rlt_gcost_options *o, const rlt_graph *g, const rlt_net_timing_options *t,
+                             rlt_net_timing *out, rlt_diag *diag);
+
+#endif /* RLT_GOPT_COST_H */
