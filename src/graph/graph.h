@@ -4,7 +4,8 @@
  * attributes), the graph's inputs and outputs; topological order, shape
  * inference with constant folding, dead-code elimination, a text form; and
  * BatchNormalization folding (fold.c); the reference evaluation (eval.c);
- * the ONNX importer (onnx.c) that builds one from a model file; the tasks
+ * the ONNX importer (onnx.c) that builds one from a model file and the
+ * exporter (onnx_write.c) that writes one back; the tasks
  * (tasks.c): the kernels rltune tunes, with what would fuse into them.
  * docs/graph.md describes the module.
  *
@@ -329,5 +330,32 @@ rlt_status rlt_graph_load_onnx_bytes(const void *data, size_t len, const char *s
  * data), OUT_OF_MEMORY. */
 rlt_status rlt_graph_tensor_decode_onnx(const void *data, size_t len, const char *source, rlt_graph_tensor *out,
                                         rlt_diag *diag);
+
+/* ---- ONNX export (onnx_write.c) ------------------------------------------ */
+
+/* Encodes a sorted, inferred graph (what rlt_graph_load_onnx returns,
+ * possibly changed by passes) as an ONNX ModelProto that ONNX's checker
+ * and ONNX Runtime accept: IR version of the opset (9 -> 4 ... 15..17 ->
+ * 8), producer "rltune", the default domain at g->opset (and com.microsoft
+ * 1 for Gelu); the graph inputs, the constants that written nodes read or
+ * that are graph outputs as initializers (raw_data), the nodes not marked
+ * removed in graph order, value_info for their outputs, and the outputs,
+ * with types and shapes. Operands in the attribute form that g->opset
+ * takes as inputs (Split's split and Squeeze / Unsqueeze's axes from
+ * opset 13, Slice's starts / ends / axes from 10, Clip's min / max from
+ * 11, Dropout's ratio from 12) become new initializers named
+ * "LABEL_OPERAND" (made unique), and constant inputs of those ops become
+ * attributes before those opsets (docs/graph.md, "Writing ONNX").
+ * `*out` is set on success only, to a new buffer of *out_len bytes (free
+ * with rlt_free); the graph is borrowed and not changed.
+ * Errors: INVALID_ARGUMENT (what ONNX cannot express: an opset outside 9
+ * to 17, a node reading a tensor that nothing written defines or before
+ * its producer, an operand given both ways, Gelu approximate='tanh', a
+ * model of 2 GiB or more; names the node or tensor), OUT_OF_MEMORY. */
+rlt_status rlt_graph_to_onnx_bytes(const rlt_graph *g, void **out, size_t *out_len, rlt_diag *diag);
+/* rlt_graph_to_onnx_bytes into the file at `path`, written to a temporary
+ * file beside it and renamed, so a failure leaves no partial file. Errors
+ * as rlt_graph_to_onnx_bytes's, and IO_ERROR naming the path. */
+rlt_status rlt_graph_write_onnx(const rlt_graph *g, const char *path, rlt_diag *diag);
 
 #endif /* RLT_GRAPH_H */
