@@ -998,6 +998,115 @@ static rlt_status ev_slice(ectx *c)
     return RLT_STATUS_OK;
 }
 
+/* ---- Pad ----------------------------------------------------------------------------- */
+
+typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
+
+/* The input index that output index `o` of one dimension reads, or -1 for
+ * the constant: the dimension keeps the input's [lo, lo + kept) (negative
+ * pads crop the rest) after `before` padded ones. Reflect is numpy.pad's
+ * (the edge not repeated; pads longer than the dimension reflect again,
+ * with period 2 (kept - 1)). */
+static int64_t pad_source(pad_mode mode, int64_t o, int64_t before, int64_t lo, int64_t kept)
+{
+    int64_t i = o - before;
+    if (i >= 0 && i < kept) return lo + i;
+    if (mode == PAD_CONSTANT || kept == 0) return -1;
+    if (mode == PAD_EDGE || kept == 1) return lo + (i < 0 ? 0 : kept - 1);
+    int64_t period = 2 * (kept - 1), m = i % period;
+    if (m < 0) m += period;
+    return lo + (m < kept ? m : period - m);
+}
+
+static rlt_status ev_pad(ectx *c)
+{
+    const rlt_graph_tensor *xt = in_t(c, 0), *yt = out_t(c, 0);
+    int r = xt->rank, n = 0;
+    const rlt_graph_attr *ma = rlt_graph_node_attr(c->node, "mode");
+    const char *mode_s = ma && ma->kind == RLT_GRAPH_ATTR_STRING ? ma->s : "constant";
+    pad_mode mode;
+    if (strcmp(mode_s, "constant") == 0) mode = PAD_CONSTANT;
+    else if (strcmp(mode_s, "reflect") == 0) mode = PAD_REFLECT;
+    else if (strcmp(mode_s, "edge") == 0) mode = PAD_EDGE;
+    else return BAD("mode '%s' is not one of constant, reflect, edge", mode_s);
+    /* The pads, and the constant as bytes of the input's type. */
+    int64_t pads[2 * RLT_GRAPH_MAX_RANK];
+    unsigned char fill[8] = {0};
+    size_t es = rlt_dtype_size(xt->dtype);
+    if (c->g->opset < 11) {
+        const int64_t *p = attr_ints(c, "pads", &n);
+        if (!p || n != 2 * r) return BAD("attribute pads does not fit input '%s'", xt->name);
+        memcpy(pads, p, (size_t)n * sizeof *p);
+        st_f(xt->dtype, fill, 0, attr_f(c, "value", 0.0));
+    } else {
+        const rlt_graph_tensor *pt = in_t(c, 1), *vt = in_t(c, 2);
+        if (!pt || (pt->dtype != RLT_DTYPE_INT64 && pt->dtype != RLT_DTYPE_INT32) || n_elems(pt) != 2 * r)
+            return BAD("input 1 (the pads) does not fit input '%s'", xt->name);
+        n = 2 * r;
+        for (int k = 0; k < n; k++) pads[k] = ld_i(pt->dtype, in_v(c, 1), k);
+        if (vt) {
+            if (vt->dtype != xt->dtype || n_elems(vt) != 1)
+                return BAD("input 2 ('%s', the constant_value) must be a scalar of the input's type", vt->name);
+            memcpy(fill, in_v(c, 2), es);
+        }
+    }
+    if (yt->dtype != xt->dtype || yt->rank != r) return BAD("the output does not fit input '%s'", xt->name);
+    if (r == 0) {
+        memcpy(out_v(c, 0), in_v(c, 0), es);
+        return RLT_STATUS_OK;
+    }
+    /* Per output dimension, where each index reads (pad_source). */
+    int64_t n_map = 0, before[RLT_GRAPH_MAX_RANK], lo[RLT_GRAPH_MAX_RANK], kept[RLT_GRAPH_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        int64_t pb = pads[d], pe = pads[r + d];
+        before[d] = RLT_MAX(pb, 0);
+        lo[d] = RLT_MAX(-pb, 0);
+        kept[d] = xt->dims[d] - lo[d] - RLT_MAX(-pe, 0);
+        if (kept[d] < 0 || yt->dims[d] != before[d] + kept[d] + RLT_MAX(pe, 0) ||
+            (mode != PAD_CONSTANT && kept[d] == 0 && yt->dims[d] > 0))
+            return BAD("the pads of dimension %d (%" PRId64 " and %" PRId64 ") do not fit input '%s'", d, pb, pe,
+                       xt->name);
+        n_map += yt->dims[d];
+    }
+    int64_t *map = rlt_malloc((size_t)n_map * sizeof *map + 1), *maps[RLT_GRAPH_MAX_RANK];
+    if (!map) return efail(c, RLT_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int d = 0; d < r; d++) {
+        maps[d] = d ? maps[d - 1] + yt->dims[d - 1] : map;
+        for (int64_t o = 0; o < yt->dims[d]; o++) maps[d][o] = pad_source(mode, o, before[d], lo[d], kept[d]);
+    }
+    /* Row by row over the last dimension: the kept run is one copy. */
+    int64_t xs[RLT_GRAPH_MAX_RANK], idx[RLT_GRAPH_MAX_RANK] = {0};
+    strides_of(r, xt->dims, xs);
+    int64_t len = yt->dims[r - 1], n_rows = len > 0 ? n_elems(yt) / len : 0;
+    const char *x = in_v(c, 0);
+    char *y = out_v(c, 0);
+    const int64_t *last = maps[r - 1];
+    for (int64_t row = 0; row < n_rows; row++) {
+        char *yr = y + row * len * (int64_t)es;
+        int64_t base = 0;
+        bool is_fill = false;
+        for (int d = 0; d < r - 1; d++) {
+            if (maps[d][idx[d]] < 0) is_fill = true;
+            else base += maps[d][idx[d]] * xs[d];
+        }
+        /* Output [run0, run1) of the row is the input's kept run. */
+        int64_t run0 = is_fill ? len : before[r - 1], run1 = is_fill ? len : before[r - 1] + kept[r - 1];
+        if (run1 > run0)
+            memcpy(yr + run0 * (int64_t)es, x + (base + lo[r - 1]) * (int64_t)es, (size_t)(run1 - run0) * es);
+        for (int64_t o = 0; o < len; o++) {
+            if (o >= run0 && o < run1) continue;
+            const void *src = is_fill || last[o] < 0 ? (const void *)fill : x + (base + last[o]) * (int64_t)es;
+            memcpy(yr + o * (int64_t)es, src, es);
+        }
+        for (int d = r - 2; d >= 0; d--) {
+            if (++idx[d] < yt->dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+    rlt_free(map);
+    return RLT_STATUS_OK;
+}
+
 static rlt_status ev_gather(ectx *c)
 {
     const rlt_graph_tensor *xt = in_t(c, 0), *itt = in_t(c, 1), *yt = out_t(c, 0);
@@ -1113,6 +1222,7 @@ static const struct {
     {"MatMul", ev_matmul},
     {"MaxPool", ev_pool},
     {"Mul", ev_binary},
+    {"Pad", ev_pad},
     {"Pow", ev_binary},
     {"ReduceMean", ev_reduce_mean},
     {"Relu", ev_relu},

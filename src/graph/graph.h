@@ -32,7 +32,14 @@
 
 #define RLT_GRAPH_MAX_RANK 8                        /* dimensions of one tensor */
 #define RLT_GRAPH_MAX_ELEMS ((int64_t)1 << 40)      /* elements of one tensor */
-#define RLT_GRAPH_FOLD_MAX_ELEMS ((int64_t)1 << 20) /* largest result constant folding makes */
+/* Constant folding makes results of at most RLT_GRAPH_FOLD_MAX_ELEMS
+ * elements (all of a node's outputs together), or of at most
+ * RLT_GRAPH_FOLD_WEIGHT_MAX_ELEMS when the result has at most twice the
+ * elements of the node's constant inputs (64 times for Pad, which makes a
+ * 3x3 to 7x7 kernel of a 1x1 one): weights computed from weights fold,
+ * while a small constant blown up by Expand or ConstantOfShape does not. */
+#define RLT_GRAPH_FOLD_MAX_ELEMS ((int64_t)1 << 20)
+#define RLT_GRAPH_FOLD_WEIGHT_MAX_ELEMS ((int64_t)1 << 26)
 
 /* Element types. The numbers are internal (ONNX's own codes are mapped at
  * import). */
@@ -167,14 +174,15 @@ rlt_status rlt_graph_op_check(rlt_graph *g, int node, rlt_diag *diag);
 rlt_status rlt_graph_sort(rlt_graph *g, rlt_diag *diag);
 
 /* Shape and type inference over a sorted graph, folding nodes whose inputs
- * are all constant (and whose result has at most RLT_GRAPH_FOLD_MAX_ELEMS
- * elements) into constants: Shape of any tensor, and Constant, Identity,
- * Cast, Gather, Slice, Concat, Reshape, Flatten, Squeeze, Unsqueeze,
- * Transpose, Expand, ConstantOfShape, Where, Add, Sub, Mul, Div of
- * constants. A folded node is marked removed. Canonicalises attributes on
- * the way: Conv's and the pools' auto_pad becomes explicit pads.
+ * are all constant (within the limits above) into constants: Shape of any
+ * tensor, and every op rlt_graph_can_eval runs (Constant, Reshape, Concat,
+ * Add, Sqrt, Pow, Pad, Conv, MatMul, ...) of constants, by the op's own
+ * code or by rlt_graph_eval_node. A folded node is marked removed.
+ * Canonicalises attributes on the way: Conv's and the pools' auto_pad
+ * becomes explicit pads.
  * INVALID_ARGUMENT naming the node, its op type and the opset for an
- * unsupported op or attribute and for inputs that do not fit. */
+ * unsupported op or attribute, for inputs that do not fit and for constants
+ * that cannot be computed (an integer division by zero); OUT_OF_MEMORY. */
 rlt_status rlt_graph_infer(rlt_graph *g, rlt_diag *diag);
 
 /* Removes the nodes marked removed and those whose outputs reach no graph
@@ -238,8 +246,8 @@ bool rlt_graph_can_eval(const char *op_type);
  * vals[t] holds tensor t's values for every input of the node (constants
  * included: pass the tensor's data) and a buffer of the tensor's size for
  * every output, which is zeroed and then written. What compiled networks
- * run for the nodes that are not tuned kernels. Errors as rlt_graph_eval's,
- * naming the node. */
+ * run for the nodes that are not tuned kernels, and what rlt_graph_infer
+ * folds constants with. Errors as rlt_graph_eval's, naming the node. */
 rlt_status rlt_graph_eval_node(const rlt_graph *g, int node, void **vals, rlt_diag *diag);
 
 /* ---- tasks (tasks.c) ------------------------------------------------------ */

@@ -7,7 +7,10 @@
  * the op's own. Folding turns a node whose inputs are all constants into
  * constant outputs (Shape folds whenever its input has a shape), which is
  * how shape subgraphs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape)
- * become known Reshape targets.
+ * become known Reshape targets: the shape and data-movement ops fold in
+ * their own inference functions, every other op the evaluator runs by
+ * rlt_graph_eval_node after its inference (fold_by_eval), within the size
+ * limits of fold_small.
  *
  * Every message about a node starts "node I 'NAME' (OP, opset N): ".
  */
@@ -193,15 +196,14 @@ static bool inputs_const(const ictx *c)
     return true;
 }
 
-/* Allocates output i's data when folding is worth it: NULL (and no error)
- * when it is larger than RLT_GRAPH_FOLD_MAX_ELEMS. */
+/* Allocates output i's data (NULL for an output left out); the caller has
+ * checked fold_small. */
 static rlt_status fold_alloc(const ictx *c, int i, void **out)
 {
     *out = NULL;
     rlt_graph_tensor *t = out_t(c, i);
     if (!t) return RLT_STATUS_OK;
     int64_t n = rlt_graph_tensor_n_elems(t);
-    if (n > RLT_GRAPH_FOLD_MAX_ELEMS) return RLT_STATUS_OK;
     void *p = rlt_arena_alloc(c->g->arena, (size_t)n * rlt_dtype_size(t->dtype) + 1);
     if (!p) return nfail(c, RLT_STATUS_OUT_OF_MEMORY, "out of memory folding a constant");
     *out = p;
@@ -222,13 +224,36 @@ static void fold_done(const ictx *c)
     c->node->is_removed = true;
 }
 
+/* How many times the elements of its constant inputs a fold's result may
+ * have and still be held to RLT_GRAPH_FOLD_WEIGHT_MAX_ELEMS only: twice
+ * (Concat of two weights, the elementwise ops, the ops that move or crop
+ * data); Pad makes a 3x3 kernel of a 1x1 one (9 times) when a rewrite
+ * merges convolutions, up to 7x7 (49 times). */
+#define FOLD_GROWTH 2
+#define FOLD_GROWTH_PAD 64
+
+/* Whether the node's result (all its outputs) is small enough to fold: at
+ * most RLT_GRAPH_FOLD_MAX_ELEMS elements, or at most
+ * RLT_GRAPH_FOLD_WEIGHT_MAX_ELEMS when it grows its constant inputs by at
+ * most FOLD_GROWTH (FOLD_GROWTH_PAD for Pad). Expand and ConstantOfShape
+ * of a small constant, or broadcasting that multiplies it, stay under the
+ * first limit. */
 static bool fold_small(const ictx *c)
 {
+    int64_t n_out = 0, n_in = 0;
     for (int o = 0; o < c->node->n_outputs; o++) {
-        rlt_graph_tensor *t = out_t(c, o);
-        if (t && rlt_graph_tensor_n_elems(t) > RLT_GRAPH_FOLD_MAX_ELEMS) return false;
+        const rlt_graph_tensor *t = out_t(c, o);
+        if (t) n_out += rlt_graph_tensor_n_elems(t);
+        if (n_out > RLT_GRAPH_FOLD_WEIGHT_MAX_ELEMS) return false;
     }
-    return true;
+    if (n_out <= RLT_GRAPH_FOLD_MAX_ELEMS) return true;
+    for (int i = 0; i < c->node->n_inputs; i++) {
+        const rlt_graph_tensor *t = in_t(c, i);
+        if (t && t->data) n_in += rlt_graph_tensor_n_elems(t);
+        if (n_in >= RLT_GRAPH_FOLD_WEIGHT_MAX_ELEMS) return true; /* and no overflow below */
+    }
+    int64_t growth = strcmp(c->node->op_type, "Pad") == 0 ? FOLD_GROWTH_PAD : FOLD_GROWTH;
+    return n_out <= growth * n_in;
 }
 
 /* Output 0 gets input 0's bytes (the ops that only change the shape). */
@@ -913,6 +938,60 @@ static rlt_status infer_slice(ictx *c)
     return RLT_STATUS_OK;
 }
 
+/* Pad: pads (and the constant value) as attributes before opset 11, as
+ * inputs from 11 (pads constant, constant_value any scalar of the input's
+ * type). A negative pad crops: the crop comes first, and reflect / edge
+ * pad what is left, as onnxruntime reads it. */
+static rlt_status infer_pad(ictx *c)
+{
+    const rlt_graph_tensor *x = in_t(c, 0);
+    int r = x->rank, n = 0;
+    const char *mode = attr_s(c, "mode", "constant");
+    bool is_constant = strcmp(mode, "constant") == 0;
+    if (!is_constant && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
+        return BAD("attribute mode='%s' is not supported; expected 'constant', 'reflect' or 'edge'%s", mode,
+                   strcmp(mode, "wrap") == 0 ? " ('wrap' needs opset 19; rltune reads opsets 9 to 17)" : "");
+    int64_t pads[2 * RLT_GRAPH_MAX_RANK];
+    if (c->g->opset < 11) {
+        if (c->node->n_inputs > 1)
+            return BAD("takes pads and value as attributes before opset 11, got %d inputs", c->node->n_inputs);
+        const int64_t *p = attr_ints(c, "pads", &n);
+        if (!p) return BAD("attribute pads is required");
+        if (n != 2 * r)
+            return BAD("attribute pads has %d values; expected %d (2 * the rank of input '%s')", n, 2 * r, x->name);
+        memcpy(pads, p, (size_t)n * sizeof *p);
+    } else {
+        if (attr(c, "pads") || attr(c, "value"))
+            return BAD("pads and value are inputs since opset 11 (pads, constant_value), not attributes");
+        const rlt_graph_tensor *pt = in_t(c, 1), *vt = in_t(c, 2);
+        if (!pt) return BAD("input 1 (pads) is required since opset 11");
+        int64_t count = rlt_graph_tensor_n_elems(pt);
+        if (pt->data && is_int_dtype(pt->dtype) && pt->rank <= 1 && count != 2 * r)
+            return BAD("input 1 ('%s', the pads) has %" PRId64 " values; expected %d (2 * the rank of input '%s')",
+                       pt->name, count, 2 * r, x->name);
+        TRY(const_ints(c, 1, "pads", 2 * RLT_GRAPH_MAX_RANK, &n, pads));
+        if (vt && (vt->dtype != x->dtype || vt->rank > 1 || rlt_graph_tensor_n_elems(vt) != 1))
+            return BAD("input 2 ('%s', the constant_value) must be one value of the input's type (%s); it holds %" PRId64
+                       " of type %s", vt->name, rlt_dtype_str(x->dtype), rlt_graph_tensor_n_elems(vt),
+                       rlt_dtype_str(vt->dtype));
+    }
+    int64_t dims[RLT_GRAPH_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        int64_t pb = pads[d], pe = pads[r + d], in = x->dims[d];
+        if (pb < -SMALL_MAX || pb > SMALL_MAX || pe < -SMALL_MAX || pe > SMALL_MAX)
+            return BAD("the pads of dimension %d (%" PRId64 " and %" PRId64 ") are out of range", d, pb, pe);
+        int64_t crop = -(RLT_MIN(pb, 0) + RLT_MIN(pe, 0)), kept = in - crop;
+        if (kept < 0)
+            return BAD("the pads of dimension %d (%" PRId64 " and %" PRId64 ") crop %" PRId64
+                       " elements; input '%s' has %" PRId64 " there", d, pb, pe, crop, x->name, in);
+        if (!is_constant && kept == 0 && (pb > 0 || pe > 0))
+            return BAD("mode '%s' cannot pad dimension %d of input '%s': it is empty%s; only mode 'constant' can",
+                       mode, d, x->name, in ? " after the crop" : "");
+        dims[d] = kept + RLT_MAX(pb, 0) + RLT_MAX(pe, 0);
+    }
+    return set_out(c, 0, x->dtype, r, dims);
+}
+
 static rlt_status infer_gather(ictx *c)
 {
     const rlt_graph_tensor *x = in_t(c, 0), *ind = in_t(c, 1);
@@ -1293,6 +1372,7 @@ static const op_def ops[] = {
     {"MaxPool", "auto_pad:s ceil_mode:i dilations:I kernel_shape:I pads:I storage_order:i strides:I", 1, 1, 1, 2, 1,
      infer_pool},
     {"Mul", "", 2, 2, 1, 1, 1, infer_binary},
+    {"Pad", "mode:s pads:I value:f", 1, 3, 1, 1, 1, infer_pad},
     {"Pow", "", 2, 2, 1, 1, 1, infer_binary},
     {"ReduceMean", "axes:I keepdims:i", 1, 1, 1, 1, 1, infer_reduce_mean},
     {"Relu", "", 1, 1, 1, 1, 1, infer_relu},
@@ -1410,18 +1490,95 @@ static rlt_status node_check(ictx *c, const op_def **out)
     return RLT_STATUS_OK;
 }
 
+/* Multiply-adds past which a fold is left to run time: a few seconds of
+ * the evaluator's plain loops, so that a small file of constants cannot
+ * stall the importer. */
+#define FOLD_MAX_MACS ((int64_t)1 << 31)
+
+/* Whether evaluating the node takes at most FOLD_MAX_MACS multiply-adds,
+ * for the ops whose work grows faster than their inputs and outputs: each
+ * output element of a Conv reads a filter (its weight over the output
+ * channels), of MatMul and Gemm K pairs, of a pool its window. The others
+ * do a few operations per element. */
+static bool fold_cheap(const ictx *c)
+{
+    const char *op = c->node->op_type;
+    const rlt_graph_tensor *a = in_t(c, 0), *b = in_t(c, 1);
+    int64_t per = 1;
+    if (strcmp(op, "Conv") == 0) {
+        per = b->dims[0] ? rlt_graph_tensor_n_elems(b) / b->dims[0] : 0;
+    } else if (strcmp(op, "MatMul") == 0) {
+        per = a->dims[a->rank - 1];
+    } else if (strcmp(op, "Gemm") == 0) {
+        per = a->dims[attr_i(c, "transA", 0) ? 0 : 1];
+    } else if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0) {
+        int n;
+        const int64_t *ks = attr_ints(c, "kernel_shape", &n);
+        for (int i = 0; i < n; i++) {
+            if (ks[i] > FOLD_MAX_MACS / per) return false;
+            per *= ks[i];
+        }
+    }
+    return per == 0 || rlt_graph_tensor_n_elems(out_t(c, 0)) <= FOLD_MAX_MACS / per;
+}
+
+/* Folds a node whose present inputs are all constants and which its op's
+ * own code left alone (Sqrt, Pow, Relu, Pad, Conv, MatMul, ... of
+ * constants) by evaluating it with rlt_graph_eval_node into new constants.
+ * Every op the evaluator runs is deterministic and keeps no state (Dropout
+ * only in its inference form: training_mode is refused), so any of them
+ * folds. `*vals` is the per-tensor table the evaluator reads, allocated at
+ * the first such fold (free with rlt_free); the node's entries are cleared
+ * again afterwards. */
+static rlt_status fold_by_eval(const ictx *c, void ***vals)
+{
+    const rlt_graph_node *n = c->node;
+    if (n->is_removed || !inputs_const(c) || !rlt_graph_can_eval(n->op_type) || !fold_small(c) || !fold_cheap(c))
+        return RLT_STATUS_OK;
+    for (int o = 0; o < n->n_outputs; o++) {
+        const rlt_graph_tensor *t = out_t(c, o);
+        if (t && t->data) return RLT_STATUS_OK; /* its own code folded part of it */
+    }
+    if (!*vals) {
+        *vals = rlt_calloc((size_t)c->g->n_tensors + 1, sizeof **vals);
+        if (!*vals) return nfail(c, RLT_STATUS_OUT_OF_MEMORY, "out of memory folding a constant");
+    }
+    void **v = *vals;
+    rlt_status st = RLT_STATUS_OK;
+    for (int o = 0; o < n->n_outputs && st == RLT_STATUS_OK; o++)
+        if (n->outputs[o] >= 0) st = fold_alloc(c, o, &v[n->outputs[o]]);
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0) v[n->inputs[i]] = c->g->tensors[n->inputs[i]].data;
+    if (st == RLT_STATUS_OK) st = rlt_graph_eval_node(c->g, (int)(n - c->g->nodes), v, c->diag);
+    for (int o = 0; o < n->n_outputs; o++) {
+        int t = n->outputs[o];
+        if (t < 0) continue;
+        if (st == RLT_STATUS_OK) c->g->tensors[t].data = v[t];
+        v[t] = NULL;
+    }
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0) v[n->inputs[i]] = NULL;
+    if (st == RLT_STATUS_OK) fold_done(c);
+    return st;
+}
+
 rlt_status rlt_graph_infer(rlt_graph *g, rlt_diag *diag)
 {
+    rlt_status st = RLT_STATUS_OK;
+    void **vals = NULL; /* fold_by_eval's table */
     for (int i = 0; i < g->n_nodes; i++) {
         ictx c = {.g = g, .node = &g->nodes[i], .diag = diag};
         if (c.node->is_removed) continue;
         const op_def *def = NULL;
-        TRY(node_check(&c, &def));
-        TRY(def->infer(&c));
+        if ((st = node_check(&c, &def)) != RLT_STATUS_OK) goto cleanup;
+        if ((st = def->infer(&c)) != RLT_STATUS_OK) goto cleanup;
         for (int o = 0; o < c.node->n_outputs; o++) {
             const rlt_graph_tensor *t = out_t(&c, o);
             if (t && !t->has_shape) RLT_ASSERT(!"an inference function left an output without a shape");
         }
+        if ((st = fold_by_eval(&c, &vals)) != RLT_STATUS_OK) goto cleanup;
     }
-    return RLT_STATUS_OK;
+cleanup:
+    rlt_free(vals);
+    return st;
 }

@@ -5,7 +5,7 @@
  * relu6, Gemm with transB 0 / 1, alpha, beta, a per-column bias or a
  * full-shape addend, MatMul as dense / matmul / batch_matmul, 1-D operands,
  * depthwise convolutions), nodes left to rltune's own code (pools,
- * asymmetric pads, Sigmoid), a network equal to its reference evaluation
+ * asymmetric pads, Sigmoid, Pad on activations), a network equal to its reference evaluation
  * (the unfused graph) within 1e-4 of its largest output at 1 and 2
  * threads; schedules taken from records (the fused op's, then the op's
  * without its epilogue) and seeds; the memory plan's peak; errors.
@@ -520,6 +520,33 @@ Test(net, schedules_from_records, .fini = db_fini)
     rlt_net_task_get(n, task_index(n, fused), &t);
     cr_expect_eq(t.origin, RLT_NET_FROM_RECORD);
     cr_expect_eq(t.record_id, 6, "record %lld", (long long)t.record_id);
+    rlt_net_destroy(n);
+    rlt_graph_destroy(g);
+}
+
+/* Pads on activations (no fast op: the reference evaluator runs them),
+ * reflect before a Conv and constant with a value on a graph output. */
+Test(net, pad_on_activations)
+{
+    onnx_build b;
+    rng_state = 13;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 3, 8, 8));
+    conv(&b, "c1", "x", "a", 3, 4, 3, 1, 1, 1, true);
+    ob_node(&b, "Relu", "r1", "a", "ar");
+    ob_init_i64(&b, "pads", 8, D(0, 0, 1, 1, 0, 0, 1, 1));
+    ob_attr_s(&b, ob_node(&b, "Pad", "pad", "ar,pads", "ap"), "mode", "reflect");
+    conv(&b, "c2", "ap", "y", 4, 4, 3, 1, 0, 1, false);
+    ob_init_i64(&b, "pads2", 8, D(0, 0, 0, 1, 0, 0, 2, 0));
+    ob_init_f32(&b, "v", 0, NULL, (const float[]){0.25f});
+    ob_node(&b, "Pad", "pad2", "y,pads2,v", "z");
+    ob_output(&b, "z");
+    rlt_graph *g = load_folded(&b);
+    cr_expect(rlt_graph_can_eval("Pad"));
+    rlt_net *n = compile_ok(g, 1, NULL);
+    check_against_reference(n, g, 5);
+    cr_expect_eq(count_steps(n, true), 2, "the Convs");
+    cr_expect_eq(count_steps(n, false), 2, "the Pads");
     rlt_net_destroy(n);
     rlt_graph_destroy(g);
 }
