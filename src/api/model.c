@@ -210,9 +210,8 @@ static rlt_status check_inputs(const rlt_graph *g, const rlt_array *const *input
     return RLT_STATUS_OK;
 }
 
-rlt_status rlt_model_random_inputs(const rlt_model *m, uint64_t seed, rlt_array **out, rlt_diag *diag)
+rlt_status rlt_graph_random_inputs(const rlt_graph *g, uint64_t seed, rlt_array **out, rlt_diag *diag)
 {
-    const rlt_graph *g = m->graph;
     for (int i = 0; i < g->n_inputs; i++) out[i] = NULL;
     for (int i = 0; i < g->n_inputs; i++) {
         const rlt_graph_tensor *t = &g->tensors[g->inputs[i]];
@@ -229,6 +228,11 @@ rlt_status rlt_model_random_inputs(const rlt_model *m, uint64_t seed, rlt_array 
                             seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)); /* one stream an input */
     }
     return RLT_STATUS_OK;
+}
+
+rlt_status rlt_model_random_inputs(const rlt_model *m, uint64_t seed, rlt_array **out, rlt_diag *diag)
+{
+    return rlt_graph_random_inputs(m->graph, seed, out, diag);
 }
 
 rlt_status rlt_model_evaluate(rlt_model *m, const rlt_array *const *inputs, rlt_array **outputs, rlt_diag *diag)

@@ -1,7 +1,8 @@
 /*
  * model_internal.h - what the model handle's other files in src/api/ share
  * (model.c owns the handle): its graph, and keeping a failure as its last
- * error.
+ * error; and the seeded inputs of a graph, which the graph-substitution
+ * cost model (gopt/cost.c) times graphs on without a model handle.
  */
 #ifndef RLT_API_MODEL_INTERNAL_H
 #define RLT_API_MODEL_INTERNAL_H
@@ -11,6 +12,12 @@
 
 /* The model's graph (borrowed). */
 const rlt_graph *rlt_model_graph(const rlt_model *m);
+
+/* rlt_model_random_inputs of a graph (sorted, inferred; borrowed): one
+ * array per graph input in out (free each with rlt_array_destroy), f32
+ * uniform in [-1, 1) (input i from its own stream of `seed`), integer and
+ * bool inputs zero. OUT_OF_MEMORY; all NULL on failure. */
+rlt_status rlt_graph_random_inputs(const rlt_graph *g, uint64_t seed, rlt_array **out, rlt_diag *diag);
 
 /* Keeps a failed call's message as m's last error and hands d to diag
  * (rlt_diag_keep); returns st. */

@@ -11,11 +11,20 @@
  * chooses), else its seed schedule's, measured once (built and run by the
  * measurement runner) and cached; a fast op's time is measured once in
  * this process per (op type, attributes, input and output types and
- * shapes, which inputs are constant) and cached. So evaluating a graph
+ * shapes, which inputs are constant, and the values of constants of at
+ * most 8 elements: Pow's exponent picks its loop) and cached, the
+ * evaluator's likewise for a node without a fast op. So evaluating a graph
  * measures only what no graph before it had, and most rewrites cost
  * nothing to evaluate. docs/graph-opt.md, "Cost", gives the details.
  *
- * Threads: a cost model belongs to one thread at a time.
+ * Threads: a cost model belongs to one thread at a time. At several
+ * threads, what runs parallel loops in this process (a fast op timed, a
+ * network measured) runs them on a thread of its own that ends before the
+ * call returns: a thread that ran an OpenMP parallel region keeps a pool of
+ * threads which a forked child inherits without the threads, so the
+ * measurement runner's child (the seeds' runs) would hang in its own first
+ * parallel region. A caller that runs parallel loops on its own thread (a
+ * network at several threads) before seeds are measured meets the same.
  */
 #ifndef RLT_GOPT_COST_H
 #define RLT_GOPT_COST_H
@@ -45,7 +54,7 @@ typedef struct rlt_gcost_stats {
     int n_tasks_from_records;/* distinct task specs timed by a record */
     int n_tasks_measured;    /* distinct task specs whose seed schedule was built and run */
     int n_ops_measured;      /* distinct fast-op keys timed */
-    double measure_s;        /* wall time spent building and measuring */
+    double measure_s;        /* wall time spent building and measuring (seeds: their references too) */
 } rlt_gcost_stats;
 
 /* A cost model (free with rlt_gcost_destroy); the options are copied
@@ -55,12 +64,17 @@ rlt_status rlt_gcost_create(const rlt_gcost_options *o, rlt_gcost **out, rlt_dia
 void rlt_gcost_destroy(rlt_gcost *c); /* NULL ok */
 
 /* The cost of graph g (sorted, inferred; borrowed for the call) in
- * milliseconds, *total_ms; per_node_ms, when not NULL, gets g->n_nodes
- * entries: a task occurrence's time on its kernel node, 0 on the nodes
- * fused into it, views, in-place Concats, folded and removed nodes.
- * Measures what the caches lack. Errors: INVALID_ARGUMENT (a node rltune
- * cannot run, naming it), BUILD_ERROR (a seed kernel failed to build or
- * run: names the task), IO_ERROR (the database), OUT_OF_MEMORY. */
+ * milliseconds, *total_ms (0 on failure); per_node_ms, when not NULL, gets
+ * g->n_nodes entries: a task occurrence's time on its kernel node, 0 on the
+ * nodes fused into it, views, in-place Concats, folded and removed nodes
+ * (all 0 on failure). Measures what the caches lack: every seed not timed
+ * yet in one batch (built together, then run one at a time), each stored
+ * as a record when there is a database (before any failure is reported).
+ * Errors: INVALID_ARGUMENT (a node rltune cannot run, naming it; a
+ * constant graph input), BUILD_ERROR (a seed kernel failed to build or
+ * run: names the task and the run's status), the reference's status
+ * (BUILD_*, RUN_*: a task's reference kernel, naming the task), IO_ERROR
+ * (the database), OUT_OF_MEMORY. */
 rlt_status rlt_gcost_graph(rlt_gcost *c, const rlt_graph *g, double *total_ms, double *per_node_ms,
                            rlt_diag *diag);
 
@@ -68,8 +82,11 @@ void rlt_gcost_stats_get(const rlt_gcost *c, rlt_gcost_stats *out);
 
 /* Compiles g as a network with the options' database, threads and build
  * (rlt_net_compile), and times it with rlt_net_time on seeded random
- * inputs: what "measured latency" means for graph-opt. Errors:
- * rlt_net_compile's and rlt_net_time's. */
+ * inputs (rlt_model_random_inputs's, of o->seed), its outputs not checked:
+ * what "measured latency" means for graph-opt. t: as rlt_net_time takes
+ * them (NULL: the defaults), pinned only at one thread (as `rltune run`
+ * times). o->repeat is not used. Errors: INVALID_ARGUMENT (the thread
+ * count), rlt_net_compile's and rlt_net_time's. */
 rlt_status rlt_gcost_measure(const rlt_gcost_options *o, const rlt_graph *g, const rlt_net_timing_options *t,
                              rlt_net_timing *out, rlt_diag *diag);
 

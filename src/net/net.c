@@ -232,6 +232,50 @@ static bool takes_record(const rlt_record *r, void *ctx)
     return rlt_net_takes_record(r->config, *(const int *)ctx);
 }
 
+rlt_status rlt_net_task_record(rlt_db *db, const char *target, const char *spec, const rlt_op *op, int n_threads,
+                               rlt_record *out, rlt_nest *nest, rlt_net_origin *out_origin, bool *out_found,
+                               rlt_diag *diag)
+{
+    *out_found = false;
+    char base[512];
+    base_spec(spec, base, sizeof base);
+    const char *specs[2] = {spec, base};
+    for (int s = 0; s < 2; s++) {
+        if (!specs[s][0]) continue;
+        bool has = false;
+        rlt_status st = rlt_db_best_where(db, specs[s], target, takes_record, &n_threads, out, &has, diag);
+        if (st != RLT_STATUS_OK) return st;
+        if (has && record_nest(op, out, nest)) {
+            *out_found = true;
+            *out_origin = s == 0 ? RLT_NET_FROM_RECORD : RLT_NET_FROM_BASE_RECORD;
+            return RLT_STATUS_OK;
+        }
+    }
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt_str *key, rlt_str *schedule,
+                             rlt_diag *diag)
+{
+    rlt_space space;
+    rlt_config seed;
+    const char *cc = NULL;
+    rlt_space_opts so = {.n_threads = n_threads, .no_clang = true};
+    rlt_status st = rlt_space_create(op, &so, &space, diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (rlt_space_seeds(&space, 1, &seed) != 1)
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", op->spec);
+    if ((st = rlt_space_nest(&space, &seed, out, &cc, diag)) != RLT_STATUS_OK) return st;
+    if (key) rlt_space_config_key(&space, &seed, key);
+    if (schedule) {
+        rlt_sched *sched = NULL;
+        if ((st = rlt_space_schedule(&space, &seed, &sched, &cc, diag)) != RLT_STATUS_OK) return st;
+        rlt_sched_print(sched, schedule);
+        rlt_sched_destroy(sched);
+    }
+    return RLT_STATUS_OK;
+}
+
 /* Chooses task i's schedule and lowers it to the kernel's source. */
 static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int i, rlt_diag *diag)
 {
@@ -245,34 +289,17 @@ static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int 
         goto cleanup;
     }
     bool is_found = false;
-    char base[512];
-    base_spec(t->spec, base, sizeof base);
-    const char *specs[2] = {t->spec, base};
-    for (int s = 0; s < 2 && db && !is_found; s++) {
-        if (!specs[s][0]) continue;
-        bool has = false;
-        if ((st = rlt_db_best_where(db, specs[s], target, takes_record, &n->n_threads, r, &has, diag)) !=
-            RLT_STATUS_OK)
-            goto cleanup;
-        if (has && record_nest(k->op, r, nest)) {
-            is_found = true;
-            t->origin = s == 0 ? RLT_NET_FROM_RECORD : RLT_NET_FROM_BASE_RECORD;
-            t->record_id = r->id;
-            t->record_ms = r->time_median_ms;
-            k->cc = rlt_config_key_cc(r->config);
-        }
-    }
-    if (!is_found) {
-        rlt_space space;
-        rlt_config seed;
-        const char *cc = NULL;
-        rlt_space_opts so = {.n_threads = n->n_threads, .no_clang = true};
-        if ((st = rlt_space_create(k->op, &so, &space, diag)) != RLT_STATUS_OK) goto cleanup;
-        if (rlt_space_seeds(&space, 1, &seed) != 1) {
-            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", t->spec);
-            goto cleanup;
-        }
-        if ((st = rlt_space_nest(&space, &seed, nest, &cc, diag)) != RLT_STATUS_OK) goto cleanup;
+    rlt_net_origin origin = RLT_NET_FROM_SEED;
+    if (db && (st = rlt_net_task_record(db, target, t->spec, k->op, n->n_threads, r, nest, &origin, &is_found,
+                                        diag)) != RLT_STATUS_OK)
+        goto cleanup;
+    if (is_found) {
+        t->origin = origin;
+        t->record_id = r->id;
+        t->record_ms = r->time_median_ms;
+        k->cc = rlt_config_key_cc(r->config);
+    } else {
+        if ((st = rlt_net_seed_nest(k->op, n->n_threads, nest, NULL, NULL, diag)) != RLT_STATUS_OK) goto cleanup;
         t->origin = RLT_NET_FROM_SEED;
     }
     st = rlt_codegen_kernel(nest, &k->src, diag);
@@ -307,11 +334,36 @@ static rlt_status kernel_load(rlt_net *n, int i, const rlt_build_result *b, rlt_
 
 /* ---- the steps ------------------------------------------------------------- */
 
-static bool is_folded(const rlt_graph *g, const rlt_graph_node *node)
+bool rlt_net_node_is_folded(const rlt_graph *g, int node)
 {
-    for (int o = 0; o < node->n_outputs; o++)
-        if (node->outputs[o] >= 0 && !g->tensors[node->outputs[o]].data) return false;
+    const rlt_graph_node *n = &g->nodes[node];
+    for (int o = 0; o < n->n_outputs; o++)
+        if (n->outputs[o] >= 0 && !g->tensors[n->outputs[o]].data) return false;
     return true;
+}
+
+bool rlt_net_node_is_view(const rlt_graph *g, int node)
+{
+    const rlt_graph_node *n = &g->nodes[node];
+    int in = n->n_inputs > 0 ? n->inputs[0] : -1;
+    return rlt_fast_op_is_view(g, node) && in >= 0 && !g->tensors[in].data;
+}
+
+void rlt_net_node_tasks(const rlt_graph *g, const rlt_graph_tasks *gt, int *task_of, int *occ_of)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        task_of[i] = -1;
+        if (occ_of) occ_of[i] = -1;
+    }
+    for (int t = 0; t < gt->n_tasks; t++) {
+        const rlt_graph_task *task = &gt->tasks[t];
+        for (int o = 0; o < task->weight; o++) {
+            int end = o + 1 < task->weight ? task->starts[o + 1] : task->n_nodes;
+            for (int k = task->starts[o]; k < end; k++) task_of[task->nodes[k]] = RLT_NET_FUSED;
+            task_of[task->nodes[task->starts[o]]] = t;
+            if (occ_of) occ_of[task->nodes[task->starts[o]]] = o;
+        }
+    }
 }
 
 /* A Concat whose parts are contiguous in its output (every output
@@ -321,12 +373,11 @@ static bool is_folded(const rlt_graph *g, const rlt_graph_node *node)
  * nothing. Only inputs written by a step of this network and in no other
  * block yet qualify (not a graph input, not a view, not a part of another
  * Concat, not twice in this one); when one does not, the Concat copies as
- * before. Returns whether it was placed. */
-static bool concat_in_place(rlt_net *n, int node)
+ * before. */
+bool rlt_net_concat_fits_in_place(const rlt_graph *g, int node, const int *alias)
 {
-    const rlt_graph *g = n->g;
     const rlt_graph_node *c = &g->nodes[node];
-    if (c->n_outputs != 1 || c->outputs[0] < 0 || c->n_inputs < 1) return false;
+    if (strcmp(c->op_type, "Concat") != 0 || c->n_outputs != 1 || c->outputs[0] < 0 || c->n_inputs < 1) return false;
     const rlt_graph_tensor *out = &g->tensors[c->outputs[0]];
     int64_t axis = rlt_graph_attr_int(c, "axis", 0);
     if (axis < 0) axis += out->rank;
@@ -335,12 +386,23 @@ static bool concat_in_place(rlt_net *n, int node)
         if (out->dims[d] != 1) return false;
     for (int i = 0; i < c->n_inputs; i++) {
         int t = c->inputs[i];
-        if (t < 0 || g->tensors[t].data || g->tensors[t].dtype != out->dtype || n->alias[t] != t) return false;
+        if (t < 0 || g->tensors[t].data || g->tensors[t].dtype != out->dtype || alias[t] != t) return false;
         for (int k = 0; k < g->n_inputs; k++)
             if (g->inputs[k] == t) return false;
         for (int j = 0; j < i; j++)
             if (c->inputs[j] == t) return false;
     }
+    return true;
+}
+
+/* Places Concat `node` in place when it fits (rlt_net_concat_fits_in_place):
+ * each input becomes a slice of the output's block. Returns whether it was
+ * placed. */
+static bool concat_in_place(rlt_net *n, int node)
+{
+    const rlt_graph *g = n->g;
+    const rlt_graph_node *c = &g->nodes[node];
+    if (!rlt_net_concat_fits_in_place(g, node, n->alias)) return false;
     int64_t off = 0;
     for (int i = 0; i < c->n_inputs; i++) {
         int t = c->inputs[i];
@@ -372,19 +434,11 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
         goto cleanup;
     }
     for (int t = 0; t < g->n_tensors; t++) n->alias[t] = t;
-    for (int i = 0; i < g->n_nodes; i++) task_of[i] = occ_of[i] = -1;
-    for (int t = 0; t < gt->n_tasks; t++) {
-        const rlt_graph_task *task = &gt->tasks[t];
-        for (int o = 0; o < task->weight; o++) {
-            int end = o + 1 < task->weight ? task->starts[o + 1] : task->n_nodes;
-            for (int k = task->starts[o]; k < end; k++) task_of[task->nodes[k]] = -2; /* fused */
-            task_of[task->nodes[task->starts[o]]] = t;
-            occ_of[task->nodes[task->starts[o]]] = o;
-        }
-    }
+    rlt_net_node_tasks(g, gt, task_of, occ_of);
     for (int i = 0; i < g->n_nodes; i++) {
         const rlt_graph_node *node = &g->nodes[i];
-        if (node->is_removed || task_of[i] == -2 || (task_of[i] < 0 && is_folded(g, node))) continue;
+        if (node->is_removed || task_of[i] == RLT_NET_FUSED || (task_of[i] < 0 && rlt_net_node_is_folded(g, i)))
+            continue;
         net_step *s = &n->steps[n->n_steps++];
         s->node = i;
         s->task = task_of[i];
@@ -397,11 +451,10 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
             }
             if ((st = rlt_fast_op_create(g, i, &s->fast, diag)) != RLT_STATUS_OK) goto cleanup;
             /* a view of an activation shares its buffer: nothing is copied */
-            int in = node->n_inputs > 0 ? node->inputs[0] : -1;
-            if (rlt_fast_op_is_view(g, i) && in >= 0 && !g->tensors[in].data) {
+            if (rlt_net_node_is_view(g, i)) {
                 s->is_view = true;
-                n->alias[node->outputs[0]] = in;
-            } else if (strcmp(node->op_type, "Concat") == 0 && concat_in_place(n, i)) {
+                n->alias[node->outputs[0]] = node->inputs[0];
+            } else if (concat_in_place(n, i)) {
                 s->is_view = true;
             }
             continue;

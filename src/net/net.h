@@ -49,6 +49,67 @@ rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_
  * each other, slowing every kernel (docs/net.md, "Threads"). */
 bool rlt_net_takes_record(const char *config, int n_threads);
 
+/* ---- the steps a compile makes of a graph ----------------------------------
+ *
+ * What rlt_net_compile decides per node and per task, shared with the cost
+ * model of graph substitutions (gopt/cost.c), which costs a graph as the
+ * steps a compile would make of it without compiling it. Walking the nodes
+ * in order, a node is skipped when it is removed, fused into a task's
+ * occurrence (rlt_net_node_tasks gives RLT_NET_FUSED) or, being no kernel
+ * node, folded (rlt_net_node_is_folded); a kernel node runs its task's
+ * kernel; any other node is a view (rlt_net_node_is_view: alias[output 0]
+ * becomes input 0), else a Concat placed in place
+ * (rlt_net_concat_fits_in_place: alias[each input] becomes the output),
+ * else it runs its fast op or the evaluator. alias starts as the identity
+ * over g's tensors. */
+
+#define RLT_NET_FUSED (-2) /* rlt_net_node_tasks: a node fused into an occurrence */
+
+/* Per node of g (task_of[g->n_nodes]): the index in gt (g's tasks,
+ * rlt_graph_tasks_extract) of the task whose occurrence it is the kernel
+ * node of, RLT_NET_FUSED for a node fused into an occurrence, -1 for the
+ * others. occ_of (may be NULL): the kernel nodes' occurrence numbers, -1
+ * elsewhere. */
+void rlt_net_node_tasks(const rlt_graph *g, const rlt_graph_tasks *gt, int *task_of, int *occ_of);
+
+/* True when every output of the node is a constant: it runs nothing. */
+bool rlt_net_node_is_folded(const rlt_graph *g, int node);
+
+/* True when the node only reinterprets an activation's bytes
+ * (rlt_fast_op_is_view, its input not a constant): its output shares its
+ * input's buffer and it runs nothing. */
+bool rlt_net_node_is_view(const rlt_graph *g, int node);
+
+/* True when Concat `node` can be placed in place: its parts are contiguous
+ * in its output (every output dimension before the axis is 1), and each
+ * input is written by a step of the network and lives in no other block
+ * yet (alias[t] == t: not a view's input, not a part of another Concat;
+ * not a graph input, not a constant, not twice in this Concat, of the
+ * output's type). alias: per tensor of g, as the walk has left it so far.
+ * False for any other node. */
+bool rlt_net_concat_fits_in_place(const rlt_graph *g, int node, const int *alias);
+
+/* The record a network compiles a task with: the best record (rlt_db_best_where,
+ * taking only what rlt_net_takes_record at n_threads) of the fused op's spec
+ * on `target` (a key text) whose schedule applies to op (the task's fused
+ * op, parsed from spec), else the same of the op without its epilogue.
+ * *out_found says whether there was one; then *out is it, *nest its
+ * schedule applied to op and *out_origin RLT_NET_FROM_RECORD or
+ * RLT_NET_FROM_BASE_RECORD. out and nest are scratch otherwise. Errors: the
+ * database's (IO_ERROR). */
+rlt_status rlt_net_task_record(rlt_db *db, const char *target, const char *spec, const rlt_op *op, int n_threads,
+                               rlt_record *out, rlt_nest *nest, rlt_net_origin *out_origin, bool *out_found,
+                               rlt_diag *diag);
+
+/* The schedule a network compiles a task with when it takes no record: the
+ * first rule-built seed of op's search space at n_threads, clang never
+ * offered (the network's own compiler builds every seed). *out gets its
+ * nest; key and schedule, when not NULL, get the seed's configuration key
+ * (rlt_space_config_key) and schedule text (rlt_sched_print) appended:
+ * what a record of it holds. Errors: the space's, OUT_OF_MEMORY. */
+rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt_str *key, rlt_str *schedule,
+                             rlt_diag *diag);
+
 /* The graph the net runs (borrowed). */
 const rlt_graph *rlt_net_graph(const rlt_net *n);
 
