@@ -74,6 +74,7 @@
 #include "rltune/env.h"
 #include "rltune/experiment.h"
 #include "rltune/export.h"
+#include "rltune/graph_opt.h"
 #include "rltune/measure.h"
 #include "rltune/model.h"
 #include "rltune/npy.h"

@@ -47,6 +47,18 @@ cleanup:
     return st;
 }
 
+rlt_status rlt_model_from_graph(rlt_graph *g, rlt_model **out, rlt_diag *diag)
+{
+    rlt_model *m = rlt_calloc(1, sizeof *m);
+    if (!m) {
+        rlt_graph_destroy(g);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making a model");
+    }
+    m->graph = g;
+    *out = m;
+    return RLT_STATUS_OK;
+}
+
 void rlt_model_destroy(rlt_model *m)
 {
     if (!m) return;

@@ -19,6 +19,10 @@ const rlt_graph *rlt_model_graph(const rlt_model *m);
  * bool inputs zero. OUT_OF_MEMORY; all NULL on failure. */
 rlt_status rlt_graph_random_inputs(const rlt_graph *g, uint64_t seed, rlt_array **out, rlt_diag *diag);
 
+/* A model holding graph g (sorted, inferred; owned by the model from now
+ * on, also when this fails). Fails only when out of memory. */
+rlt_status rlt_model_from_graph(rlt_graph *g, rlt_model **out, rlt_diag *diag);
+
 /* Keeps a failed call's message as m's last error and hands d to diag
  * (rlt_diag_keep); returns st. */
 rlt_status rlt_model_noted(rlt_model *m, rlt_status st, const rlt_diag *d, rlt_diag *diag);

@@ -58,12 +58,68 @@ rlt_status rlt_graph_create(int opset, rlt_graph **out, rlt_diag *diag)
 
 void rlt_graph_destroy(rlt_graph *g)
 {
-    if (!g) return;
-    rlt_free(g->slots);
-    rlt_free(g->nodes);
-    rlt_free(g->tensors);
-    rlt_arena_destroy(g->arena);
-    rlt_free(g);
+    while (g) {
+        g->is_destroyed = true;
+        if (g->n_clones > 0) return; /* the last clone frees it */
+        rlt_graph *base = g->base;
+        rlt_free(g->slots);
+        rlt_free(g->nodes);
+        rlt_free(g->tensors);
+        rlt_arena_destroy(g->arena);
+        rlt_free(g);
+        if (!base) return;
+        base->n_clones--;
+        g = base->is_destroyed ? base : NULL;
+    }
+}
+
+/* A copy of n ints in g's arena (NULL only when out of memory). */
+static int *ints_copy(rlt_graph *g, const int *v, int n)
+{
+    int *copy = rlt_arena_alloc(g->arena, (size_t)n * sizeof *copy + 1);
+    if (copy && n) memcpy(copy, v, (size_t)n * sizeof *copy);
+    return copy;
+}
+
+rlt_status rlt_graph_clone(const rlt_graph *g, rlt_graph **out, rlt_diag *diag)
+{
+    *out = NULL;
+    rlt_graph *c = NULL;
+    if (rlt_graph_create(g->opset, &c, diag) != RLT_STATUS_OK) return RLT_STATUS_OUT_OF_MEMORY;
+    c->tensors = rlt_malloc(((size_t)g->n_tensors + 1) * sizeof *c->tensors);
+    c->nodes = rlt_malloc(((size_t)g->n_nodes + 1) * sizeof *c->nodes);
+    c->slots = g->n_slots ? rlt_malloc((size_t)g->n_slots * sizeof *c->slots) : NULL;
+    c->inputs = ints_copy(c, g->inputs, g->n_inputs);
+    c->outputs = ints_copy(c, g->outputs, g->n_outputs);
+    bool is_ok = c->tensors && c->nodes && (c->slots || !g->n_slots) && c->inputs && c->outputs;
+    if (is_ok) {
+        if (g->n_tensors) memcpy(c->tensors, g->tensors, (size_t)g->n_tensors * sizeof *c->tensors);
+        if (g->n_slots) memcpy(c->slots, g->slots, (size_t)g->n_slots * sizeof *c->slots);
+        c->n_tensors = c->cap_tensors = g->n_tensors;
+        c->n_slots = g->n_slots;
+        c->n_inputs = g->n_inputs;
+        c->n_outputs = g->n_outputs;
+        c->cap_nodes = g->n_nodes;
+        for (int i = 0; i < g->n_nodes && is_ok; i++) {
+            rlt_graph_node node = g->nodes[i];
+            node.inputs = ints_copy(c, node.inputs, node.n_inputs);
+            node.outputs = ints_copy(c, node.outputs, node.n_outputs);
+            rlt_graph_attr *attrs = rlt_arena_alloc(c->arena, (size_t)node.n_attrs * sizeof *attrs + 1);
+            if (attrs && node.n_attrs) memcpy(attrs, node.attrs, (size_t)node.n_attrs * sizeof *attrs);
+            node.attrs = attrs;
+            is_ok = node.inputs && node.outputs && attrs;
+            c->nodes[c->n_nodes++] = node;
+        }
+    }
+    if (!is_ok) {
+        rlt_graph_destroy(c);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory copying a graph");
+    }
+    rlt_graph *base = (rlt_graph *)g; /* only its clone count changes */
+    base->n_clones++;
+    c->base = base;
+    *out = c;
+    return RLT_STATUS_OK;
 }
 
 /* ---- the name table ------------------------------------------------------ */

@@ -118,6 +118,10 @@ typedef struct rlt_graph {
     int *outputs;        /* arena-owned: tensors the graph computes */
     int n_slots;         /* name lookup: open addressing, tensor index + 1, 0 = empty */
     int *slots;          /* heap */
+    struct rlt_graph *base; /* a clone's original (rlt_graph_clone), whose arena holds the names, attribute
+                               values and constant data the clone borrows; NULL for other graphs */
+    int n_clones;        /* live clones borrowing from this graph: it is freed after the last of them */
+    bool is_destroyed;   /* rlt_graph_destroy was called; freed once n_clones is 0 */
 } rlt_graph;
 
 /* ---- building ------------------------------------------------------------ */
@@ -126,6 +130,15 @@ typedef struct rlt_graph {
  * out of memory. */
 rlt_status rlt_graph_create(int opset, rlt_graph **out, rlt_diag *diag);
 void rlt_graph_destroy(rlt_graph *g); /* NULL ok */
+
+/* A copy of g that changes independently of it (free with
+ * rlt_graph_destroy): its own tensor and node arrays, input / output and
+ * attribute lists, sharing g's names, attribute values and constant data,
+ * which it borrows. g stays allocated until it and every clone of it are
+ * destroyed (in any order), so the graphs of a search can share one
+ * network's weights. What the clone adds lives in its own arena. Fails
+ * only when out of memory. */
+rlt_status rlt_graph_clone(const rlt_graph *g, rlt_graph **out, rlt_diag *diag);
 
 /* The tensor of that name, or -1. */
 int rlt_graph_tensor_find(const rlt_graph *g, const char *name);
