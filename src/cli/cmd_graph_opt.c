@@ -242,6 +242,48 @@ static int read_options(const rlt_cli_args *args, gopt_view *v)
     return RLT_CLI_EXIT_OK;
 }
 
+int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db_path, int n_threads, bool is_quiet,
+                            rlt_model **model_io)
+{
+    rlt_diag d = {0};
+    rlt_rules *rules = NULL;
+    rlt_model *better = NULL;
+    rlt_graph_opt_result res = {0};
+    int rc = RLT_CLI_EXIT_OK;
+    if (strcmp(search, "greedy") != 0 && strcmp(search, "taso") != 0 && strcmp(search, "none") != 0) {
+        rlt_cli_error("--graph-opt: '%s' is not a search; expected greedy, taso or none", search);
+        return RLT_CLI_EXIT_USAGE;
+    }
+    rlt_graph_opt_options o;
+    rlt_graph_opt_options_init(&o);
+    o.search = search;
+    o.db_path = db_path;
+    o.n_threads = n_threads;
+    rlt_status st = rlt_rules_load(NULL, &rules, &d);
+    if (st == RLT_STATUS_OK) st = rlt_rules_verify(rules, o.seed, &d);
+    if (st == RLT_STATUS_OK) st = rlt_model_graph_opt(*model_io, rules, &o, &better, &res, &d);
+    if (st != RLT_STATUS_OK) {
+        rlt_cli_error("%s: --graph-opt: %s", path, d.message);
+        rc = rlt_cli_exit_for(st);
+        goto cleanup;
+    }
+    if (!is_quiet) {
+        printf("graph-opt: %s: ", search);
+        if (res.n_steps == 0) printf("no rewrite lowers the cost");
+        for (int i = 0; i < res.n_steps; i++) printf("%s%s", i ? ", " : "", res.steps[i].rule);
+        printf("; cost %.4f -> %.4f ms, %d graphs costed in %.1f s\n", res.cost_before_ms, res.cost_after_ms,
+               res.n_cost_evals, res.search_s);
+    }
+    rlt_model_destroy(*model_io);
+    *model_io = better;
+    better = NULL;
+cleanup:
+    rlt_graph_opt_result_free(&res);
+    rlt_model_destroy(better);
+    rlt_rules_destroy(rules);
+    return rc;
+}
+
 static int run_graph_opt(const rlt_cli_args *args)
 {
     gopt_view v = {.path = rlt_cli_args_get(args, "model")};

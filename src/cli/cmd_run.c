@@ -29,6 +29,7 @@ static const rlt_cli_opt run_opts[] = {
     {"profile", NULL, "also time every step (a fused kernel or another node) and list them"},
     {"cc", "CMD", "compiler for the kernels (default $RLTUNE_CC, else gcc): part of the records' target"},
     {"cflags", "FLAGS", "compiler flags (default \"" RLT_DEFAULT_CFLAGS "\")"},
+    {"graph-opt", "SEARCH", "first rewrite the graph with rltune's substitutions: greedy, taso or none"},
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 
@@ -299,6 +300,12 @@ static int run_run(const rlt_cli_args *args)
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
+    /* a rewritten graph is checked against the original graph's reference */
+    if (rlt_cli_args_has(args, "graph-opt") &&
+        (rc = rlt_cli_graph_opt_apply(rlt_cli_args_get(args, "graph-opt"), r.path, r.db_path, r.n_threads,
+                                      rlt_cli_args_has(args, "json"), &r.model)) != RLT_CLI_EXIT_OK)
+        goto cleanup;
+    rc = RLT_CLI_EXIT_INTERNAL;
     rlt_net_options o;
     rlt_net_options_init(&o);
     o.db_path = r.db_path;

@@ -27,6 +27,7 @@ static const rlt_cli_opt tune_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=512,N=512,K=512 (see 'rltune ops')"},
     {"model", "FILE", "tune a whole ONNX model instead: its tasks share --trials (see 'rltune tasks')"},
     {"no-transfer", NULL, "--model: do not warm-start xgb / xgb-rank / ppo from the model's other tasks' records"},
+    {"graph-opt", "SEARCH", "--model: first rewrite the graph with rltune's substitutions (greedy, taso, none)"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), the learning agents ga-dqn, dqn, bandit, ppo, "
@@ -251,6 +252,10 @@ static int run_tune(const rlt_cli_args *args)
     }
     if (rlt_cli_args_has(args, "no-transfer") && !rlt_cli_args_has(args, "model")) {
         rlt_cli_error("--no-transfer goes with --model (an op's run transfers only with --transfer)");
+        goto cleanup;
+    }
+    if (rlt_cli_args_has(args, "graph-opt") && !rlt_cli_args_has(args, "model")) {
+        rlt_cli_error("--graph-opt goes with --model: it rewrites a whole network's graph");
         goto cleanup;
     }
     if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;

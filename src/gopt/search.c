@@ -43,6 +43,7 @@ const char *rlt_gopt_search_str(rlt_gopt_search_kind k)
 typedef struct snode {
     rlt_graph *g;       /* owned while queued or best; NULL once dropped */
     double cost;
+    int n_nodes;        /* live nodes: of two graphs costing the same, the smaller is better */
     int parent;         /* index in the search's nodes, -1 for the start */
     int rule;
     char where[128];
@@ -109,11 +110,22 @@ static int node_add(search *s, rlt_graph *g, double cost, int parent, int rule, 
     }
     snode *n = &s->nodes[s->n_nodes];
     *n = (snode){.g = g, .cost = cost, .parent = parent, .rule = rule};
+    for (int i = 0; i < g->n_nodes; i++) n->n_nodes += !g->nodes[i].is_removed;
     snprintf(n->where, sizeof n->where, "%s", where ? where : "");
     return s->n_nodes++;
 }
 
-static bool heap_less(const search *s, int a, int b) { return s->nodes[a].cost < s->nodes[b].cost; }
+/* Whether graph a is better than graph b: it costs less, or as much with
+ * fewer nodes (removing an Identity costs nothing and still simplifies). */
+static bool better(const search *s, int a, int b)
+{
+    const snode *x = &s->nodes[a], *y = &s->nodes[b];
+    double tie = 1e-9 * fmax(fabs(x->cost), fabs(y->cost)); /* sums of the same times in another order */
+    if (fabs(x->cost - y->cost) <= tie) return x->n_nodes < y->n_nodes;
+    return x->cost < y->cost;
+}
+
+static bool heap_less(const search *s, int a, int b) { return better(s, a, b); }
 
 static bool heap_push(search *s, int node)
 {
@@ -213,7 +225,7 @@ static rlt_status expand(search *s, int from, keep_fn keep)
 /* s->best is the round's start or the best child of it so far. */
 static bool keep_greedy(search *s, int child)
 {
-    if (s->nodes[child].cost >= s->nodes[s->best].cost) return false;
+    if (!better(s, child, s->best)) return false;
     if (s->nodes[s->best].parent == s->nodes[child].parent) { /* a sibling beaten */
         rlt_graph_destroy(s->nodes[s->best].g);
         s->nodes[s->best].g = NULL;
@@ -246,9 +258,9 @@ static rlt_status run_greedy(search *s, int start)
 static bool keep_taso(search *s, int child)
 {
     double c = s->nodes[child].cost;
-    if (c >= s->o->alpha * s->nodes[s->best].cost) return false;
+    if (c >= s->o->alpha * s->nodes[s->best].cost && !better(s, child, s->best)) return false;
     if (!heap_push(s, child)) return false;
-    if (c < s->nodes[s->best].cost) s->best = child;
+    if (better(s, child, s->best)) s->best = child;
     return true;
 }
 

@@ -1,0 +1,156 @@
+/* End-to-end tests of `rltune rules` (cmd_rules.c) and `rltune graph-opt`
+ * (cmd_graph_opt.c), and of --graph-opt on `run` and `tune --model`: the
+ * shipped rules list and verify; a file with a wrong rule is refused with
+ * its counterexample (exit 2); a small network that the rules rewrite
+ * (two sibling convolutions concatenated, an Identity, a Dropout) is
+ * optimised greedily and by TASO's search, the rewrites printed, the
+ * optimised network checked against the original and written as ONNX,
+ * which rltune loads again; errors: unknown search, missing model, bad
+ * numbers, a rules file that does not parse. */
+#include <cjson/cJSON.h>
+
+#include "../common/json.h"
+#include "../common/onnx_build.h"
+#include "../common/tmp.h"
+#include "cli_runner.h"
+
+static char tmp_dir[] = "/tmp/rlt_cli_gopt_XXXXXX";
+static char model_path[300], out_path[300], bad_rules[300], broken_rules[300], db_path[300];
+
+/* x -> Identity -> two 3x3 convolutions (4 and 6 channels) -> Concat ->
+ * Dropout -> Relu. */
+static void setup(void)
+{
+    tmp_dir_use(tmp_dir);
+    snprintf(model_path, sizeof model_path, "%s/net.onnx", tmp_dir);
+    snprintf(out_path, sizeof out_path, "%s/opt.onnx", tmp_dir);
+    snprintf(bad_rules, sizeof bad_rules, "%s/bad.rules", tmp_dir);
+    snprintf(broken_rules, sizeof broken_rules, "%s/broken.rules", tmp_dir);
+    snprintf(db_path, sizeof db_path, "%s/records.db", tmp_dir);
+    uint64_t rng = 9;
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, OB_DIMS(1, 3, 10, 10));
+    ob_node(&b, "Identity", "id", "x", "xi");
+    ob_conv_rand(&b, "e1", "xi", "y1", 3, 4, 3, 1, 1, 1, true, &rng);
+    ob_conv_rand(&b, "e2", "xi", "y2", 3, 6, 3, 1, 1, 1, true, &rng);
+    ob_attr_i(&b, ob_node(&b, "Concat", "cat", "y1,y2", "z"), "axis", 1);
+    ob_node(&b, "Dropout", "drop", "z", "zd");
+    ob_node(&b, "Relu", "act", "zd", "y");
+    ob_output(&b, "y");
+    cr_assert(ob_write(&b, model_path), "cannot write %s", model_path);
+    ob_free(&b);
+    FILE *f = fopen(bad_rules, "w");
+    cr_assert_not_null(f);
+    fputs("# relu(a + b) is not relu(a) + relu(b)\nrule relu_splits\n  src s = Add(a, b)\n  src y = Relu(s)\n"
+          "  dst ra = Relu(a)\n  dst rb = Relu(b)\n  dst y2 = Add(ra, rb)\n  out y -> y2\n"
+          "  check a=f32[4,5] b=f32[4,5]\nend\n",
+          f);
+    fclose(f);
+    f = fopen(broken_rules, "w");
+    cr_assert_not_null(f);
+    fputs("rule half\n  src y = Relu(x)\n", f);
+    fclose(f);
+}
+
+static void teardown(void) { tmp_remove_tree(tmp_dir); }
+
+TestSuite(cli_graph_opt, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(cli_graph_opt, rules_list_and_verify)
+{
+    cli_run r = CLI("rules", "list");
+    assert_ok(&r);
+    assert_has(r.out, "merge_sibling_convs_concat", "stdout");
+    assert_has(r.out, "enlarge_conv_1x1_to_3x3", "stdout");
+    cli_run_free(&r);
+    r = CLI("rules", "verify");
+    assert_ok(&r);
+    assert_has(r.out, "ok  fold_batchnorm_into_conv", "stdout");
+    assert_has(r.out, "within 1e-5\n", "stdout");
+    assert_has(r.out, " rules verified (shipped)\n", "stdout");
+    cli_run_free(&r);
+    r = CLI("rules", "verify", "--json");
+    assert_ok(&r);
+    cJSON *j = json_parse_object_line(r.out);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "verified")));
+    cr_assert_geq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "list")), 20);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
+Test(cli_graph_opt, a_wrong_rule_is_refused)
+{
+    cli_run r = CLI("rules", "verify", bad_rules);
+    cr_assert_eq(r.exit_code, 2, "exit %d\n%s", r.exit_code, r.err);
+    cr_assert_str_empty(r.out);
+    assert_has(r.err, "rule relu_splits is refused", "stderr");
+    assert_has(r.err, "differs at element", "stderr");
+    cli_run_free(&r);
+    /* graph-opt verifies the user's rules before it starts */
+    r = CLI("graph-opt", "--model", model_path, "--rules", bad_rules, "--no-measure");
+    cr_assert_eq(r.exit_code, 2, "exit %d\n%s", r.exit_code, r.err);
+    assert_has(r.err, "refused", "stderr");
+    cli_run_free(&r);
+}
+
+Test(cli_graph_opt, greedy_rewrites_checks_and_writes)
+{
+    cli_run r = CLI("graph-opt", "--model", model_path, "--search", "greedy", "--db", db_path, "--out", out_path,
+                    "--repeat", "3");
+    assert_ok(&r);
+    assert_has(r.out, "rewrites (", "stdout");
+    assert_has(r.out, "remove_identity", "stdout");
+    assert_has(r.out, "remove_dropout", "stdout");
+    assert_has(r.out, "merge_sibling_convs_concat", "stdout");
+    assert_has(r.out, "nodes: 6 -> 2\n", "stdout");
+    assert_has(r.out, "outputs match the original's", "stdout");
+    assert_has(r.out, "wrote ", "stdout");
+    cli_run_free(&r);
+    /* the written graph loads: one fused kernel left */
+    r = CLI("tasks", "--model", out_path);
+    assert_ok(&r);
+    assert_has(r.out, "tasks: 1 (1 kernel)", "stdout");
+    cli_run_free(&r);
+    /* run --graph-opt does the same rewrites before compiling */
+    r = CLI("run", "--model", model_path, "--db", db_path, "--graph-opt", "greedy", "--repeat", "3");
+    assert_ok(&r);
+    assert_has(r.out, "graph-opt: greedy: ", "stdout");
+    assert_has(r.out, "merge_sibling_convs_concat", "stdout");
+    assert_has(r.out, ": OK", "stdout");
+    cli_run_free(&r);
+}
+
+Test(cli_graph_opt, taso_json)
+{
+    cli_run r = CLI("graph-opt", "--model", model_path, "--search", "taso", "--budget", "5", "--json", "--repeat", "3");
+    assert_ok(&r);
+    cJSON *j = json_parse_object_line(r.out);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "search")), "taso");
+    double before = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "cost_before_ms"));
+    double after = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "cost_after_ms"));
+    cr_assert_gt(before, 0);
+    cr_assert_lt(after, before);
+    cr_assert_geq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rewrites")), 3);
+    cr_assert_geq(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "cost_evals")), 4);
+    cr_assert_leq(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "expanded")), 5);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "correct")));
+    cr_assert_lt(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "max_error")), 1e-4);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
+Test(cli_graph_opt, bad_input)
+{
+    EXPECT_USAGE_ERROR("--model FILE is required", "graph-opt");
+    EXPECT_USAGE_ERROR("'beam' is not a search", "graph-opt", "--model", model_path, "--search", "beam");
+    EXPECT_USAGE_ERROR("--alpha", "graph-opt", "--model", model_path, "--alpha", "0.5");
+    EXPECT_USAGE_ERROR("--budget", "graph-opt", "--model", model_path, "--budget", "-1");
+    EXPECT_USAGE_ERROR("broken.rules:2: rule half is not closed", "graph-opt", "--model", model_path, "--rules",
+                       broken_rules, "--no-measure");
+    EXPECT_USAGE_ERROR("needs a sub-command", "rules");
+    EXPECT_USAGE_ERROR("unknown sub-command 'check'", "rules", "check");
+    EXPECT_USAGE_ERROR("--graph-opt: 'beam' is not a search", "run", "--model", model_path, "--graph-opt", "beam");
+    EXPECT_USAGE_ERROR("--graph-opt goes with --model", "tune", "--op", "matmul:M=8,N=8,K=8", "--graph-opt",
+                       "greedy", "--trials", "1");
+}
