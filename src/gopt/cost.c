@@ -656,6 +656,8 @@ rlt_status rlt_gcost_graph(rlt_gcost *c, const rlt_graph *g, double *total_ms, d
             alias[node->outputs[0]] = node->inputs[0];
         } else if (rlt_net_concat_fits_in_place(g, i, alias)) {
             for (int k = 0; k < node->n_inputs; k++) alias[node->inputs[k]] = node->outputs[0];
+        } else if (rlt_net_split_fits_in_place(g, i, alias)) {
+            for (int k = 0; k < node->n_outputs; k++) alias[node->outputs[k]] = node->inputs[0];
         } else if ((st = op_time(c, g, i, &ms, diag)) != RLT_STATUS_OK) {
             goto cleanup;
         }

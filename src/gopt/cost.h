@@ -5,8 +5,8 @@
  * A graph's cost is the sum of its steps' times, its steps being what
  * rlt_net_compile would make of it: a kernel per task occurrence (graph
  * tasks: a Conv / Gemm / MatMul with its fused epilogue), a fast op (or the
- * evaluator) per other live node, nothing for views and for Concats placed
- * in place. A task's time is its best record in the records database (the
+ * evaluator) per other live node, nothing for views and for Concats and
+ * Splits placed in place. A task's time is its best record in the records database (the
  * fused op's, else the op's without its epilogue, as the net compiler
  * chooses), else its seed schedule's, measured once (built and run by the
  * measurement runner) and cached; a fast op's time is measured once in

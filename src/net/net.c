@@ -4,7 +4,8 @@
  *
  * Compiling, in order:
  *   1. the tasks (graph/tasks.c) and the steps: one per occurrence of a task
- *      (at its kernel node's place) and one per other live node;
+ *      (at its kernel node's place) and one per other live node, views,
+ *      Concats and Splits placed in place running nothing;
  *   2. each occurrence's tensors bound to the fused op's: graph tensors, or
  *      buffers made here (a weight transposed to dense's [N,K] or scaled by
  *      Gemm's alpha; the bias: the kernel's own plus fused per-channel Adds);
@@ -372,8 +373,8 @@ void rlt_net_node_tasks(const rlt_graph *g, const rlt_graph_tasks *gt, int *task
  * slice of the output's block (alias, alias_off) and the step runs
  * nothing. Only inputs written by a step of this network and in no other
  * block yet qualify (not a graph input, not a view, not a part of another
- * Concat, not twice in this one); when one does not, the Concat copies as
- * before. */
+ * Concat, not an output of a Split placed in place, not twice in this
+ * one); when one does not, the Concat copies as before. */
 bool rlt_net_concat_fits_in_place(const rlt_graph *g, int node, const int *alias)
 {
     const rlt_graph_node *c = &g->nodes[node];
@@ -407,6 +408,64 @@ static bool concat_in_place(rlt_net *n, int node)
     for (int i = 0; i < c->n_inputs; i++) {
         int t = c->inputs[i];
         n->alias[t] = c->outputs[0];
+        n->alias_off[t] = off;
+        off += (int64_t)tensor_bytes(&g->tensors[t]);
+    }
+    return true;
+}
+
+/* A Split whose parts are contiguous in its input (every input dimension
+ * before the axis is 1: NCHW channels at batch 1, or the last axis of a
+ * [1, ..., N] tensor) needs no copy: each output becomes a view of its
+ * slice of the input's block (alias, alias_off) and the step runs nothing.
+ * The input may itself be a view or a part of a Concat or of another Split
+ * (plan_memory adds the offsets up the chain), but its block must be an
+ * activation a step writes: not a graph input nor a view of one (the
+ * caller's data stays the caller's), not a constant. Its outputs, placed
+ * in another block, are unfit for a Concat in place after it
+ * (rlt_net_concat_fits_in_place asks alias[t] == t), which then copies. A
+ * graph output among them is fine: the outputs are copied out of vals[]
+ * at the end, as a view's are. */
+bool rlt_net_split_fits_in_place(const rlt_graph *g, int node, const int *alias)
+{
+    const rlt_graph_node *s = &g->nodes[node];
+    if (strcmp(s->op_type, "Split") != 0 || s->n_inputs < 1 || s->inputs[0] < 0 || s->n_outputs < 1) return false;
+    int in = s->inputs[0];
+    const rlt_graph_tensor *x = &g->tensors[in];
+    int64_t axis = rlt_graph_attr_int(s, "axis", 0);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis >= x->rank || x->data) return false;
+    for (int d = 0; d < axis; d++)
+        if (x->dims[d] != 1) return false;
+    int root = in;
+    while (alias[root] != root) root = alias[root];
+    for (int k = 0; k < g->n_inputs; k++)
+        if (g->inputs[k] == root) return false;
+    int64_t sum = 0;
+    for (int o = 0; o < s->n_outputs; o++) {
+        int t = s->outputs[o];
+        if (t < 0) return false;
+        const rlt_graph_tensor *y = &g->tensors[t];
+        if (y->data || y->dtype != x->dtype || y->rank != x->rank) return false;
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && y->dims[d] != x->dims[d]) return false;
+        sum += y->dims[axis];
+    }
+    return sum == x->dims[axis];
+}
+
+/* Places Split `node` in place when it fits (rlt_net_split_fits_in_place):
+ * each output becomes a view of its slice of the input. Returns whether it
+ * was placed. */
+static bool split_in_place(rlt_net *n, int node)
+{
+    const rlt_graph *g = n->g;
+    const rlt_graph_node *s = &g->nodes[node];
+    if (!rlt_net_split_fits_in_place(g, node, n->alias)) return false;
+    int64_t off = 0;
+    for (int o = 0; o < s->n_outputs; o++) {
+        int t = s->outputs[o];
+        n->alias[t] = s->inputs[0];
         n->alias_off[t] = off;
         off += (int64_t)tensor_bytes(&g->tensors[t]);
     }
@@ -454,7 +513,7 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
             if (rlt_net_node_is_view(g, i)) {
                 s->is_view = true;
                 n->alias[node->outputs[0]] = node->inputs[0];
-            } else if (concat_in_place(n, i)) {
+            } else if (concat_in_place(n, i) || split_in_place(n, i)) {
                 s->is_view = true;
             }
             continue;
@@ -492,13 +551,16 @@ static int step_reads(const rlt_net *n, const net_step *s, int *reads, int cap)
 /* Places every activation (non-constant tensor a step or the caller writes)
  * in the arena. Step i runs at time i + 1; inputs are written at 0, outputs
  * read at n_steps + 1. A view's output is its input's block, which lives
- * until the last read of either. */
+ * until the last read of either; likewise a block and its slices (a
+ * Concat's parts, a Split's outputs): every read or write of one is the
+ * block's. */
 static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
 {
     const rlt_graph *g = n->g;
     int nt = g->n_tensors;
     /* a view and its input are one block, the input's; a Concat's parts
-     * are slices of its output's: follow the chains to the block's owner */
+     * are slices of its output's, a Split's outputs slices of its input's:
+     * follow the chains to the block's owner, adding up the offsets */
     for (int t = 0; t < nt; t++) {
         int r = t;
         int64_t off = 0;
@@ -534,7 +596,7 @@ static rlt_status plan_memory(rlt_net *n, rlt_diag *diag)
         for (int w = 0; w < n_writes && !s->is_view; w++) {
             int t = s->task < 0 ? node->outputs[w] : s->out;
             if (t < 0 || g->tensors[t].data) continue;
-            int r = root[t]; /* t itself, or the Concat whose part it is */
+            int r = root[t]; /* t itself, or the owner of the block it is a slice of */
             if (blocks[r].first < 0 || blocks[r].first > time) blocks[r].first = time;
             if (blocks[r].last < time) blocks[r].last = time;
             is_live[r] = true;

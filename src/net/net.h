@@ -11,7 +11,9 @@
  * second compile of the same network cheap), loaded with dlopen, and each
  * occurrence gets its own workspace, into which its weights are packed
  * once. Every other node runs its fast op (ops.h), or the reference
- * evaluator (rlt_graph_eval_node) when it has none; a view runs nothing.
+ * evaluator (rlt_graph_eval_node) when it has none; a view runs nothing,
+ * nor does a Concat or a Split whose parts are contiguous slices of one
+ * block (placed in place).
  * Activations live in one arena placed by the memory plan
  * (graph/memplan.h): a tensor's buffer is reused once its last reader has
  * run. net_internal.h holds the compiled net's structs.
@@ -60,8 +62,9 @@ bool rlt_net_takes_record(const char *config, int n_threads);
  * kernel; any other node is a view (rlt_net_node_is_view: alias[output 0]
  * becomes input 0), else a Concat placed in place
  * (rlt_net_concat_fits_in_place: alias[each input] becomes the output),
- * else it runs its fast op or the evaluator. alias starts as the identity
- * over g's tensors. */
+ * else a Split placed in place (rlt_net_split_fits_in_place: alias[each
+ * output] becomes the input), else it runs its fast op or the evaluator.
+ * alias starts as the identity over g's tensors. */
 
 #define RLT_NET_FUSED (-2) /* rlt_net_node_tasks: a node fused into an occurrence */
 
@@ -83,11 +86,23 @@ bool rlt_net_node_is_view(const rlt_graph *g, int node);
 /* True when Concat `node` can be placed in place: its parts are contiguous
  * in its output (every output dimension before the axis is 1), and each
  * input is written by a step of the network and lives in no other block
- * yet (alias[t] == t: not a view's input, not a part of another Concat;
- * not a graph input, not a constant, not twice in this Concat, of the
- * output's type). alias: per tensor of g, as the walk has left it so far.
- * False for any other node. */
+ * yet (alias[t] == t: not a view's output, not a part of another Concat,
+ * not an output of a Split placed in place; not a graph input, not a
+ * constant, not twice in this Concat, of the output's type). alias: per
+ * tensor of g, as the walk has left it so far. False for any other node. */
 bool rlt_net_concat_fits_in_place(const rlt_graph *g, int node, const int *alias);
+
+/* True when Split `node` can be placed in place: its outputs are
+ * contiguous in its input (every input dimension before the axis is 1:
+ * NCHW channels at batch 1, the last axis of [1, ..., N]), each output is
+ * present, of the input's type and shape but for the axis (the sizes adding
+ * up to it), and the input's block (following alias to its root: the input
+ * may be a view, a Concat's part or another Split's output) is an
+ * activation a step writes: not a graph input nor a view of one, not a
+ * constant. Outputs that are graph outputs are allowed (they are copied
+ * out of their slices). alias: per tensor of g, as the walk has left it so
+ * far. False for any other node. */
+bool rlt_net_split_fits_in_place(const rlt_graph *g, int node, const int *alias);
 
 /* The record a network compiles a task with: the best record (rlt_db_best_where,
  * taking only what rlt_net_takes_record at n_threads) of the fused op's spec

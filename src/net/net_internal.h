@@ -11,7 +11,8 @@
  * tensors, or buffers the compile made: transposed or scaled weights,
  * merged biases), a step of another node runs its fast op (ops_run.h) or
  * the evaluator, and a view runs nothing (its output is its input's
- * block).
+ * block), nor does a Concat or Split placed in place (its parts are
+ * slices of one block).
  */
 #ifndef RLT_NET_INTERNAL_H
 #define RLT_NET_INTERNAL_H
@@ -66,8 +67,10 @@ struct rlt_net {
     net_step *steps;
     void **vals;          /* per tensor: its constant data, or its place in the arena, or NULL */
     int *alias;           /* per tensor: the tensor whose block it lives in (a view's input, a Concat's
-                             output), or itself; after the memory plan, the block's owner (its root) */
-    int64_t *alias_off;   /* per tensor: its byte offset in that tensor's buffer (a Concat's part), or 0 */
+                             output, a Split's input), or itself; after the memory plan, the block's
+                             owner (its root) */
+    int64_t *alias_off;   /* per tensor: its byte offset in that tensor's buffer (a Concat's part, a
+                             Split's output; after the memory plan, in the root's), or 0 */
     void *arena_raw;
     char *arena;          /* arena_raw aligned to RLT_NET_ALIGN: vals[t] - arena is t's offset */
     int64_t arena_bytes;

@@ -3,7 +3,8 @@
  * (src/gopt/cost.c): a task with a record costs exactly the record's time
  * and measures nothing; a seed is measured once per process (a second
  * call, a second graph sharing the task); the per-node times sum to the
- * total, with 0 on fused nodes, views and Concats placed in place, and the
+ * total, with 0 on fused nodes, views and Concats and Splits placed in
+ * place (a Split of the graph input copies and costs its copy), and the
  * nodes that cost something are exactly those a compiled network runs;
  * identical fast-op nodes are timed once; a seed measurement is stored in
  * the database and the next cost model reads it instead of measuring; at
@@ -113,7 +114,8 @@ static rlt_gcost_stats stats_of(const rlt_gcost *c)
 
 /* Checks that per_node sums to total, and that the nodes with a time are
  * exactly those whose step runs something in the compiled network: a
- * kernel, or a node that is no view (nor a Concat placed in place). */
+ * kernel, or a node that is no view (nor a Concat or Split placed in
+ * place). */
 static void check_against_net(const rlt_graph *g, const double *per_node, double total, int n_threads)
 {
     double sum = 0;
@@ -371,6 +373,43 @@ Test(gopt_cost, concat_in_place_costs_nothing)
         check_against_net(g, per_node, total, threads);
         rlt_gcost_destroy(c);
     }
+    rlt_graph_destroy(g);
+    assert_no_leaks();
+}
+
+/* (g) A conv's output Split on channels at batch 1 (its outputs views of
+ * their slices) costs 0, as does a Split of a Flatten of it; a Split of the
+ * graph input must copy: it costs its fast op; a Concat of a Split's
+ * output copies (the part lives in another block). As the net places
+ * them. */
+Test(gopt_cost, split_in_place_costs_nothing)
+{
+    onnx_build b;
+    rng_state = 7;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 4, 6, 6));
+    ob_conv_rand(&b, "conv", "x", "c", 4, 8, 3, 1, 1, 1, true, &rng_state);
+    ob_node(&b, "Relu", "relu", "c", "r");
+    ob_attr_i(&b, ob_node(&b, "Split", "sp", "r", "a,b"), "axis", 1);
+    ob_node(&b, "Sigmoid", "sig", "a", "s");
+    ob_attr_i(&b, ob_node(&b, "Flatten", "flat", "r", "f"), "axis", 1);
+    ob_attr_i(&b, ob_node(&b, "Split", "sp_flat", "f", "f0,f1"), "axis", -1);
+    ob_attr_i(&b, ob_node(&b, "Split", "of_input", "x", "x0,x1"), "axis", 1);
+    ob_attr_i(&b, ob_node(&b, "Concat", "cat", "b,s", "y"), "axis", 1);
+    ob_output(&b, "y");
+    ob_output(&b, "f1");
+    ob_output(&b, "x0");
+    rlt_graph *g = load_folded(&b);
+    rlt_gcost *c = cost_create(NULL);
+    double per_node[16];
+    cr_assert_leq(g->n_nodes, 16);
+    double total = cost_of(c, g, per_node);
+    cr_expect_eq(per_node[node_named(g, "sp")], 0.0, "in place");
+    cr_expect_eq(per_node[node_named(g, "sp_flat")], 0.0, "in place, of a view");
+    cr_expect_gt(per_node[node_named(g, "of_input")], 0, "a graph input's Split is copied");
+    cr_expect_gt(per_node[node_named(g, "cat")], 0, "a Split's output is no Concat's part in place");
+    check_against_net(g, per_node, total, 1);
+    rlt_gcost_destroy(c);
     rlt_graph_destroy(g);
     assert_no_leaks();
 }

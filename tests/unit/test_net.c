@@ -8,7 +8,9 @@
  * asymmetric pads, Sigmoid, Pad on activations), a network equal to its reference evaluation
  * (the unfused graph) within 1e-4 of its largest output at 1 and 2
  * threads; schedules taken from records (the fused op's, then the op's
- * without its epilogue) and seeds; the memory plan's peak; errors.
+ * without its epilogue) and seeds; the memory plan's peak; Concats and
+ * Splits placed in place (their slices' offsets, nested chains) and those
+ * that must copy; errors.
  * Models are built in C with tests/common/onnx_build.h, with seeded random
  * weights of modest size.
  */
@@ -324,13 +326,33 @@ Test(net, depthwise_and_fallbacks)
     rlt_graph_destroy(g);
 }
 
-/* The Concats whose step runs nothing (their parts written in place). */
-static int concats_in_place(const rlt_net *n)
+/* The nodes of op_type whose step runs nothing (Concats with their parts
+ * written in place, Splits whose outputs are views of their slices). */
+static int in_place(const rlt_net *n, const char *op_type)
 {
     int c = 0;
     for (int i = 0; i < n->n_steps; i++)
-        c += n->steps[i].is_view && strcmp(n->g->nodes[n->steps[i].node].op_type, "Concat") == 0;
+        c += n->steps[i].is_view && strcmp(n->g->nodes[n->steps[i].node].op_type, op_type) == 0;
     return c;
+}
+
+static int concats_in_place(const rlt_net *n) { return in_place(n, "Concat"); }
+
+/* Whether the step of the node named `name` runs nothing. */
+static bool runs_nothing(const rlt_net *n, const char *name)
+{
+    for (int i = 0; i < n->n_steps; i++)
+        if (strcmp(n->g->nodes[n->steps[i].node].name, name) == 0) return n->steps[i].task < 0 && n->steps[i].is_view;
+    cr_assert_fail("no step of node '%s'", name);
+    return false;
+}
+
+/* The byte offset of tensor `a` from tensor `b` in the arena. */
+static int64_t offset_from(const rlt_net *n, const char *a, const char *b)
+{
+    int ta = rlt_graph_tensor_find(n->g, a), tb = rlt_graph_tensor_find(n->g, b);
+    cr_assert(ta >= 0 && tb >= 0 && n->vals[ta] && n->vals[tb], "%s, %s", a, b);
+    return (int64_t)((char *)n->vals[ta] - (char *)n->vals[tb]);
 }
 
 /* SqueezeNet's fire module: two expand convolutions write their halves of
@@ -366,6 +388,127 @@ Test(net, concats_in_place)
         rlt_net *n = compile_ok(g, threads, NULL);
         check_against_reference(n, g, 6);
         cr_expect_eq(concats_in_place(n), 2, "fire and nest; with_input, twice and rows copy");
+        rlt_net_destroy(n);
+    }
+    rlt_graph_destroy(g);
+}
+
+/* Merged sibling convolutions, as graph substitutions leave them: a conv's
+ * output Split on channels at batch 1 runs nothing (each output a view of
+ * its slice), its outputs read by kernels (at offset 0 and past it), a
+ * fast op and a nested Split; a Split of one part of an in-place Concat
+ * and a Split of the Concat's output (chains of slices whose offsets add
+ * up); a Concat of a Split's output copies (the part lives in another
+ * block); Split outputs that are graph outputs. The input's block lives
+ * until the last reader of any output: two runs against the reference at
+ * 1 and 2 threads, with convolutions after the Split that reuse freed
+ * blocks. */
+Test(net, splits_in_place)
+{
+    onnx_build b;
+    rng_state = 19;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 4, 6, 6));
+    conv(&b, "stem", "x", "s0", 4, 8, 1, 1, 0, 1, true);
+    ob_node(&b, "Relu", "sr", "s0", "s1");
+    ob_init_i64(&b, "sizes_sp", 3, D(3, 3, 2));
+    ob_attr_i(&b, ob_node(&b, "Split", "sp", "s1,sizes_sp", "a,b,c"), "axis", 1);
+    conv(&b, "ka", "a", "ka0", 3, 4, 3, 1, 1, 1, true);
+    ob_node(&b, "Relu", "kar", "ka0", "ka1");
+    conv(&b, "kb", "b", "kb0", 3, 4, 1, 1, 0, 1, true);
+    ob_node(&b, "Sigmoid", "fc", "c", "c1");
+    ob_init_i64(&b, "sizes_sub", 2, D(1, 2));
+    ob_attr_i(&b, ob_node(&b, "Split", "sub", "b,sizes_sub", "b0,b1"), "axis", -3);
+    ob_node(&b, "Relu", "rb", "b1", "b2");
+    ob_init_i64(&b, "sizes_part", 2, D(2, 2));
+    ob_attr_i(&b, ob_node(&b, "Split", "part", "ka1,sizes_part", "k0,k1"), "axis", 1);
+    conv(&b, "kk", "k1", "kk0", 2, 3, 3, 1, 1, 1, true);
+    ob_attr_i(&b, ob_node(&b, "Concat", "fire", "ka1,kb0", "f"), "axis", 1);
+    ob_init_i64(&b, "sizes_back", 2, D(5, 3));
+    ob_attr_i(&b, ob_node(&b, "Split", "back", "f,sizes_back", "f0,f1"), "axis", 1);
+    conv(&b, "kf", "f0", "kf0", 5, 4, 3, 1, 1, 1, false);
+    ob_attr_i(&b, ob_node(&b, "Concat", "mix", "a,c1", "m"), "axis", 1);
+    ob_node(&b, "Add", "sum", "kf0,kb0", "y");
+    ob_output(&b, "y");
+    ob_output(&b, "f1");
+    ob_output(&b, "k0");
+    ob_output(&b, "kk0");
+    ob_output(&b, "b0");
+    ob_output(&b, "b2");
+    ob_output(&b, "m");
+    rlt_graph *g = load_folded(&b);
+    for (int threads = 1; threads <= 2; threads++) {
+        rlt_net *n = compile_ok(g, threads, NULL);
+        check_against_reference(n, g, 7);
+        cr_expect_eq(in_place(n, "Split"), 4, "sp, sub, part and back");
+        cr_expect(runs_nothing(n, "sp") && runs_nothing(n, "sub") && runs_nothing(n, "part") &&
+                  runs_nothing(n, "back"));
+        cr_expect(runs_nothing(n, "fire"), "its parts are kernels' outputs, in no other block");
+        cr_expect_not(runs_nothing(n, "mix"), "a Split's output is a slice of another block: copied");
+        const int64_t plane = 6 * 6 * (int64_t)sizeof(float);
+        cr_expect_eq(offset_from(n, "a", "s1"), 0);
+        cr_expect_eq(offset_from(n, "b", "s1"), 3 * plane);
+        cr_expect_eq(offset_from(n, "c", "s1"), 6 * plane);
+        cr_expect_eq(offset_from(n, "b1", "s1"), 4 * plane, "nested: b's offset plus b1's in b");
+        cr_expect_eq(offset_from(n, "kb0", "f"), 4 * plane);
+        cr_expect_eq(offset_from(n, "k1", "f"), 2 * plane, "a Split of a Concat's part");
+        cr_expect_eq(offset_from(n, "f1", "f"), 5 * plane);
+        rlt_net_destroy(n);
+    }
+    rlt_graph_destroy(g);
+}
+
+/* Splits that must copy: at batch 2, on an axis with a dimension > 1
+ * before it, of a graph input and of a view of one, and a MatMul's
+ * [4, N] on its last axis; a [1, N] MatMul output on its last axis and a
+ * Flatten of a conv's output (a view: the Split's input is a slice of its
+ * block) run nothing. */
+Test(net, splits_that_copy)
+{
+    onnx_build b;
+    rng_state = 23;
+    ob_init(&b, 13);
+    ob_input(&b, "x2", OB_F32, 4, D(2, 8, 4, 4));
+    ob_input(&b, "x1", OB_F32, 4, D(1, 8, 4, 4));
+    ob_input(&b, "v1", OB_F32, 2, D(1, 16));
+    ob_input(&b, "v4", OB_F32, 2, D(4, 16));
+    conv(&b, "c2", "x2", "y2", 8, 8, 1, 1, 0, 1, true);
+    ob_attr_i(&b, ob_node(&b, "Split", "batch2", "y2", "p2,q2"), "axis", 1);
+    ob_node(&b, "Add", "o_batch2", "p2,q2", "o1");
+    ob_attr_i(&b, ob_node(&b, "Split", "of_input", "x1", "pi,qi"), "axis", 1);
+    ob_node(&b, "Add", "o_of_input", "pi,qi", "o2");
+    conv(&b, "c1", "x1", "y1", 8, 8, 3, 1, 1, 1, true);
+    ob_attr_i(&b, ob_node(&b, "Split", "rows", "y1", "pr,qr"), "axis", 2);
+    ob_node(&b, "Add", "o_rows", "pr,qr", "o3");
+    ob_attr_i(&b, ob_node(&b, "Flatten", "fl", "y1", "yf"), "axis", 1);
+    ob_attr_i(&b, ob_node(&b, "Split", "flat", "yf", "pf,qf"), "axis", 1);
+    ob_node(&b, "Add", "o_flat", "pf,qf", "o4");
+    init_rand(&b, "w", 2, D(16, 24), 0.3f);
+    ob_node(&b, "MatMul", "m1", "v1,w", "z1");
+    ob_attr_i(&b, ob_node(&b, "Split", "cols", "z1", "pc,qc"), "axis", -1);
+    ob_node(&b, "Add", "o_cols", "pc,qc", "o5");
+    ob_node(&b, "MatMul", "m4", "v4,w", "z4");
+    ob_attr_i(&b, ob_node(&b, "Split", "cols4", "z4", "pc4,qc4"), "axis", 1);
+    ob_node(&b, "Add", "o_cols4", "pc4,qc4", "o6");
+    ob_attr_i(&b, ob_node(&b, "Flatten", "fi", "x1", "xf"), "axis", 1);
+    ob_attr_i(&b, ob_node(&b, "Split", "of_input_view", "xf", "pv,qv"), "axis", 1);
+    ob_node(&b, "Add", "o_of_input_view", "pv,qv", "o7");
+    for (int i = 1; i <= 7; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "o%d", i);
+        ob_output(&b, name);
+    }
+    rlt_graph *g = load_folded(&b);
+    for (int threads = 1; threads <= 2; threads++) {
+        rlt_net *n = compile_ok(g, threads, NULL);
+        check_against_reference(n, g, 9);
+        cr_expect_eq(in_place(n, "Split"), 2, "flat and cols");
+        cr_expect(runs_nothing(n, "flat") && runs_nothing(n, "cols"));
+        const char *copies[] = {"batch2", "of_input", "rows", "cols4", "of_input_view"};
+        for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++)
+            cr_expect_not(runs_nothing(n, copies[i]), "%s copies", copies[i]);
+        cr_expect_eq(offset_from(n, "qf", "y1"), 64 * (int64_t)sizeof(float));
+        cr_expect_eq(offset_from(n, "qc", "z1"), 12 * (int64_t)sizeof(float));
         rlt_net_destroy(n);
     }
     rlt_graph_destroy(g);

@@ -14,7 +14,9 @@
  * messages. Also: weights compiled into the library, what cannot be
  * exported (a node on the reference evaluator, a bad name, a net of
  * another model), which writes nothing, and allocation failures at every
- * point of an export (OUT_OF_MEMORY, nothing leaked).
+ * point of an export (OUT_OF_MEMORY, nothing leaked). A second network has
+ * a Split and a Concat placed in place (slices of one block at offsets):
+ * it builds, checks and matches rltune's network bit for bit.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -331,6 +333,71 @@ Test(net_export, embedded_weights, .timeout = 300)
     lib l = lib_open(dir, "tiny");
     char msg[256];
     cr_expect_eq(create_status(&l, NULL, msg, sizeof msg), 0, "%s", msg);
+    dlclose(l.handle);
+    rlt_net_destroy(n);
+    rlt_model_destroy(m);
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
+/* A Split on channels at batch 1 whose outputs are views of their slices
+ * (one a graph output, one read by a kernel at an offset past the block's
+ * start), and a Concat whose parts are written in place: the export's
+ * places are the net's (vals[t] - arena, the slices' offsets included),
+ * `make check` passes and the library's outputs equal rltune's bit for
+ * bit. */
+Test(net_export, in_place_split_and_concat, .timeout = 300)
+{
+    char *dir = tmp_dir_make("/tmp/rlt_net_export_XXXXXX");
+    onnx_build b;
+    rng_state = 9;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 4, 6, 6));
+    ob_conv_rand(&b, "c1", "x", "s0", 4, 8, 3, 1, 1, 1, true, &rng_state);
+    ob_node(&b, "Relu", "r1", "s0", "s");
+    ob_init_i64(&b, "sizes", 2, D(3, 5));
+    ob_attr_i(&b, ob_node(&b, "Split", "sp", "s,sizes", "a,bb"), "axis", 1);
+    ob_conv_rand(&b, "c2", "bb", "k", 5, 4, 3, 1, 1, 1, true, &rng_state);
+    ob_node(&b, "Sigmoid", "sig", "a", "sa");
+    ob_attr_i(&b, ob_node(&b, "Concat", "cat", "k,sa", "y"), "axis", 1);
+    ob_output(&b, "y");
+    ob_output(&b, "a");
+    rlt_model *m = model_of(&b, dir);
+    rlt_net *n = compile_ok(m);
+    char out_dir[300];
+    snprintf(out_dir, sizeof out_dir, "%s/lib", dir);
+    rlt_model_export_result res;
+    export_ok(m, n, out_dir, "split_net", false, &res);
+    cr_expect_eq(res.n_kernel_steps, 2, "c1+relu, c2");
+    cr_expect_eq(res.n_fast_ops, 1, "Sigmoid");
+    cr_expect_eq(res.n_views, 2, "the Split and the Concat, in place");
+    cr_expect_eq(res.n_steps, 3, "the views run nothing");
+    cr_expect_eq(res.arena_bytes, rlt_net_activation_bytes(n));
+    char *text = NULL;
+    int rc = make_in(out_dir, "check", &text);
+    cr_assert_eq(rc, 0, "make check failed:\n%s", text);
+    cr_expect(strstr(text, "split_net: 2 outputs, ") && strstr(text, "(tolerance 0.0001 relative): OK"), "%s",
+              text);
+    free(text);
+
+    lib l = lib_open(out_dir, "split_net");
+    char msg[512] = "", path[1400];
+    void *net = NULL;
+    snprintf(path, sizeof path, "%s/split_net.weights", out_dir);
+    cr_assert_eq(l.create(path, 1, &net, msg, sizeof msg), 0, "%s", msg);
+    float x[144], y_lib[252], a_lib[108], y_net[252], a_net[108];
+    rng_state = 98;
+    for (int i = 0; i < 144; i++) x[i] = ob_rand(&rng_state);
+    const void *in[1] = {x};
+    void *out_lib[2] = {y_lib, a_lib}, *out_net[2] = {y_net, a_net};
+    memset(y_lib, 0xff, sizeof y_lib);
+    memset(a_lib, 0xff, sizeof a_lib);
+    cr_assert_eq(l.run(net, in, out_lib), 0, "%s", l.last_error(net));
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_net_run_buffers(n, in, out_net, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_expect(memcmp(y_lib, y_net, sizeof y_lib) == 0, "output y differs from rltune's");
+    cr_expect(memcmp(a_lib, a_net, sizeof a_lib) == 0, "output a differs from rltune's");
+    l.destroy(net);
     dlclose(l.handle);
     rlt_net_destroy(n);
     rlt_model_destroy(m);
