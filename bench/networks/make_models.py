@@ -16,6 +16,11 @@ Models (DIR/NAME.onnx):
     bert_layer_opset13  the same layer and weights at opset 13: LayerNorm decomposed
                       (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add)
     small_cnn         a tiny CNN for CI, input [N,3,32,32] (milliseconds to run)
+    inception_stack   torchvision GoogLeNet's inception (3a), (3b), max pool, (4a), (4b),
+                      input [N,192,28,28], output [N,512,14,14], opset 13 (the third
+                      branch's 5x5 as in the paper; torchvision has a 3x3 there)
+    vit_block         one ViT-Base/16 encoder block (HF ViTLayer, pre-norm), input
+                      [N,197,768], opset 17: bert_layer's attention and MLP
 
 The graphs are written the way PyTorch's TorchScript exporter writes these
 modules in eval mode (torch.onnx.export, static shapes): node names
@@ -24,23 +29,27 @@ parameters ("layer1.0.conv1.weight"), Linear on 3-D input as MatMul with a
 pre-transposed constant ("onnx::MatMul_N") followed by Add(bias, x), Dropout
 dropped, adaptive average pooling as GlobalAveragePool, torch.flatten(x, 1)
 as Flatten, Linear on 2-D input as Gemm(transB=1), ReLU6 as Clip with
-Constant min / max inputs. One deliberate difference: BatchNormalization
-nodes stay separate (the exporter folds them into the Conv in eval mode;
-kept here, like the ONNX model zoo's models, so that the importer's
-BatchNormalization folding is exercised).
+Constant min / max inputs, F.relu in a module's forward in that module's
+scope ("/inception3a/branch1/Relu"), torch.cat as Concat. One deliberate
+difference: BatchNormalization nodes stay separate (the exporter folds them
+into the Conv in eval mode; kept here, like the ONNX model zoo's models, so
+that the importer's BatchNormalization folding is exercised).
 
 Weights: convolutions He-normal over fan_in = C/groups*R*S (std sqrt(2/fan_in);
 sqrt(1/fan_in) for MobileNet-V2's linear bottlenecks and ResNet's downsample
 Convs, which no ReLU follows);
 BatchNormalization scale 1 + 0.1*N(0,1) (clipped to [0.7, 1.3]), shift
-0.1*N(0,1), running mean 0.1*N(0,1), running var U[0.5, 1.5], epsilon 1e-5;
+0.1*N(0,1), running mean 0.1*N(0,1), running var U[0.5, 1.5], epsilon 1e-5
+(1e-3 in GoogLeNet's BasicConv2d, as torchvision has it);
 biases 0.05*N(0,1); a residual branch's last BatchNormalization has scale
 U[0.2, 0.4] (with scales around 1 the residual sums grow block after block:
 the last block's output RMS would be 22 in ResNet-18 and 1500 in ResNet-50,
 against 0.6 after the stem);
 classifier Gemms N(0, 1/fan_in). BERT: projections N(0, 1/fan_in) (query
 and key N(0, 4/fan_in), so that the softmax of a random input is not flat),
-biases 0.02*N(0,1), LayerNorm scale 1 + 0.1*N(0,1), shift 0.05*N(0,1). Every
+biases 0.02*N(0,1), LayerNorm scale 1 + 0.1*N(0,1), shift 0.05*N(0,1); ViT
+the same but query and key N(0, (4/3)/fan_in) (they read a LayerNorm's
+output, of unit variance, where BERT's read the input, uniform [-1, 1)). Every
 model draws from numpy's default_rng(SeedSequence([seed, model index])), so
 --only gives the same weights as a full run; bert_layer and
 bert_layer_opset13 share theirs.
@@ -68,10 +77,11 @@ IR_VERSION = 8  # what torch.onnx.export writes for opsets 13-17
 PRODUCER = "rltune bench/networks/make_models.py"
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1",
-          "bert_layer", "bert_layer_opset13", "small_cnn"]
+          "bert_layer", "bert_layer_opset13", "small_cnn", "inception_stack", "vit_block"]
 # The index each model's random stream is derived from (the BERT variants share one).
 SEED_INDEX = {"resnet18": 1, "resnet50": 2, "mobilenet_v2": 3, "squeezenet1_1": 4,
-              "bert_layer": 5, "bert_layer_opset13": 5, "small_cnn": 6}
+              "bert_layer": 5, "bert_layer_opset13": 5, "small_cnn": 6,
+              "inception_stack": 7, "vit_block": 8}
 
 
 class Builder:
@@ -145,7 +155,8 @@ class Builder:
         return self.node("Conv", inputs, scope, dilations=[1, 1], group=groups,
                          kernel_shape=[k, k], pads=[pad] * 4, strides=[stride, stride])
 
-    def bn(self, x: str, module: str, scope: str, c: int, residual_end: bool = False) -> str:
+    def bn(self, x: str, module: str, scope: str, c: int, residual_end: bool = False,
+           eps: float = 1e-5) -> str:
         rng = self.rng
         if residual_end:
             scale = rng.uniform(0.2, 0.4, c)
@@ -159,7 +170,7 @@ class Builder:
                self.init(f"{module}.bias", shift.astype(np.float32)),
                self.init(f"{module}.running_mean", mean.astype(np.float32)),
                self.init(f"{module}.running_var", var.astype(np.float32))]
-        return self.node("BatchNormalization", ins, scope, epsilon=1e-5, momentum=0.9)
+        return self.node("BatchNormalization", ins, scope, epsilon=eps, momentum=0.9)
 
     def relu6(self, x: str, scope: str) -> str:
         lo = self.const(scope, np.array(0.0, dtype=np.float32))
@@ -337,71 +348,137 @@ def squeezenet1_1(b: Builder, batch: int) -> onnx.ModelProto:
                     (x, "output", [batch, 1000]))
 
 
-# ---- BERT-base encoder layer (transformers BertLayer) ----------------------------------
+# ---- Inception blocks (torchvision.models.googlenet) -----------------------------------
+
+
+def inception_stack(b: Builder, batch: int) -> onnx.ModelProto:
+    """GoogLeNet's inception (3a), (3b), its 3x3/2 max pool, (4a) and (4b) as
+    torchvision's GoogLeNet writes them, with the paper's 5x5 in the third
+    branch."""
+    def basic_conv(x, mod, sc, cin, cout, k):
+        """BasicConv2d: Conv (no bias), BatchNorm (eps 0.001), F.relu."""
+        x = b.conv(x, f"{mod}.conv", sc + "/conv", cin, cout, k, pad=(k - 1) // 2)
+        x = b.bn(x, f"{mod}.bn", sc + "/bn", cout, eps=1e-3)
+        return b.node("Relu", [x], sc)
+
+    def inception(x, name, cin, c1, c3r, c3, c5r, c5, pool_proj):
+        mod, sc = name, "/" + name
+        y1 = basic_conv(x, f"{mod}.branch1", sc + "/branch1", cin, c1, 1)
+        y2 = basic_conv(x, f"{mod}.branch2.0", sc + "/branch2/branch2.0", cin, c3r, 1)
+        y2 = basic_conv(y2, f"{mod}.branch2.1", sc + "/branch2/branch2.1", c3r, c3, 3)
+        y3 = basic_conv(x, f"{mod}.branch3.0", sc + "/branch3/branch3.0", cin, c5r, 1)
+        y3 = basic_conv(y3, f"{mod}.branch3.1", sc + "/branch3/branch3.1", c5r, c5, 5)
+        y4 = b.node("MaxPool", [x], sc + "/branch4/branch4.0", ceil_mode=1, kernel_shape=[3, 3],
+                    pads=[1, 1, 1, 1], strides=[1, 1])
+        y4 = basic_conv(y4, f"{mod}.branch4.1", sc + "/branch4/branch4.1", cin, pool_proj, 1)
+        return b.node("Concat", [y1, y2, y3, y4], sc, axis=1), c1 + c3 + c5 + pool_proj
+
+    x, c = inception("input", "inception3a", 192, 64, 96, 128, 16, 32, 32)   # 256
+    x, c = inception(x, "inception3b", c, 128, 128, 192, 32, 96, 64)        # 480
+    x = b.node("MaxPool", [x], "/maxpool3", ceil_mode=1, kernel_shape=[3, 3],
+               pads=[0, 0, 0, 0], strides=[2, 2])                           # 28 -> 14
+    x, c = inception(x, "inception4a", c, 192, 96, 208, 16, 48, 64)         # 512
+    x, c = inception(x, "inception4b", c, 160, 112, 224, 24, 64, 64)        # 512
+    return b.finish(13, ("input", [batch, 192, 28, 28]), (x, "output", [batch, c, 14, 14]))
+
+
+# ---- transformer encoder layers (transformers BertLayer, ViTLayer) --------------------
 
 SEQ, HIDDEN, HEADS, FFN = 128, 768, 12, 3072
+VIT_SEQ = 197  # ViT-Base/16 at 224x224: 196 patches and the class token
 
 
-def bert_layer(b: Builder, batch: int, opset: int) -> onnx.ModelProto:
+def layer_norm(b: Builder, x: str, mod: str, sc: str, opset: int) -> str:
+    gamma = b.init(f"{mod}.weight",
+                   (1.0 + 0.1 * b.rng.standard_normal(HIDDEN)).astype(np.float32))
+    beta = b.init(f"{mod}.bias", b.normal((HIDDEN,), 0.05))
+    if opset >= 17:
+        return b.node("LayerNormalization", [x, gamma, beta], sc, axis=-1, epsilon=1e-12)
+    # torch's layer_norm symbolic before opset 17 (native_layer_norm)
+    mean = b.node("ReduceMean", [x], sc, axes=[-1], keepdims=1)
+    num = b.node("Sub", [x, mean], sc)
+    two = b.const(sc, np.array(2.0, dtype=np.float32))
+    sq = b.node("Pow", [num, two], sc)
+    var = b.node("ReduceMean", [sq], sc, axes=[-1], keepdims=1)
+    eps = b.const(sc, np.array(1e-12, dtype=np.float32))
+    den = b.node("Sqrt", [b.node("Add", [var, eps], sc)], sc)
+    norm = b.node("Div", [num, den], sc)
+    return b.node("Add", [b.node("Mul", [norm, gamma], sc), beta], sc)
+
+
+def self_attention(b: Builder, x: str, mod: str, sa: str, batch: int, seq: int,
+                   qk_gain: float) -> str:
+    """BertSelfAttention / ViTSelfAttention without a mask: [N,seq,768] ->
+    the heads' context, back as [N,seq,768] (before the output projection)."""
     head = HIDDEN // HEADS
     i64 = np.int64
 
-    def layer_norm(x, mod, sc):
-        gamma = b.init(f"{mod}.weight",
-                       (1.0 + 0.1 * b.rng.standard_normal(HIDDEN)).astype(np.float32))
-        beta = b.init(f"{mod}.bias", b.normal((HIDDEN,), 0.05))
-        if opset >= 17:
-            return b.node("LayerNormalization", [x, gamma, beta], sc, axis=-1, epsilon=1e-12)
-        # torch's layer_norm symbolic before opset 17 (native_layer_norm)
-        mean = b.node("ReduceMean", [x], sc, axes=[-1], keepdims=1)
-        num = b.node("Sub", [x, mean], sc)
-        two = b.const(sc, np.array(2.0, dtype=np.float32))
-        sq = b.node("Pow", [num, two], sc)
-        var = b.node("ReduceMean", [sq], sc, axes=[-1], keepdims=1)
-        eps = b.const(sc, np.array(1e-12, dtype=np.float32))
-        den = b.node("Sqrt", [b.node("Add", [var, eps], sc)], sc)
-        norm = b.node("Div", [num, den], sc)
-        return b.node("Add", [b.node("Mul", [norm, gamma], sc), beta], sc)
+    def to_heads(t, perm):
+        shape = b.const(sa, np.array([batch, seq, HEADS, head], dtype=i64))
+        t = b.node("Reshape", [t, shape], sa)
+        return b.node("Transpose", [t], sa, perm=perm)
 
-    def to_heads(x, sc, perm):
-        shape = b.const(sc, np.array([batch, SEQ, HEADS, head], dtype=i64))
-        x = b.node("Reshape", [x, shape], sc)
-        return b.node("Transpose", [x], sc, perm=perm)
-
-    hs = "hidden_states"
-    sa = "/attention/self"
-    # Query and key at 4/fan_in: the scores' spread is then about 1.3, so that the
-    # softmax is not flat on a random input.
-    q = b.linear3d(hs, "attention.self.query", sa + "/query", HIDDEN, HIDDEN, gain=4.0)
-    k = b.linear3d(hs, "attention.self.key", sa + "/key", HIDDEN, HIDDEN, gain=4.0)
+    q = b.linear3d(x, f"{mod}.query", sa + "/query", HIDDEN, HIDDEN, gain=qk_gain)
+    k = b.linear3d(x, f"{mod}.key", sa + "/key", HIDDEN, HIDDEN, gain=qk_gain)
     # key.transpose(-1, -2) after the permute: the exporter merges the two Transposes.
-    k = to_heads(k, sa, [0, 2, 3, 1])                          # [N,12,64,128]
-    v = b.linear3d(hs, "attention.self.value", sa + "/value", HIDDEN, HIDDEN)
-    v = to_heads(v, sa, [0, 2, 1, 3])                          # [N,12,128,64]
-    q = to_heads(q, sa, [0, 2, 1, 3])                          # [N,12,128,64]
-    scores = b.node("MatMul", [q, k], sa)                      # [N,12,128,128]
+    k = to_heads(k, [0, 2, 3, 1])                              # [N,12,64,seq]
+    v = b.linear3d(x, f"{mod}.value", sa + "/value", HIDDEN, HIDDEN)
+    v = to_heads(v, [0, 2, 1, 3])                              # [N,12,seq,64]
+    q = to_heads(q, [0, 2, 1, 3])                              # [N,12,seq,64]
+    scores = b.node("MatMul", [q, k], sa)                      # [N,12,seq,seq]
     scores = b.node("Div", [scores, b.const(sa, np.array(math.sqrt(head), dtype=np.float32))], sa)
     probs = b.node("Softmax", [scores], sa, axis=-1)
     # Dropout on the probabilities: gone in eval mode. No attention mask.
-    ctx = b.node("MatMul", [probs, v], sa)                     # [N,12,128,64]
+    ctx = b.node("MatMul", [probs, v], sa)                     # [N,12,seq,64]
     ctx = b.node("Transpose", [ctx], sa, perm=[0, 2, 1, 3])
-    ctx = b.node("Reshape", [ctx, b.const(sa, np.array([batch, SEQ, HIDDEN], dtype=i64))], sa)
-    ao = "/attention/output"
-    y = b.linear3d(ctx, "attention.output.dense", ao + "/dense", HIDDEN, HIDDEN)
-    y = b.node("Add", [y, hs], ao)
-    att = layer_norm(y, "attention.output.LayerNorm", ao + "/LayerNorm")
-    h = b.linear3d(att, "intermediate.dense", "/intermediate/dense", HIDDEN, FFN)
-    # GELU, exact (erf) form, as torch exports F.gelu before opset 20
-    act = "/intermediate/intermediate_act_fn"
+    return b.node("Reshape", [ctx, b.const(sa, np.array([batch, seq, HIDDEN], dtype=i64))], sa)
+
+
+def gelu(b: Builder, h: str, act: str) -> str:
+    """GELU, exact (erf) form, as torch exports F.gelu before opset 20."""
     e = b.node("Div", [h, b.const(act, np.array(math.sqrt(2.0), dtype=np.float32))], act)
     e = b.node("Erf", [e], act)
     e = b.node("Add", [e, b.const(act, np.array(1.0, dtype=np.float32))], act)
     g = b.node("Mul", [h, e], act)
-    g = b.node("Mul", [g, b.const(act, np.array(0.5, dtype=np.float32))], act)
+    return b.node("Mul", [g, b.const(act, np.array(0.5, dtype=np.float32))], act)
+
+
+def bert_layer(b: Builder, batch: int, opset: int) -> onnx.ModelProto:
+    hs = "hidden_states"
+    # Query and key at 4/fan_in: the scores' spread is then about 1.3, so that the
+    # softmax is not flat on a random input.
+    ctx = self_attention(b, hs, "attention.self", "/attention/self", batch, SEQ, 4.0)
+    ao = "/attention/output"
+    y = b.linear3d(ctx, "attention.output.dense", ao + "/dense", HIDDEN, HIDDEN)
+    y = b.node("Add", [y, hs], ao)
+    att = layer_norm(b, y, "attention.output.LayerNorm", ao + "/LayerNorm", opset)
+    h = b.linear3d(att, "intermediate.dense", "/intermediate/dense", HIDDEN, FFN)
+    g = gelu(b, h, "/intermediate/intermediate_act_fn")
     y = b.linear3d(g, "output.dense", "/output/dense", FFN, HIDDEN)
     y = b.node("Add", [y, att], "/output")
-    y = layer_norm(y, "output.LayerNorm", "/output/LayerNorm")
+    y = layer_norm(b, y, "output.LayerNorm", "/output/LayerNorm", opset)
     return b.finish(opset, (hs, [batch, SEQ, HIDDEN]), (y, "output", [batch, SEQ, HIDDEN]))
+
+
+def vit_block(b: Builder, batch: int) -> onnx.ModelProto:
+    """One ViT-Base encoder block (transformers ViTLayer, pre-norm): the
+    same attention and MLP as bert_layer, each after its LayerNorm, the
+    residual added after."""
+    hs = "hidden_states"
+    x = layer_norm(b, hs, "layernorm_before", "/layernorm_before", 17)
+    # The LayerNorm's output has unit variance (bert_layer's input, uniform
+    # [-1, 1), a third): query and key at (4/3)/fan_in give the scores
+    # bert_layer's spread.
+    ctx = self_attention(b, x, "attention.attention", "/attention/attention", batch, VIT_SEQ,
+                         4.0 / 3.0)
+    y = b.linear3d(ctx, "attention.output.dense", "/attention/output/dense", HIDDEN, HIDDEN)
+    y = b.node("Add", [y, hs], "")                             # attention_output + hidden_states
+    x = layer_norm(b, y, "layernorm_after", "/layernorm_after", 17)
+    h = b.linear3d(x, "intermediate.dense", "/intermediate/dense", HIDDEN, FFN)
+    g = gelu(b, h, "/intermediate/intermediate_act_fn")
+    z = b.linear3d(g, "output.dense", "/output/dense", FFN, HIDDEN)
+    z = b.node("Add", [z, y], "/output")                      # ViTOutput: + input_tensor
+    return b.finish(17, (hs, [batch, VIT_SEQ, HIDDEN]), (z, "output", [batch, VIT_SEQ, HIDDEN]))
 
 
 # ---- small_cnn: the CI model -----------------------------------------------------------
@@ -455,6 +532,10 @@ def build(name: str, seed: int, batch: int) -> onnx.ModelProto:
         return bert_layer(b, batch, 13)
     if name == "small_cnn":
         return small_cnn(b, batch)
+    if name == "inception_stack":
+        return inception_stack(b, batch)
+    if name == "vit_block":
+        return vit_block(b, batch)
     raise ValueError(name)
 
 

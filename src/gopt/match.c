@@ -543,6 +543,21 @@ static rlt_status fresh_tensor(rlt_graph *g, const char *base, rlt_dtype dtype, 
     return rlt_graph_tensor_add(g, name, dtype, out, diag);
 }
 
+/* A node name no node of g has: "BASE_K" for the first free K from
+ * g->n_nodes. (n_nodes alone repeats: a graph cleaned of dead nodes has
+ * fewer, and its rewrites' nodes keep their names; ONNX Runtime refuses
+ * a model with two nodes of one name.) */
+static void fresh_node_name(const rlt_graph *g, const char *base, char *name, size_t size)
+{
+    for (int k = g->n_nodes;; k++) {
+        snprintf(name, size, "%.80s_%d", base, k); /* never truncated: K always shows */
+        bool is_taken = false;
+        for (int i = 0; i < g->n_nodes && !is_taken; i++)
+            is_taken = g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0;
+        if (!is_taken) return;
+    }
+}
+
 /* A constant tensor holding v as dtype: a scalar for a number, 1-D for a
  * list. */
 static rlt_status literal_tensor(rlt_graph *g, const char *base, rlt_dtype dtype, const rlt_rvalue *v, int *out,
@@ -664,7 +679,7 @@ rlt_status gopt_apply(const rlt_ruleset *rs, const rlt_graph *g, const rlt_gopt_
         }
         if (st != RLT_STATUS_OK) break;
         char name[96];
-        snprintf(name, sizeof name, "%s_%d", r->name, c->n_nodes);
+        fresh_node_name(c, r->name, name, sizeof name);
         int node;
         if ((st = rlt_graph_node_add(c, pn->op_type, name, pn->n_inputs, ins, pn->n_outputs, outs, &node, diag)) !=
             RLT_STATUS_OK)

@@ -1,7 +1,9 @@
 """tests/models/test_models.py - the benchmark networks' generator
 (bench/networks/make_models.py) and ONNX Runtime baseline
 (bench/networks/ort_baseline.py) on the tiny CI model, small_cnn, and
-`rltune tasks --model` on it.
+`rltune tasks --model` on it; the shapes and FLOPs of inception_stack and
+vit_block; `rltune graph-opt` on a small model the shipped rules rewrite
+(the written ONNX checked in ONNX Runtime), and `rltune rules verify`.
 
     .venv/bin/python -m pytest tests/models -q
 
@@ -21,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
 NETWORKS = ROOT / "bench" / "networks"
@@ -193,3 +197,147 @@ def test_rltune_run_matches_onnxruntime(small_cnn: Path, tmp_path: Path) -> None
     ours, theirs = np.load(y_rlt), np.load(y_ort)
     assert ours.shape == theirs.shape == (1, 10) and ours.dtype == np.float32
     assert np.abs(ours - theirs).max() <= 1e-4 * np.abs(theirs).max()
+
+
+def test_inception_stack_and_vit_block_shapes() -> None:
+    """The two graph-substitution benchmarks build, infer strictly, and have
+    the paper's FLOPs: GoogLeNet's inception 3a, 3b, 4a, 4b are 128 + 304 +
+    73 + 88 = 593 M multiply-adds (the paper's table, its 5x5 branch); a
+    ViT-Base block on 197 tokens 197 x 7.08 M for the projections and MLP
+    plus 2 x 12 x 197^2 x 64 for the attention."""
+    mm = load_make_models()
+    inc = mm.summary(mm.build("inception_stack", 0, 1))
+    assert inc["input"] == [1, 192, 28, 28] and inc["output"] == [1, 512, 14, 14]
+    assert abs(inc["flops"] / 2 - 593e6) < 1e6
+    vit = mm.summary(mm.build("vit_block", 0, 1))
+    assert vit["input"] == vit["output"] == [1, 197, 768]
+    macs = 197 * (4 * 768 * 768 + 2 * 768 * 3072) + 2 * 12 * 197 * 197 * 64
+    assert vit["flops"] == 2 * macs
+
+
+# ---- rltune graph-opt and rltune rules ---------------------------------------------------
+
+
+def rewritable_model() -> onnx.ModelProto:
+    """A small graph the shipped rules rewrite: two sibling 3x3 Convs
+    concatenated, then Relu, Identity and Dropout (output y); sibling
+    MatMuls with their bias Adds multiplied (z); a 1x1 Conv followed by a
+    per-channel Mul (u), which fold_mul_into_conv folds into the Conv: the
+    same kernel with one step less, so greedy always takes it."""
+    rng = np.random.default_rng(11)
+
+    def w(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    inits = [w("conv_a.weight", 8, 8, 3, 3), w("conv_a.bias", 8), w("conv_b.weight", 8, 8, 3, 3),
+             w("conv_b.bias", 8), w("q.weight", 8, 16), w("q.bias", 16), w("k.weight", 8, 16),
+             w("k.bias", 16), w("conv_c.weight", 8, 8, 1, 1), w("conv_c.bias", 8),
+             numpy_helper.from_array(rng.uniform(0.5, 1.5, (1, 8, 1, 1)).astype(np.float32), "scale")]
+    conv = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+    nodes = [
+        helper.make_node("Conv", ["x", "conv_a.weight", "conv_a.bias"], ["a"], name="/conv_a/Conv", **conv),
+        helper.make_node("Conv", ["x", "conv_b.weight", "conv_b.bias"], ["b"], name="/conv_b/Conv", **conv),
+        helper.make_node("Concat", ["a", "b"], ["ab"], name="/Concat", axis=1),
+        helper.make_node("Relu", ["ab"], ["r"], name="/Relu"),
+        helper.make_node("Identity", ["r"], ["i"], name="/Identity"),
+        helper.make_node("Dropout", ["i"], ["y"], name="/Dropout"),
+        helper.make_node("GlobalAveragePool", ["x"], ["p"], name="/pool/GlobalAveragePool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="/Flatten", axis=1),
+        helper.make_node("MatMul", ["f", "q.weight"], ["qm"], name="/q/MatMul"),
+        helper.make_node("Add", ["qm", "q.bias"], ["qa"], name="/q/Add"),
+        helper.make_node("MatMul", ["f", "k.weight"], ["km"], name="/k/MatMul"),
+        helper.make_node("Add", ["km", "k.bias"], ["ka"], name="/k/Add"),
+        helper.make_node("Mul", ["qa", "ka"], ["z"], name="/Mul"),
+        helper.make_node("Conv", ["x", "conv_c.weight", "conv_c.bias"], ["c"], name="/conv_c/Conv",
+                         kernel_shape=[1, 1]),
+        helper.make_node("Mul", ["c", "scale"], ["u"], name="/scale/Mul"),
+    ]
+    graph = helper.make_graph(
+        nodes, "rewritable", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 16]),
+         helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 8, 16, 16])],
+        initializer=inits)
+    model = helper.make_model(graph, producer_name="tests/models/test_models.py",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def ort_run(path: Path, x: np.ndarray) -> list[np.ndarray]:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: x})
+
+
+def test_rltune_graph_opt_rewrites_and_writes_onnx(tmp_path: Path) -> None:
+    """`rltune graph-opt --search greedy --out`: exit 0, its JSON report, a
+    non-empty list of rewrites, and the written graph valid ONNX whose
+    outputs in ONNX Runtime are the original's within 1e-4 of the largest."""
+    exe = rltune_bin()
+    src, out = tmp_path / "rewritable.onnx", tmp_path / "opt.onnx"
+    onnx.save(rewritable_model(), str(src))
+    r = subprocess.run([str(exe), "graph-opt", "--model", str(src), "--search", "greedy", "--out", str(out),
+                        "--repeat", "2", "--json"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["model"] == str(src) and d["search"] == "greedy" and d["out"] == str(out)
+    assert d["rules"] >= 20
+    assert d["nodes_before"] == 15
+    assert d["cost_evals"] >= 2 and d["expanded"] >= 1 and d["candidates"] >= 1 and d["search_s"] >= 0
+    assert 0 < d["cost_after_ms"] <= d["cost_before_ms"]
+    rules = [s["rule"] for s in d["rewrites"]]
+    assert rules, "no rewrite applied"
+    assert "fold_mul_into_conv" in rules, rules
+    for s in d["rewrites"]:
+        assert s["where"] and s["cost_ms"] > 0
+    assert d["rewrites"][-1]["cost_ms"] == pytest.approx(d["cost_after_ms"])
+    assert d["latency_ms"]["before"] > 0 and d["latency_ms"]["after"] > 0
+    assert d["correct"] is True and d["max_error"] >= 0 and d["repeat"] == 2
+
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model, full_check=True)
+    assert len(model.graph.node) == d["nodes_after"] < d["nodes_before"]
+    names = [n.name for n in model.graph.node if n.name]
+    assert len(names) == len(set(names)), "two nodes of one name"
+    assert not any(n.op_type == "Mul" and "scale" in n.input for n in model.graph.node)
+    x = np.random.default_rng(2).uniform(-1, 1, (1, 8, 16, 16)).astype(np.float32)
+    ref, got = ort_run(src, x), ort_run(out, x)
+    assert [o.name for o in model.graph.output] == ["y", "z", "u"]
+    for want, have in zip(ref, got):
+        assert have.shape == want.shape and np.isfinite(have).all()
+        assert np.abs(have - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_rltune_rules_verify() -> None:
+    exe = rltune_bin()
+    r = subprocess.run([str(exe), "rules", "verify"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "rules verified" in r.stdout
+
+
+BAD_RULE = """\
+# Wrong: relu(a + b) is not relu(a) + relu(b) (a = 2, b = -1: 1 against 2).
+rule relu_splits_add
+  src s = Add(a, b)
+  src y = Relu(s)
+  dst ra = Relu(a)
+  dst rb = Relu(b)
+  dst z = Add(ra, rb)
+  out y -> z
+  check a=f32[2,3] b=f32[2,3]
+end
+"""
+
+
+def test_rltune_rules_verify_refuses_a_wrong_rule(tmp_path: Path) -> None:
+    exe = rltune_bin()
+    bad = tmp_path / "bad.rules"
+    bad.write_text(BAD_RULE)
+    r = subprocess.run([str(exe), "rules", "verify", str(bad)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "relu_splits_add" in r.stderr
+    assert "refused" in r.stderr and "differs at element" in r.stderr

@@ -6,7 +6,8 @@
  * hand-built graphs with golden before/after text, the conditions that
  * stop a match (an inner tensor read outside, attributes off their
  * defaults), the structural hash, random rewrite sequences that must keep
- * the graph's outputs, and the searches with a cost given by the test.
+ * the graph's outputs (and give no two nodes one name), and the searches
+ * with a cost given by the test.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -125,6 +126,17 @@ static int count_op(const rlt_graph *g, const char *op)
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) n += !g->nodes[i].is_removed && strcmp(g->nodes[i].op_type, op) == 0;
     return n;
+}
+
+/* No two live nodes share a name (ONNX Runtime refuses such a model). */
+static void expect_unique_node_names(const rlt_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].is_removed || !g->nodes[i].name[0]) continue;
+        for (int j = i + 1; j < g->n_nodes; j++)
+            cr_assert(g->nodes[j].is_removed || strcmp(g->nodes[i].name, g->nodes[j].name) != 0,
+                      "two nodes named %s", g->nodes[i].name);
+    }
 }
 
 /* ---- the language --------------------------------------------------------------- */
@@ -539,6 +551,7 @@ Test(gopt_rules, random_rewrite_sequences_keep_the_output)
                 rlt_graph_destroy(g);
                 g = g2;
                 expect_close(g0, g, 1e-5);
+                expect_unique_node_names(g);
             }
             rlt_free(ms);
         }
@@ -602,6 +615,7 @@ Test(gopt_rules, greedy_and_taso_lower_the_cost_and_keep_the_output)
             cr_assert_eq(res.n_steps, 0);
         }
         expect_close(g, res.graph, 1e-5);
+        expect_unique_node_names(res.graph);
         rlt_gopt_result_free(&res);
     }
     cr_assert_leq(costs[2], costs[1], "taso %g, greedy %g", costs[2], costs[1]);
