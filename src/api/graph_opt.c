@@ -4,17 +4,12 @@
  * costed by measured kernels (rlt_model_graph_opt: gopt's searches with
  * cost.h's model), and writing a model back as ONNX.
  */
+#include "api/graph_opt_internal.h"
 #include "api/model_internal.h"
 #include "gopt/cost.h"
-#include "gopt/gopt.h"
-#include "rltune/graph_opt.h"
 
 #include <stdio.h>
 #include <string.h>
-
-struct rlt_rules {
-    rlt_ruleset *set;
-};
 
 rlt_status rlt_rules_load(const char *path, rlt_rules **out, rlt_diag *diag)
 {
@@ -88,6 +83,66 @@ static int live_nodes(const rlt_graph *g)
     return n;
 }
 
+/* Search "rl": the policy rolled out greedily in the environment; the
+ * best graph of the episode, with the rewrites up to it. */
+static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_graph_opt_options *o, rlt_model **out,
+                               rlt_graph_opt_result *res, rlt_diag *diag)
+{
+    if (!o->policy) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "search rl needs a policy");
+    uint64_t t0 = rlt_time_ns();
+    rlt_graph_env_options eo;
+    rlt_graph_env_options_init(&eo);
+    eo.horizon = o->horizon > 0 ? o->horizon : 50;
+    eo.db_path = o->db_path;
+    eo.n_threads = o->n_threads;
+    eo.build = o->build;
+    eo.seed = o->seed;
+    rlt_graph_env *env = NULL;
+    rlt_diag d = {0};
+    rlt_status st = rlt_graph_env_create(rules, &eo, &env, &d);
+    if (st == RLT_STATUS_OK) st = rlt_graph_env_reset(env, m, &d);
+    if (st == RLT_STATUS_OK && !(res->steps = rlt_calloc((size_t)eo.horizon + 1, sizeof *res->steps)))
+        st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory optimising the graph");
+    rlt_graph_env_obs obs;
+    int n_to_best = 0;
+    uint64_t rng = o->seed;
+    res->n_nodes_before = live_nodes(rlt_model_graph(m));
+    while (st == RLT_STATUS_OK) {
+        rlt_graph_env_observe(env, &obs);
+        if (obs.done) break;
+        int a;
+        if ((st = rlt_graph_policy_act(o->policy, rules, &obs, true, &rng, &a, &d)) != RLT_STATUS_OK) break;
+        if (a == obs.n_actions - 1) break; /* stop */
+        rlt_graph_opt_step step = {0};
+        snprintf(step.rule, sizeof step.rule, "%s", rules->set->rules[obs.cand_rule[a]]->name);
+        snprintf(step.where, sizeof step.where, "%s",
+                 rlt_graph_node_label(rlt_graph_env_graph(env), obs.cand_nodes[a * RLT_GRAPH_ENV_MAX_ANCHORS]));
+        double reward;
+        bool done;
+        if ((st = rlt_graph_env_step(env, a, &reward, &done, &d)) != RLT_STATUS_OK) break;
+        rlt_graph_env_observe(env, &obs);
+        if (obs.is_refused) continue; /* nothing changed */
+        step.cost_ms = obs.cost_ms;
+        res->steps[res->n_steps++] = step;
+        if (obs.cost_ms <= obs.best_cost_ms) n_to_best = res->n_steps;
+        res->n_expanded++;
+    }
+    if (st == RLT_STATUS_OK) st = rlt_graph_env_best_model(env, out, &d);
+    if (st == RLT_STATUS_OK) {
+        res->n_steps = n_to_best;
+        res->cost_before_ms = obs.cost0_ms;
+        res->cost_after_ms = obs.best_cost_ms;
+        res->n_nodes_after = live_nodes(rlt_model_graph(*out));
+        res->n_cost_evals = rlt_graph_env_n_cost_evals(env);
+        res->n_candidates = res->n_expanded;
+        res->search_s = (double)(rlt_time_ns() - t0) * 1e-9;
+    } else {
+        rlt_graph_opt_result_free(res);
+    }
+    rlt_graph_env_destroy(env);
+    return st == RLT_STATUS_OK ? st : rlt_model_noted(m, st, &d, diag);
+}
+
 rlt_status rlt_model_graph_opt(rlt_model *m, const rlt_rules *rules, const rlt_graph_opt_options *o,
                                rlt_model **out, rlt_graph_opt_result *res, rlt_diag *diag)
 {
@@ -95,8 +150,9 @@ rlt_status rlt_model_graph_opt(rlt_model *m, const rlt_rules *rules, const rlt_g
     memset(res, 0, sizeof *res);
     rlt_gopt_options go;
     rlt_gopt_options_init(&go);
+    if (o->search && strcmp(o->search, "rl") == 0) return graph_opt_rl(m, rules, o, out, res, diag);
     if (!o->search || !rlt_gopt_search_parse(o->search, &go.search))
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "unknown search '%s'; expected greedy, taso or none",
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "unknown search '%s'; expected greedy, taso, rl or none",
                         o->search ? o->search : "(null)");
     if (o->alpha < 1.0 || o->budget < 0 || o->time_limit_s < 0)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,

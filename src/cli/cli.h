@@ -63,6 +63,7 @@ extern const rlt_cli_cmd rlt_cli_cmd_tasks;
 extern const rlt_cli_cmd rlt_cli_cmd_run;
 extern const rlt_cli_cmd rlt_cli_cmd_rules;
 extern const rlt_cli_cmd rlt_cli_cmd_graph_opt;
+extern const rlt_cli_cmd rlt_cli_cmd_graph_train;
 
 /* `rltune tune --model`: the network's tasks tuned from one budget of
  * n_trials (cmd_tune_model.c), every session with options `o` (cmd_tune.c

@@ -21,7 +21,9 @@
 
 static const rlt_cli_opt graph_opt_opts[] = {
     {"model", "FILE", "the ONNX model (.onnx) to optimise"},
-    {"search", "S", "greedy (default), taso, or none (the graph as it is)"},
+    {"search", "S", "greedy (default), taso, rl (a trained policy, --policy), or none (the graph as it is)"},
+    {"policy", "FILE", "rl: the policy (rltune graph-train; models/graph_rewrite.rlp ships with rltune)"},
+    {"horizon", "N", "rl: rewrites at most (default 50)"},
     {"rules", "FILE", "rules of your own, added to the shipped set (verified first)"},
     {"alpha", "A", "taso: explore graphs costing under A x the best (default 1.05)"},
     {"budget", "N", "taso: graphs expanded; greedy: rewrites applied (default 200)"},
@@ -216,10 +218,23 @@ static int read_options(const rlt_cli_args *args, gopt_view *v)
     rlt_graph_opt_options_init(&v->o);
     v->search = rlt_cli_args_get(args, "search");
     if (!v->search) v->search = "greedy";
-    if (strcmp(v->search, "greedy") != 0 && strcmp(v->search, "taso") != 0 && strcmp(v->search, "none") != 0) {
-        rlt_cli_error("--search: '%s' is not a search; expected greedy, taso or none (rl: not yet)", v->search);
+    if (strcmp(v->search, "greedy") != 0 && strcmp(v->search, "taso") != 0 && strcmp(v->search, "none") != 0 &&
+        strcmp(v->search, "rl") != 0) {
+        rlt_cli_error("--search: '%s' is not a search; expected greedy, taso, rl or none", v->search);
         return RLT_CLI_EXIT_USAGE;
     }
+    if ((strcmp(v->search, "rl") == 0) != rlt_cli_args_has(args, "policy")) {
+        rlt_cli_error(rlt_cli_args_has(args, "policy") ? "--policy goes with --search rl"
+                                                       : "--search rl needs --policy FILE (models/graph_rewrite.rlp "
+                                                         "ships with rltune)");
+        return RLT_CLI_EXIT_USAGE;
+    }
+    int64_t horizon;
+    if (rlt_cli_args_int(args, "horizon", 50, 1, 100000, &horizon, &d) != RLT_STATUS_OK) {
+        rlt_cli_error("%s", d.message);
+        return RLT_CLI_EXIT_USAGE;
+    }
+    v->o.horizon = (int)horizon;
     if (rlt_cli_args_int(args, "budget", 200, 0, 1000000, &budget, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "repeat", 10, 1, 100000, &repeat, &d) != RLT_STATUS_OK ||
@@ -290,6 +305,7 @@ static int run_graph_opt(const rlt_cli_args *args)
     rlt_diag d = {0};
     rlt_model *model = NULL, *better = NULL;
     rlt_rules *rules = NULL;
+    rlt_graph_policy *policy = NULL;
     char *json = NULL;
     int rc;
     if (!v.path || !v.path[0]) {
@@ -298,7 +314,15 @@ static int run_graph_opt(const rlt_cli_args *args)
     }
     if ((rc = read_options(args, &v)) != RLT_CLI_EXIT_OK) return rc;
     if ((rc = rlt_cli_model_load(v.path, &model)) != RLT_CLI_EXIT_OK) return rc;
-    rlt_status st = rlt_rules_load(NULL, &rules, &d);
+    rlt_status st = RLT_STATUS_OK;
+    if (rlt_cli_args_has(args, "policy") &&
+        (st = rlt_graph_policy_load(rlt_cli_args_get(args, "policy"), &policy, &d)) != RLT_STATUS_OK) {
+        rlt_cli_error("--policy: %s", d.message);
+        rc = rlt_cli_exit_for(st);
+        goto cleanup;
+    }
+    v.o.policy = policy;
+    st = rlt_rules_load(NULL, &rules, &d);
     if (st == RLT_STATUS_OK && rlt_cli_args_get(args, "rules"))
         st = rlt_rules_add(rules, rlt_cli_args_get(args, "rules"), &d);
     if (st == RLT_STATUS_OK) st = rlt_rules_verify(rules, v.o.seed, &d);
@@ -334,6 +358,7 @@ cleanup:
     cJSON_free(json);
     rlt_graph_opt_result_free(&v.res);
     rlt_rules_destroy(rules);
+    rlt_graph_policy_destroy(policy);
     rlt_model_destroy(better);
     rlt_model_destroy(model);
     return rc;
@@ -342,13 +367,15 @@ cleanup:
 const rlt_cli_cmd rlt_cli_cmd_graph_opt = {
     .name = "graph-opt",
     .brief = "search graph substitutions of an ONNX model; print the rewrites, cost and latency",
-    .synopsis = "--model FILE [--search greedy|taso|none] [--rules FILE] [--alpha A] [--budget N]\n"
+    .synopsis = "--model FILE [--search greedy|taso|rl|none] [--policy FILE] [--horizon N] [--rules FILE]\n"
+                "                  [--alpha A] [--budget N]\n"
                 "                  [--time-limit S] [--db FILE] [--threads N] [--out OPT.onnx] [--repeat R]\n"
                 "                  [--no-measure] [--seed N] [--verbose] [--json]",
     .summary = "Verifies the rules (shipped with rltune, plus --rules), then searches rewrites of the\n"
                "model's graph: greedy applies the rewrite that lowers the cost most until none does;\n"
                "taso is TASO's backtracking (graphs costing under alpha x the best are expanded, each\n"
-               "graph costed once, --budget graphs expanded). A graph's cost is the sum of its kernels'\n"
+               "graph costed once, --budget graphs expanded); rl rolls out a trained policy (rltune\n"
+               "graph-train) for up to --horizon rewrites, one cost evaluation a rewrite. A graph's cost is the sum of its kernels'\n"
                "times as rltune would run it: tasks from --db's best records, else their seed schedules\n"
                "measured once, other ops measured once per shape. Prints the rewrites of the best\n"
                "graph and its cost; then compiles the original and the optimised network, checks the\n"

@@ -29,6 +29,7 @@ static const rlt_cli_cmd *const commands[] = {
     &rlt_cli_cmd_run,
     &rlt_cli_cmd_rules,
     &rlt_cli_cmd_graph_opt,
+    &rlt_cli_cmd_graph_train,
     &rlt_cli_cmd_env,
     &rlt_cli_cmd_gen_dataset,
     &rlt_cli_cmd_train,

@@ -311,4 +311,46 @@ rlt_status rlt_mlp_load_bytes(const char *bytes, size_t len, const char *source,
 rlt_status rlt_mlp_save(const rlt_mlp *m, const rlt_adam *adam, const char *path, rlt_diag *diag);
 rlt_status rlt_mlp_load(const char *path, rlt_mlp **out, rlt_adam **out_adam, rlt_diag *diag);
 
+/* ---- graph layers (gnn.c) ------------------------------------------------ */
+
+/* A message-passing network over a graph's nodes (the graph-rewrite
+ * policy's encoder): layer l maps every node's features h to
+ *     h'_v = relu(W_l [h_v ; mean of h_u over v's neighbours] + b_l)
+ * (neighbours both ways along the edges; a node without any gets zeros),
+ * n_layers layers of n_hidden units, the first reading n_inputs features.
+ * Each layer is an rlt_mlp of one dense layer (2 x its input width ->
+ * n_hidden, ReLU): Adam, saving and loading work on them one by one. */
+typedef struct rlt_gnn_spec {
+    int n_inputs;  /* features per node, 1..RLT_MLP_MAX_UNITS / 2 */
+    int n_hidden;  /* 1..RLT_MLP_MAX_UNITS / 2 */
+    int n_layers;  /* 1..RLT_MLP_MAX_LAYERS */
+} rlt_gnn_spec;
+
+typedef struct rlt_gnn rlt_gnn;
+
+/* Layer l's weights from seed + l (rlt_mlp_create). Errors:
+ * INVALID_ARGUMENT (a spec out of range), OUT_OF_MEMORY. */
+rlt_status rlt_gnn_create(const rlt_gnn_spec *spec, uint64_t seed, rlt_gnn **out, rlt_diag *diag);
+/* A network over the given layers (moved into it: the caller's pointers
+ * are owned by the network from now on, also on failure); they must chain
+ * as rlt_gnn_create's do. INVALID_ARGUMENT otherwise. */
+rlt_status rlt_gnn_from_layers(int n_layers, rlt_mlp **layers, rlt_gnn **out, rlt_diag *diag);
+void rlt_gnn_destroy(rlt_gnn *g); /* NULL ok */
+
+const rlt_gnn_spec *rlt_gnn_get_spec(const rlt_gnn *g);
+/* Layer l (borrowed): for Adam, saving, copying. */
+rlt_mlp *rlt_gnn_layer(rlt_gnn *g, int l);
+
+/* Forward over one graph of n_nodes >= 1 nodes: x [n_nodes x n_inputs],
+ * edges [n_edges x 2] (from, to: node indices, checked), out_h
+ * [n_nodes x n_hidden]; keeps what rlt_gnn_backward needs (the last
+ * forward replaces the ones before). Errors: INVALID_ARGUMENT (an edge out
+ * of range, n_nodes < 1), OUT_OF_MEMORY. */
+rlt_status rlt_gnn_forward(rlt_gnn *g, int n_nodes, const float *x, int n_edges, const int *edges, float *out_h,
+                           rlt_diag *diag);
+/* Accumulates the layers' gradients for dL/dh [n_nodes x n_hidden] of the
+ * kept forward; out_dx [n_nodes x n_inputs] (may be NULL) gets dL/dx. */
+rlt_status rlt_gnn_backward(rlt_gnn *g, const float *dh, float *out_dx, rlt_diag *diag);
+void rlt_gnn_zero_grad(rlt_gnn *g);
+
 #endif /* RLT_NN_H */
