@@ -162,8 +162,9 @@ typedef struct rlt_reval {
 rlt_status rlt_rexpr_eval(const rlt_rexpr *e, const rlt_reval *ctx, rlt_rvalue *out, rlt_diag *diag);
 /* An attribute's value (NULL: none). */
 void rlt_rvalue_of_attr(const rlt_graph_attr *a, rlt_rvalue *out);
-/* The attribute `name` holding v, its arrays in `arena`; false when out of
- * memory or v is none. */
+/* The attribute `name` holding v, its name and arrays copied into `arena`
+ * (so that a graph keeps nothing of the rules); false when out of memory
+ * or v is none. */
 bool rlt_rvalue_to_attr(const rlt_rvalue *v, const char *name, rlt_arena *arena, rlt_graph_attr *out);
 /* Same kind and values (an INT equals a FLOAT of the same value; none
  * equals none). */

@@ -368,7 +368,8 @@ void rlt_rvalue_of_attr(const rlt_graph_attr *a, rlt_rvalue *out)
 bool rlt_rvalue_to_attr(const rlt_rvalue *v, const char *name, rlt_arena *arena, rlt_graph_attr *out)
 {
     if (v->is_none) return false;
-    *out = (rlt_graph_attr){.name = name, .kind = v->kind};
+    *out = (rlt_graph_attr){.name = rlt_arena_strdup(arena, name), .kind = v->kind};
+    if (!out->name) return false;
     switch (v->kind) {
     case RLT_GRAPH_ATTR_INT: out->i = v->i; return true;
     case RLT_GRAPH_ATTR_FLOAT: out->f = (float)v->f; return true;
