@@ -109,8 +109,10 @@ def run_graph_opt(args, model_path: Path, search: str, out_path: Path) -> tuple[
            "--threads", "1", "--out", str(out_path), "--repeat", str(args.repeat)]
     for opt in ("budget", "alpha", "time_limit"):
         v = getattr(args, opt)
-        if v is not None:
+        if v is not None and search != "rl":
             cmd += ["--" + opt.replace("_", "-"), str(v)]
+    if search == "rl":
+        cmd += ["--policy", str(Path(args.policy).resolve())]
     if args.db:
         cmd += ["--db", args.db]
     if args.no_measure:
@@ -155,6 +157,8 @@ def main() -> int:
     ap.add_argument("--searches", default="none,greedy,taso",
                     help="comma-separated searches of rltune graph-opt (default none,greedy,taso)")
     ap.add_argument("--work", default="/tmp/graph_opt", help="models, optimised graphs, database (made if missing)")
+    ap.add_argument("--policy", default=str(Path(__file__).resolve().parents[2] / "models" / "graph_rewrite.rlp"),
+                    help="search rl: the policy (default models/graph_rewrite.rlp)")
     ap.add_argument("--budget", type=int, help="passed to graph-opt (its default: 200)")
     ap.add_argument("--alpha", type=float, help="passed to graph-opt (its default: 1.05)")
     ap.add_argument("--time-limit", type=float, help="passed to graph-opt, seconds per search")

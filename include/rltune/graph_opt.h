@@ -81,7 +81,7 @@ typedef struct rlt_graph_opt_options {
     uint64_t seed;       /* measurement inputs (default 1) */
     bool is_verbose;     /* a line per rewrite tried, on stderr */
     struct rlt_graph_policy *policy; /* search "rl": the policy rolled out (borrowed) */
-    int horizon;         /* search "rl": steps at most (default 50) */
+    int horizon;         /* search "rl": steps at most (default 20, 0 = that) */
 } rlt_graph_opt_options;
 
 RLT_API void rlt_graph_opt_options_init(rlt_graph_opt_options *o);
@@ -125,15 +125,26 @@ RLT_API rlt_status rlt_model_save_onnx(const rlt_model *m, const char *path, rlt
  * candidate, or stops. The observation is the graph (node features and
  * edges) and the candidates (each a rule and the nodes its pattern
  * matched); the reward of a step is X-RLflow's 100 x (c_prev - c_new) / c_0
- * with c the graph's cost (measured kernels, as rlt_model_graph_opt). An
+ * with c the graph's cost (measured kernels, as rlt_model_graph_opt), or
+ * the drop of the best cost so far (rlt_graph_reward). An
  * episode ends on the stop action, when no candidate is left, or after
  * `horizon` steps. docs/graph-opt.md, "The environment". */
 typedef struct rlt_graph_env rlt_graph_env;
 
 #define RLT_GRAPH_ENV_MAX_ANCHORS 12 /* nodes a candidate names */
 
+/* What a step is rewarded for. */
+typedef enum rlt_graph_reward {
+    RLT_GRAPH_REWARD_STEP = 0, /* X-RLflow's: 100 x (c_prev - c_new) / c_0 (default) */
+    RLT_GRAPH_REWARD_BEST,     /* the drop of the episode's best cost: 100 x (best_prev - best_new) / c_0,
+                                  never negative: what a rollout that keeps its best graph gains */
+} rlt_graph_reward;
+
 typedef struct rlt_graph_env_options {
     int horizon;         /* steps of an episode (default 50) */
+    rlt_graph_reward reward;
+    double step_penalty; /* subtracted from every rewrite's reward (default 0): the price of a cost
+                            evaluation, which teaches stopping under RLT_GRAPH_REWARD_BEST */
     int max_candidates;  /* candidates offered at once, the first ones found (default 256); the stop
                             action is index max_candidates */
     const char *db_path; /* as rlt_graph_opt_options */
@@ -241,6 +252,8 @@ typedef struct rlt_graph_train_options {
     double gamma, lambda; /* GAE (default 0.99, 0.95) */
     double clip;          /* PPO's ratio clip (default 0.2) */
     double ent_coef, vf_coef; /* default 0.01, 0.5 */
+    rlt_graph_reward reward;  /* the environment's (default RLT_GRAPH_REWARD_STEP) */
+    double step_penalty;      /* the environment's (default 0) */
     int hidden;           /* units of the graph layers and heads (default 64) */
     int gnn_layers;       /* message-passing rounds (default 3) */
     uint64_t seed;        /* weights, sampling, order (default 1) */

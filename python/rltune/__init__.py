@@ -35,6 +35,8 @@ from .errors import (
     RltuneIOError,
     RltuneMemoryError,
 )
+from .graph_gym import GraphRewriteEnv
+from .graph_opt import GraphEnv, GraphObservation, GraphOptResult, GraphOptStep, GraphPolicy, RuleInfo, Rules, graph_opt
 from .gym_env import LoopNestEnv
 from .knobs import ConfigMeasurer, ConfigResult, DatasetInfo, DatasetResult, KnobSpace, measure_dataset
 from .knobs_env import KnobsEnv
@@ -73,12 +75,15 @@ def _register() -> None:
         gymnasium.register(id="rltune/LoopNest-v0", entry_point="rltune.gym_env:LoopNestEnv")
     if "rltune/Knobs-v0" not in gymnasium.registry:
         gymnasium.register(id="rltune/Knobs-v0", entry_point="rltune.knobs_env:KnobsEnv")
+    if "rltune/GraphRewrite-v0" not in gymnasium.registry:
+        gymnasium.register(id="rltune/GraphRewrite-v0", entry_point="rltune.graph_gym:GraphRewriteEnv")
 
 
 _register()
 
 __all__ = [
-    "ACTION_NAMES", "Array", "BuildOptions", "CSource", "ConfigMeasurer", "ConfigResult", "Database", "DatasetInfo",
+    "ACTION_NAMES", "Array", "BuildOptions", "GraphEnv", "GraphObservation", "GraphOptResult", "GraphOptStep",
+    "GraphPolicy", "GraphRewriteEnv", "RuleInfo", "Rules", "graph_opt", "CSource", "ConfigMeasurer", "ConfigResult", "Database", "DatasetInfo",
     "DatasetResult", "EnvDatasetResult", "EnvStats", "EvalRequest", "EvalResult", "Evaluator", "ExportResult",
     "IllegalScheduleError",
     "InternalError", "InvalidArgumentError", "KnobSpace", "KnobsEnv", "LatencyPoint", "LibraryNotFoundError",

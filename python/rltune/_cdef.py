@@ -553,6 +553,86 @@ typedef struct rlt_env_dataset_result {
     bool was_stopped;
     double wall_s;
 } rlt_env_dataset_result;
+
+/* rltune/graph_opt.h */
+typedef struct rlt_rules rlt_rules;
+typedef struct rlt_graph_policy rlt_graph_policy;
+typedef struct rlt_graph_env rlt_graph_env;
+#define RLT_GRAPH_ENV_MAX_ANCHORS 12
+
+typedef struct rlt_rule_info {
+    char name[64];
+    char doc[512];
+    char file[256];
+    int line;
+    int n_src, n_dst;
+    int n_checks;
+    bool is_verified;
+    bool is_exact;
+    double max_error;
+} rlt_rule_info;
+
+typedef struct rlt_graph_opt_options {
+    const char *search;
+    double alpha;
+    int budget;
+    double time_limit_s;
+    const char *db_path;
+    int n_threads;
+    rlt_build_opts build;
+    uint64_t seed;
+    bool is_verbose;
+    struct rlt_graph_policy *policy;
+    int horizon;
+} rlt_graph_opt_options;
+
+typedef struct rlt_graph_opt_step {
+    char rule[64];
+    char where[128];
+    double cost_ms;
+} rlt_graph_opt_step;
+
+typedef struct rlt_graph_opt_result {
+    double cost_before_ms, cost_after_ms;
+    int n_nodes_before, n_nodes_after;
+    int n_steps;
+    rlt_graph_opt_step *steps;
+    int n_cost_evals;
+    int n_expanded;
+    int n_candidates;
+    int n_tasks_measured, n_tasks_from_records, n_ops_measured;
+    double search_s, measure_s;
+} rlt_graph_opt_result;
+
+typedef enum rlt_graph_reward { RLT_GRAPH_REWARD_STEP = 0, RLT_GRAPH_REWARD_BEST = 1 } rlt_graph_reward;
+
+typedef struct rlt_graph_env_options {
+    int horizon;
+    rlt_graph_reward reward;
+    double step_penalty;
+    int max_candidates;
+    const char *db_path;
+    int n_threads;
+    rlt_build_opts build;
+    uint64_t seed;
+} rlt_graph_env_options;
+
+typedef struct rlt_graph_env_obs {
+    int n_nodes;
+    int n_features;
+    const float *features;
+    int n_edges;
+    const int *edges;
+    int n_candidates;
+    const int *cand_rule;
+    const int *cand_nodes;
+    const unsigned char *mask;
+    int n_actions;
+    double cost_ms, cost0_ms, best_cost_ms;
+    int step, horizon;
+    bool done;
+    bool is_refused;
+} rlt_graph_env_obs;
 """
 
 FUNCTIONS = r"""
@@ -728,6 +808,30 @@ const char *rlt_model_tuning_last_error(const rlt_model_tuning *t);
 void rlt_model_tuning_summary_get(const rlt_model_tuning *t, rlt_model_tuning_summary *out);
 void rlt_model_tuning_task_get(const rlt_model_tuning *t, int i, rlt_tuning_task *out);
 rlt_status rlt_env_dataset_make(const char *op_spec, const char *path, const rlt_env_dataset_opts *opts, rlt_env_dataset_result *out, rlt_diag *diag);
+rlt_status rlt_rules_load(const char *path, rlt_rules **out, rlt_diag *diag);
+rlt_status rlt_rules_add(rlt_rules *r, const char *path, rlt_diag *diag);
+void rlt_rules_destroy(rlt_rules *r);
+rlt_status rlt_rules_verify(rlt_rules *r, uint64_t seed, rlt_diag *diag);
+int rlt_rules_count(const rlt_rules *r);
+void rlt_rule_info_get(const rlt_rules *r, int i, rlt_rule_info *out);
+void rlt_graph_opt_options_init(rlt_graph_opt_options *o);
+rlt_status rlt_model_graph_opt(rlt_model *m, const rlt_rules *rules, const rlt_graph_opt_options *o, rlt_model **out, rlt_graph_opt_result *res, rlt_diag *diag);
+void rlt_graph_opt_result_free(rlt_graph_opt_result *r);
+rlt_status rlt_model_save_onnx(const rlt_model *m, const char *path, rlt_diag *diag);
+void rlt_graph_env_options_init(rlt_graph_env_options *o);
+rlt_status rlt_graph_env_create(const rlt_rules *rules, const rlt_graph_env_options *o, rlt_graph_env **out, rlt_diag *diag);
+void rlt_graph_env_destroy(rlt_graph_env *e);
+rlt_status rlt_graph_env_reset(rlt_graph_env *e, const rlt_model *m, rlt_diag *diag);
+rlt_status rlt_graph_env_step(rlt_graph_env *e, int a, double *reward, bool *done, rlt_diag *diag);
+void rlt_graph_env_observe(const rlt_graph_env *e, rlt_graph_env_obs *out);
+int rlt_graph_env_n_features(void);
+const char *rlt_graph_env_feature_name(int i);
+rlt_status rlt_graph_env_best_model(const rlt_graph_env *e, rlt_model **out, rlt_diag *diag);
+int rlt_graph_env_n_cost_evals(const rlt_graph_env *e);
+rlt_status rlt_graph_policy_load(const char *path, rlt_graph_policy **out, rlt_diag *diag);
+rlt_status rlt_graph_policy_save(const rlt_graph_policy *p, const char *path, rlt_diag *diag);
+void rlt_graph_policy_destroy(rlt_graph_policy *p);
+rlt_status rlt_graph_policy_act(rlt_graph_policy *p, const rlt_rules *rules, const rlt_graph_env_obs *obs, bool is_greedy, uint64_t *rng_state, int *action, rlt_diag *diag);
 """
 
 LIBC = r"""
@@ -776,4 +880,10 @@ STRUCTS = (
     "rlt_tuning_task",
     "rlt_env_dataset_opts",
     "rlt_env_dataset_result",
+    "rlt_rule_info",
+    "rlt_graph_opt_options",
+    "rlt_graph_opt_step",
+    "rlt_graph_opt_result",
+    "rlt_graph_env_options",
+    "rlt_graph_env_obs",
 )

@@ -232,6 +232,32 @@ class Model(Handle):
         self._inputs: tuple[ModelTensor, ...] = tuple(ins)
         self._outputs: tuple[ModelTensor, ...] = tuple(outs)
 
+    @classmethod
+    def _adopt(cls, ptr: Any, path: str | os.PathLike[str]) -> "Model":
+        """A Model owning rlt_model handle ptr (made by the library: a
+        rewritten graph, an environment's best)."""
+        L = lib()
+        m = cls.__new__(cls)
+        m.path = os.fspath(path)
+        m._ptr = ffi.gc(ptr, L.rlt_model_destroy)
+        m._dependents = weakref.WeakSet()
+        t = ffi.new("rlt_model_tensor *")
+        ins, outs = [], []
+        for i in range(L.rlt_model_n_inputs(ptr)):
+            L.rlt_model_input(ptr, i, t)
+            ins.append(ModelTensor._from_c(t))
+        for i in range(L.rlt_model_n_outputs(ptr)):
+            L.rlt_model_output(ptr, i, t)
+            outs.append(ModelTensor._from_c(t))
+        m._inputs = tuple(ins)
+        m._outputs = tuple(outs)
+        return m
+
+    def save_onnx(self, path: str | os.PathLike[str]) -> None:
+        """Writes the model's graph as an ONNX file (rlt_model_save_onnx)."""
+        d = new_diag()
+        check(lib().rlt_model_save_onnx(self._h(), os.fsencode(path), d), d)
+
     def _h(self) -> Any:
         if self._ptr is None:
             raise ValueError("the model is closed")

@@ -72,9 +72,12 @@ rlt_status rlt_graph_env_create(const rlt_rules *rules, const rlt_graph_env_opti
                                 rlt_diag *diag)
 {
     *out = NULL;
-    if (o->horizon < 1 || o->horizon > 100000 || o->max_candidates < 1 || o->max_candidates > 65536)
+    if (o->horizon < 1 || o->horizon > 100000 || o->max_candidates < 1 || o->max_candidates > 65536 ||
+        (o->reward != RLT_GRAPH_REWARD_STEP && o->reward != RLT_GRAPH_REWARD_BEST) || !(o->step_penalty >= 0) ||
+        o->step_penalty > 100)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "graph env: the horizon must be 1..100000 and max_candidates 1..65536");
+                        "graph env: the horizon must be 1..100000, max_candidates 1..65536, the reward step or best "
+                        "and the step penalty 0..100");
     for (int i = 0; i < rules->set->n_rules; i++)
         if (!rules->set->rules[i]->is_verified)
             return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "graph env: rule %s is not verified",
@@ -260,7 +263,8 @@ rlt_status rlt_graph_env_step(rlt_graph_env *e, int a, double *reward, bool *don
             rlt_graph_destroy(g2);
             return st;
         }
-        *reward = 100.0 * (e->cost_now - c) / e->cost0;
+        double best_before = e->best_cost;
+        if (e->o.reward == RLT_GRAPH_REWARD_STEP) *reward = 100.0 * (e->cost_now - c) / e->cost0;
         rlt_graph_destroy(e->g);
         e->g = g2;
         e->cost_now = c;
@@ -275,8 +279,10 @@ rlt_status rlt_graph_env_step(rlt_graph_env *e, int a, double *reward, bool *don
             e->best = copy;
             e->best_cost = c;
         }
+        if (e->o.reward == RLT_GRAPH_REWARD_BEST) *reward = 100.0 * (best_before - e->best_cost) / e->cost0;
         if ((st = observe(e, diag)) != RLT_STATUS_OK) return st;
     }
+    *reward -= e->o.step_penalty;
     e->done = *done = e->step >= e->o.horizon || !any_candidate(e);
     return RLT_STATUS_OK;
 }

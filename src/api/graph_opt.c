@@ -92,7 +92,7 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
     uint64_t t0 = rlt_time_ns();
     rlt_graph_env_options eo;
     rlt_graph_env_options_init(&eo);
-    eo.horizon = o->horizon > 0 ? o->horizon : 50;
+    eo.horizon = o->horizon > 0 ? o->horizon : 20;
     eo.db_path = o->db_path;
     eo.n_threads = o->n_threads;
     eo.build = o->build;

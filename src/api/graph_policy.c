@@ -692,6 +692,8 @@ rlt_status rlt_graph_policy_train(const rlt_rules *rules, rlt_model *const *mode
     rlt_graph_env_options eo;
     rlt_graph_env_options_init(&eo);
     eo.horizon = o->horizon;
+    eo.reward = o->reward;
+    eo.step_penalty = o->step_penalty;
     eo.db_path = o->db_path;
     eo.n_threads = o->n_threads;
     eo.build = o->build;

@@ -23,7 +23,7 @@ static const rlt_cli_opt graph_opt_opts[] = {
     {"model", "FILE", "the ONNX model (.onnx) to optimise"},
     {"search", "S", "greedy (default), taso, rl (a trained policy, --policy), or none (the graph as it is)"},
     {"policy", "FILE", "rl: the policy (rltune graph-train; models/graph_rewrite.rlp ships with rltune)"},
-    {"horizon", "N", "rl: rewrites at most (default 50)"},
+    {"horizon", "N", "rl: rewrites at most (default 20)"},
     {"rules", "FILE", "rules of your own, added to the shipped set (verified first)"},
     {"alpha", "A", "taso: explore graphs costing under A x the best (default 1.05)"},
     {"budget", "N", "taso: graphs expanded; greedy: rewrites applied (default 200)"},
@@ -230,7 +230,7 @@ static int read_options(const rlt_cli_args *args, gopt_view *v)
         return RLT_CLI_EXIT_USAGE;
     }
     int64_t horizon;
-    if (rlt_cli_args_int(args, "horizon", 50, 1, 100000, &horizon, &d) != RLT_STATUS_OK) {
+    if (rlt_cli_args_int(args, "horizon", 20, 1, 100000, &horizon, &d) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         return RLT_CLI_EXIT_USAGE;
     }

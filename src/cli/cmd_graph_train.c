@@ -21,6 +21,10 @@ static const rlt_cli_opt graph_train_opts[] = {
     {"episodes", "N", "episodes of each model per iteration (default 2)"},
     {"horizon", "N", "rewrites of an episode at most (default 20)"},
     {"lr", "X", "Adam's learning rate (default 0.0003)"},
+    {"ent-coef", "X", "PPO's entropy bonus (default 0.01)"},
+    {"gamma", "X", "discount of later rewards (default 0.99)"},
+    {"reward", "R", "step (X-RLflow's cost drop of each rewrite, default) or best (the drop of the best cost)"},
+    {"step-penalty", "X", "subtracted from each rewrite's reward (default 0)"},
     {"init", "FILE", "go on training this policy instead of a new one"},
     {"db", "FILE", "records database for the kernels' times (measured seeds are stored in it)"},
     {"threads", "N", "the networks' threads (default 1)"},
@@ -73,13 +77,16 @@ static int run_graph_train(const rlt_cli_args *args)
     rlt_graph_train_options o;
     rlt_graph_train_options_init(&o);
     int64_t iterations, episodes, horizon, threads, seed;
-    double lr;
+    double lr, ent_coef, gamma, penalty;
     if (rlt_cli_args_int(args, "iterations", o.n_iterations, 0, 1000000, &iterations, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "episodes", o.episodes_per_model, 1, 10000, &episodes, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "horizon", o.horizon, 1, 100000, &horizon, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "seed", 1, 0, INT64_MAX, &seed, &d) != RLT_STATUS_OK ||
-        rlt_cli_args_double(args, "lr", o.lr, 0, true, 1.0, &lr, &d) != RLT_STATUS_OK) {
+        rlt_cli_args_double(args, "lr", o.lr, 0, true, 1.0, &lr, &d) != RLT_STATUS_OK ||
+        rlt_cli_args_double(args, "ent-coef", o.ent_coef, 0, false, 10.0, &ent_coef, &d) != RLT_STATUS_OK ||
+        rlt_cli_args_double(args, "gamma", o.gamma, 0, false, 1.0, &gamma, &d) != RLT_STATUS_OK ||
+        rlt_cli_args_double(args, "step-penalty", 0, 0, false, 100, &penalty, &d) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         return RLT_CLI_EXIT_USAGE;
     }
@@ -89,6 +96,16 @@ static int run_graph_train(const rlt_cli_args *args)
     o.n_threads = (int)threads;
     o.seed = (uint64_t)seed;
     o.lr = lr;
+    o.ent_coef = ent_coef;
+    o.gamma = gamma;
+    o.step_penalty = penalty;
+    const char *reward = rlt_cli_args_get(args, "reward");
+    if (reward && strcmp(reward, "best") == 0) {
+        o.reward = RLT_GRAPH_REWARD_BEST;
+    } else if (reward && strcmp(reward, "step") != 0) {
+        rlt_cli_error("--reward: '%s' is not a reward; expected step or best", reward);
+        return RLT_CLI_EXIT_USAGE;
+    }
     o.db_path = rlt_cli_args_get(args, "db");
     char *copy = strdup(list);
     rlt_model *models[MAX_MODELS] = {0};
@@ -170,7 +187,8 @@ const rlt_cli_cmd rlt_cli_cmd_graph_train = {
     .name = "graph-train",
     .brief = "train a graph-rewrite policy by PPO on a set of ONNX models",
     .synopsis = "--models A.onnx,B.onnx,... --out FILE [--iterations N] [--episodes N] [--horizon N]\n"
-                "                  [--lr X] [--init FILE] [--db FILE] [--threads N] [--seed N] [--json]",
+                "                  [--lr X] [--ent-coef X] [--gamma X] [--reward step|best] [--step-penalty X]\n"
+                "                  [--init FILE] [--db FILE] [--threads N] [--seed N] [--json]",
     .summary = "Trains RLFlow's agent over rltune's verified rules: each iteration runs --episodes\n"
                "episodes of every model (each step applies one (rule, location) candidate or stops;\n"
                "reward 100 x the cost drop over the first cost; costs from measured kernels, as\n"
