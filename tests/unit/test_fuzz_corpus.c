@@ -23,7 +23,11 @@
  * - The state-dataset reader (tests/fuzz/corpus/env_states/, grown by
  *   tests/fuzz/fuzz_env_states.c) through env_dataset_load for
  *   matmul:M=32,N=32,K=32: ok_* must load with as many states as their
- *   header says, bad_* must be refused with a message naming the file. */
+ *   header says, bad_* must be refused with a message naming the file.
+ * - The rule language (tests/fuzz/corpus/rules/, grown by
+ *   tests/fuzz/fuzz_rules.c) through rlt_ruleset_parse and
+ *   rlt_ruleset_verify: ok_* (each shipped rule alone) must parse and
+ *   verify, bad_* must be refused by one or the other with a message. */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -35,6 +39,7 @@
 #include "../common/tmp.h"
 #include "db/db.h"
 #include "env/env.h"
+#include "gopt/gopt.h"
 #include "ir/ir.h"
 #include "rltune/npy.h"
 
@@ -42,6 +47,7 @@
 #define RECORDS_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/records"
 #define NPY_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/npy"
 #define ENV_STATES_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/env_states"
+#define RULES_DIR RLTUNE_SOURCE_DIR "/tests/fuzz/corpus/rules"
 
 static void check(const char *file, const char *what, rlt_status st, rlt_op *op, const rlt_diag *d)
 {
@@ -377,4 +383,39 @@ Test(fuzz_corpus, state_datasets_load_or_are_refused_naming_the_file)
     cr_assert_geq(n_files, 15, "the env_states corpus has only %d files", n_files);
     cr_assert_geq(n_ok, 3, "only %d corpus files loaded", n_ok);
     cr_assert_geq(n_refused, 12, "only %d corpus files were refused", n_refused);
+}
+
+Test(fuzz_corpus, rule_files_parse_and_verify_or_are_refused)
+{
+    DIR *dir = opendir(RULES_DIR);
+    cr_assert_not_null(dir, "cannot open %s", RULES_DIR);
+    int n_files = 0, n_ok = 0, n_refused = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", RULES_DIR, entry->d_name);
+        n_files++;
+        rlt_ruleset *rs = NULL;
+        rlt_diag d = {0};
+        rlt_status st = rlt_ruleset_load(path, &rs, &d);
+        if (st == RLT_STATUS_OK) st = rlt_ruleset_verify(rs, 1, &d);
+        if (st != RLT_STATUS_OK) {
+            cr_assert(strncmp(entry->d_name, "ok_", 3) != 0, "%s must parse and verify: %s", entry->d_name,
+                      d.message);
+            cr_assert_eq(d.status, st, "%s", entry->d_name);
+            cr_assert_neq(d.message[0], '\0', "%s: refused without a message", entry->d_name);
+            n_refused++;
+        } else {
+            cr_assert(strncmp(entry->d_name, "bad_", 4) != 0, "%s must be refused", entry->d_name);
+            cr_assert_gt(rs->n_rules, 0, "%s", entry->d_name);
+            n_ok++;
+        }
+        rlt_ruleset_destroy(rs);
+    }
+    closedir(dir);
+    assert_no_leaks();
+    cr_assert_geq(n_files, 30, "the rules corpus has only %d files", n_files);
+    cr_assert_geq(n_ok, 20, "only %d corpus files verified", n_ok);
+    cr_assert_geq(n_refused, 8, "only %d corpus files were refused", n_refused);
 }
