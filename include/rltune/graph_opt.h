@@ -220,6 +220,9 @@ typedef struct rlt_graph_policy rlt_graph_policy;
  * IO_ERROR, PARSE_ERROR (not a graph policy: names what is wrong),
  * OUT_OF_MEMORY. */
 RLT_API rlt_status rlt_graph_policy_load(const char *path, rlt_graph_policy **out, rlt_diag *diag);
+/* The policy shipped with rltune (models/graph_rewrite.rlp, built into the
+ * library). Errors: OUT_OF_MEMORY. */
+RLT_API rlt_status rlt_graph_policy_default(rlt_graph_policy **out, rlt_diag *diag);
 /* Writes it (with its optimiser state, so training can go on). */
 RLT_API rlt_status rlt_graph_policy_save(const rlt_graph_policy *p, const char *path, rlt_diag *diag);
 RLT_API void rlt_graph_policy_destroy(rlt_graph_policy *p); /* NULL ok */

@@ -829,6 +829,7 @@ const char *rlt_graph_env_feature_name(int i);
 rlt_status rlt_graph_env_best_model(const rlt_graph_env *e, rlt_model **out, rlt_diag *diag);
 int rlt_graph_env_n_cost_evals(const rlt_graph_env *e);
 rlt_status rlt_graph_policy_load(const char *path, rlt_graph_policy **out, rlt_diag *diag);
+rlt_status rlt_graph_policy_default(rlt_graph_policy **out, rlt_diag *diag);
 rlt_status rlt_graph_policy_save(const rlt_graph_policy *p, const char *path, rlt_diag *diag);
 void rlt_graph_policy_destroy(rlt_graph_policy *p);
 rlt_status rlt_graph_policy_act(rlt_graph_policy *p, const rlt_rules *rules, const rlt_graph_env_obs *obs, bool is_greedy, uint64_t *rng_state, int *action, rlt_diag *diag);

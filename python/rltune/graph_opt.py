@@ -100,14 +100,18 @@ class Rules(Handle):
 
 
 class GraphPolicy(Handle):
-    """A trained graph-rewrite policy (rltune graph-train;
-    models/graph_rewrite.rlp ships with rltune)."""
+    """A trained graph-rewrite policy: a file of rltune graph-train, or
+    (path None) the one shipped with rltune (models/graph_rewrite.rlp,
+    built into the library)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: Optional[str | os.PathLike[str]] = None) -> None:
         L = lib()
         out = ffi.new("rlt_graph_policy **")
         d = new_diag()
-        check(L.rlt_graph_policy_load(os.fsencode(path), out, d), d)
+        if path is None:
+            check(L.rlt_graph_policy_default(out, d), d)
+        else:
+            check(L.rlt_graph_policy_load(os.fsencode(path), out, d), d)
         self._ptr: Any = ffi.gc(out[0], L.rlt_graph_policy_destroy)
 
     def _h(self) -> Any:

@@ -78,6 +78,12 @@ def test_graph_opt_greedy_writes_a_graph_onnx_runtime_runs(tmp_path: Path, rules
     assert np.max(np.abs(got - ref)) <= 1e-4 * np.max(np.abs(ref))
 
 
+def test_rl_search_with_the_shipped_policy(tmp_path: Path, rules: Rules) -> None:
+    m = Model(_write_model(tmp_path / "net.onnx"))
+    _, res = graph_opt(m, rules, search="rl", policy=rltune.GraphPolicy())
+    assert res.cost_after_ms <= res.cost_before_ms and res.n_cost_evals <= 21
+
+
 def test_environment_steps_and_mask(tmp_path: Path, rules: Rules) -> None:
     m = Model(_write_model(tmp_path / "net.onnx"))
     env = GraphEnv(rules, horizon=5)

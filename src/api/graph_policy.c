@@ -12,6 +12,7 @@
  * gradients over a minibatch.
  */
 #include "api/graph_opt_internal.h"
+#include "gopt/default_policy_bytes.h"
 #include "nn/agent_file.h"
 #include "nn/nn.h"
 
@@ -161,13 +162,34 @@ rlt_status rlt_graph_policy_save(const rlt_graph_policy *p, const char *path, rl
     return st;
 }
 
+/* A policy from an agent file already read; `path` names it in messages.
+ * Takes f (destroyed here). */
+static rlt_status policy_from_file(rlt_agent_file *f, const char *path, rlt_graph_policy **out, rlt_diag *diag);
+
 rlt_status rlt_graph_policy_load(const char *path, rlt_graph_policy **out, rlt_diag *diag)
 {
     *out = NULL;
     rlt_agent_file *f = NULL;
-    rlt_graph_policy *p = NULL;
     rlt_status st = rlt_agent_file_load(path, &f, diag);
     if (st != RLT_STATUS_OK) return st;
+    return policy_from_file(f, path, out, diag);
+}
+
+rlt_status rlt_graph_policy_default(rlt_graph_policy **out, rlt_diag *diag)
+{
+    *out = NULL;
+    rlt_agent_file *f = NULL;
+    const char *name = "models/graph_rewrite.rlp (built in)";
+    rlt_status st = rlt_agent_file_load_bytes(rlt_default_graph_policy, sizeof rlt_default_graph_policy - 1, name,
+                                              &f, diag);
+    if (st != RLT_STATUS_OK) return st;
+    return policy_from_file(f, name, out, diag);
+}
+
+static rlt_status policy_from_file(rlt_agent_file *f, const char *path, rlt_graph_policy **out, rlt_diag *diag)
+{
+    rlt_graph_policy *p = NULL;
+    rlt_status st = RLT_STATUS_OK;
     double n_features = 0, n_layers = 0;
     const char *names = NULL;
     size_t names_len = 0;

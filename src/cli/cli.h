@@ -75,7 +75,8 @@ int rlt_cli_model_load(const char *path, rlt_model **out);
 int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *o, int64_t n_trials);
 
 /* `--graph-opt SEARCH` of run and tune --model: replaces *model_io by its
- * graph after the search (the shipped rules, verified; costs from db_path's
+ * graph after the search (the shipped rules, verified, and for rl the
+ * shipped policy; costs from db_path's
  * records at n_threads), printing one line on stdout unless is_quiet.
  * Returns the exit code (the error printed). (cmd_graph_opt.c) */
 int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db_path, int n_threads, bool is_quiet,

@@ -22,7 +22,7 @@
 static const rlt_cli_opt graph_opt_opts[] = {
     {"model", "FILE", "the ONNX model (.onnx) to optimise"},
     {"search", "S", "greedy (default), taso, rl (a trained policy, --policy), or none (the graph as it is)"},
-    {"policy", "FILE", "rl: the policy (rltune graph-train; models/graph_rewrite.rlp ships with rltune)"},
+    {"policy", "FILE", "rl: a policy of rltune graph-train (default: the one shipped with rltune)"},
     {"horizon", "N", "rl: rewrites at most (default 20)"},
     {"rules", "FILE", "rules of your own, added to the shipped set (verified first)"},
     {"alpha", "A", "taso: explore graphs costing under A x the best (default 1.05)"},
@@ -223,10 +223,8 @@ static int read_options(const rlt_cli_args *args, gopt_view *v)
         rlt_cli_error("--search: '%s' is not a search; expected greedy, taso, rl or none", v->search);
         return RLT_CLI_EXIT_USAGE;
     }
-    if ((strcmp(v->search, "rl") == 0) != rlt_cli_args_has(args, "policy")) {
-        rlt_cli_error(rlt_cli_args_has(args, "policy") ? "--policy goes with --search rl"
-                                                       : "--search rl needs --policy FILE (models/graph_rewrite.rlp "
-                                                         "ships with rltune)");
+    if (strcmp(v->search, "rl") != 0 && rlt_cli_args_has(args, "policy")) {
+        rlt_cli_error("--policy goes with --search rl");
         return RLT_CLI_EXIT_USAGE;
     }
     int64_t horizon;
@@ -265,8 +263,9 @@ int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db
     rlt_model *better = NULL;
     rlt_graph_opt_result res = {0};
     int rc = RLT_CLI_EXIT_OK;
-    if (strcmp(search, "greedy") != 0 && strcmp(search, "taso") != 0 && strcmp(search, "none") != 0) {
-        rlt_cli_error("--graph-opt: '%s' is not a search; expected greedy, taso or none", search);
+    if (strcmp(search, "greedy") != 0 && strcmp(search, "taso") != 0 && strcmp(search, "rl") != 0 &&
+        strcmp(search, "none") != 0) {
+        rlt_cli_error("--graph-opt: '%s' is not a search; expected greedy, taso, rl or none", search);
         return RLT_CLI_EXIT_USAGE;
     }
     rlt_graph_opt_options o;
@@ -274,8 +273,11 @@ int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db
     o.search = search;
     o.db_path = db_path;
     o.n_threads = n_threads;
+    rlt_graph_policy *policy = NULL;
     rlt_status st = rlt_rules_load(NULL, &rules, &d);
     if (st == RLT_STATUS_OK) st = rlt_rules_verify(rules, o.seed, &d);
+    if (st == RLT_STATUS_OK && strcmp(search, "rl") == 0) st = rlt_graph_policy_default(&policy, &d);
+    o.policy = policy;
     if (st == RLT_STATUS_OK) st = rlt_model_graph_opt(*model_io, rules, &o, &better, &res, &d);
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("%s: --graph-opt: %s", path, d.message);
@@ -295,6 +297,7 @@ int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db
 cleanup:
     rlt_graph_opt_result_free(&res);
     rlt_model_destroy(better);
+    rlt_graph_policy_destroy(policy);
     rlt_rules_destroy(rules);
     return rc;
 }
@@ -315,8 +318,9 @@ static int run_graph_opt(const rlt_cli_args *args)
     if ((rc = read_options(args, &v)) != RLT_CLI_EXIT_OK) return rc;
     if ((rc = rlt_cli_model_load(v.path, &model)) != RLT_CLI_EXIT_OK) return rc;
     rlt_status st = RLT_STATUS_OK;
-    if (rlt_cli_args_has(args, "policy") &&
-        (st = rlt_graph_policy_load(rlt_cli_args_get(args, "policy"), &policy, &d)) != RLT_STATUS_OK) {
+    if (strcmp(v.search, "rl") == 0 &&
+        (st = rlt_cli_args_has(args, "policy") ? rlt_graph_policy_load(rlt_cli_args_get(args, "policy"), &policy, &d)
+                                               : rlt_graph_policy_default(&policy, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("--policy: %s", d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;

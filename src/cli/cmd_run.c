@@ -29,7 +29,7 @@ static const rlt_cli_opt run_opts[] = {
     {"profile", NULL, "also time every step (a fused kernel or another node) and list them"},
     {"cc", "CMD", "compiler for the kernels (default $RLTUNE_CC, else gcc): part of the records' target"},
     {"cflags", "FLAGS", "compiler flags (default \"" RLT_DEFAULT_CFLAGS "\")"},
-    {"graph-opt", "SEARCH", "first rewrite the graph with rltune's substitutions: greedy, taso or none"},
+    {"graph-opt", "SEARCH", "first rewrite the graph with rltune's substitutions: greedy, taso, rl or none"},
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 

@@ -148,12 +148,29 @@ Test(cli_graph_opt, taso_json)
     cli_run_free(&r);
 }
 
+/* --search rl with the policy built into the library: a rollout of a few
+ * cost evaluations, checked like the others. */
+Test(cli_graph_opt, rl_with_the_shipped_policy)
+{
+    cli_run r = CLI("graph-opt", "--model", model_path, "--search", "rl", "--json", "--repeat", "3");
+    assert_ok(&r);
+    cJSON *j = json_parse_object_line(r.out);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "search")), "rl");
+    cr_assert_leq(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "cost_evals")), 21, "horizon 20 and the first");
+    cr_assert_leq(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "cost_after_ms")),
+                  cJSON_GetNumberValue(cJSON_GetObjectItem(j, "cost_before_ms")));
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "correct")));
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
 Test(cli_graph_opt, bad_input)
 {
     EXPECT_USAGE_ERROR("--model FILE is required", "graph-opt");
     EXPECT_USAGE_ERROR("'beam' is not a search", "graph-opt", "--model", model_path, "--search", "beam");
     EXPECT_USAGE_ERROR("--alpha", "graph-opt", "--model", model_path, "--alpha", "0.5");
     EXPECT_USAGE_ERROR("--budget", "graph-opt", "--model", model_path, "--budget", "-1");
+    EXPECT_USAGE_ERROR("--policy goes with --search rl", "graph-opt", "--model", model_path, "--policy", model_path);
     EXPECT_USAGE_ERROR("broken.rules:2: rule half is not closed", "graph-opt", "--model", model_path, "--rules",
                        broken_rules, "--no-measure");
     EXPECT_USAGE_ERROR("needs a sub-command", "rules");

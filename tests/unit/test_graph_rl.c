@@ -209,3 +209,28 @@ Test(graph_rl, bad_policy_files_are_refused)
     d = (rlt_diag){0};
     cr_assert_eq(rlt_graph_policy_load("/nonexistent/p.rlp", &p, &d), RLT_STATUS_IO_ERROR);
 }
+
+/* The policy built into the library loads and acts on a graph it never saw. */
+Test(graph_rl, the_shipped_policy_acts)
+{
+    rlt_rules *rules = verified_rules();
+    rlt_model *m = load_model();
+    rlt_graph_policy *p = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_graph_policy_default(&p, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_graph_env_options eo;
+    rlt_graph_env_options_init(&eo);
+    rlt_graph_env *env = NULL;
+    cr_assert_eq(rlt_graph_env_create(rules, &eo, &env, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_graph_env_reset(env, m, &d), RLT_STATUS_OK);
+    rlt_graph_env_obs obs;
+    rlt_graph_env_observe(env, &obs);
+    uint64_t state = 1;
+    int a = -1;
+    cr_assert_eq(rlt_graph_policy_act(p, rules, &obs, true, &state, &a, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(a >= 0 && a < obs.n_actions && obs.mask[a], "action %d", a);
+    rlt_graph_env_destroy(env);
+    rlt_graph_policy_destroy(p);
+    rlt_model_destroy(m);
+    rlt_rules_destroy(rules);
+}
