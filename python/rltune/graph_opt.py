@@ -60,6 +60,14 @@ class Rules(Handle):
         if verify:
             self.verify(seed)
 
+    def __deepcopy__(self, memo: dict) -> "Rules":
+        # shared, not copied: a verified set is only read (Gymnasium copies an
+        # env's kwargs when it makes it again)
+        return self
+
+    def __copy__(self) -> "Rules":
+        return self
+
     def add(self, path: str | os.PathLike[str]) -> None:
         """Adds a file's rules (not verified: call verify())."""
         d = new_diag()

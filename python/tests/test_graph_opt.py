@@ -12,6 +12,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 import rltune
 from rltune import GraphEnv, InvalidArgumentError, Model, Rules, graph_opt
@@ -114,3 +115,23 @@ def test_gymnasium_env(tmp_path: Path, rules: Rules) -> None:
         total += reward
     assert info["best_cost_ms"] <= info["cost0_ms"]
     env.close()
+
+
+def test_gymnasium_env_checker_and_kwargs(tmp_path: Path, rules: Rules) -> None:
+    path = str(_write_model(tmp_path / "net.onnx"))
+    env = gym.make("rltune/GraphRewrite-v0", model=path, rules=rules, horizon=4, max_candidates=32)
+    check_env(env.unwrapped)
+    # a masked action is a no-op step by default, an error on request
+    obs, info = env.reset(seed=1)
+    _, reward, terminated, _, info = env.step(30)
+    assert reward == 0 and not terminated and not info["is_legal"]
+    strict = gym.make("rltune/GraphRewrite-v0", model=path, rules=rules, max_candidates=32, illegal_action="raise")
+    strict.reset(seed=1)
+    with pytest.raises(InvalidArgumentError, match="masked"):
+        strict.step(30)
+    with pytest.raises(ValueError, match="needs model="):
+        gym.make("rltune/GraphRewrite-v0", rules=rules)
+    with pytest.raises(ValueError, match="the horizon must be"):
+        gym.make("rltune/GraphRewrite-v0", model=path, rules=rules, horizon=0)
+    with pytest.raises(ValueError, match="reward must be"):
+        gym.make("rltune/GraphRewrite-v0", model=path, rules=rules, reward="fast")
