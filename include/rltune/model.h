@@ -165,7 +165,12 @@ RLT_API void rlt_net_destroy(rlt_net *n); /* NULL ok */
  * its type and shape (rlt_array_create), overwritten. Nothing is allocated,
  * so a timed call times the network alone. Errors: INVALID_ARGUMENT (an
  * array missing or of another type or shape, naming it; a node's run-time
- * error, naming the node). Threads: one call on a net at a time. */
+ * error, naming the node). Threads: one call on a net at a time. At
+ * several threads the kernels' OpenMP threads stay bound to the calling
+ * thread: a kernel measured later in a child that thread forks (a tuning
+ * session's runner) waits for them until its timeout, so run nets on
+ * another thread than the one that tunes (rlt_net_time does so itself;
+ * docs/net.md, "OpenMP and forked children"). */
 RLT_API rlt_status rlt_net_run(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs,
                                rlt_diag *diag);
 

@@ -49,18 +49,22 @@ static int compare_doubles(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-rlt_status rlt_net_time(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs,
-                        const rlt_array *const *reference, const rlt_net_timing_options *o, rlt_net_timing *out,
-                        rlt_diag *diag)
+/* What rlt_net_time times, on the thread rlt_net_contained gives it. */
+typedef struct net_timing_job {
+    rlt_net *n;
+    const rlt_array *const *inputs;
+    rlt_array *const *outputs;
+    const rlt_array *const *reference;
+    const rlt_net_timing_options *o;
+    rlt_net_timing *out;
+    rlt_diag *diag;
+    rlt_status st;
+} net_timing_job;
+
+static rlt_status time_runs(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs,
+                            const rlt_array *const *reference, const rlt_net_timing_options *o, rlt_net_timing *out,
+                            rlt_diag *diag)
 {
-    rlt_net_timing_options defaults;
-    rlt_net_timing_options_init(&defaults);
-    if (!o) o = &defaults;
-    memset(out, 0, sizeof *out);
-    if (o->n_warmup < 0 || o->n_warmup > 1000000 || o->repeat < 1 || o->repeat > 1000000)
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                        "timing a network: %d warm-up runs (0 to 1000000) and %d timed runs (1 to 1000000)",
-                        o->n_warmup, o->repeat);
     double *times = rlt_calloc((size_t)o->repeat, sizeof *times);
     if (!times) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory timing a network");
     /* pinned to the CPU it is on, for steadier timings; the affinity is
@@ -102,4 +106,31 @@ rlt_status rlt_net_time(rlt_net *n, const rlt_array *const *inputs, rlt_array *c
     }
     rlt_free(times);
     return st;
+}
+
+static void *time_job(void *arg)
+{
+    net_timing_job *j = arg;
+    j->st = time_runs(j->n, j->inputs, j->outputs, j->reference, j->o, j->out, j->diag);
+    return NULL;
+}
+
+rlt_status rlt_net_time(rlt_net *n, const rlt_array *const *inputs, rlt_array *const *outputs,
+                        const rlt_array *const *reference, const rlt_net_timing_options *o, rlt_net_timing *out,
+                        rlt_diag *diag)
+{
+    rlt_net_timing_options defaults;
+    rlt_net_timing_options_init(&defaults);
+    if (!o) o = &defaults;
+    memset(out, 0, sizeof *out);
+    if (o->n_warmup < 0 || o->n_warmup > 1000000 || o->repeat < 1 || o->repeat > 1000000)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "timing a network: %d warm-up runs (0 to 1000000) and %d timed runs (1 to 1000000)",
+                        o->n_warmup, o->repeat);
+    /* at several threads on a thread of its own: the OpenMP threads the
+     * kernels start go with it, so that the measurement runner's children
+     * forked later by this process do not wait for them (net.h) */
+    net_timing_job job = {n, inputs, outputs, reference, o, out, diag, RLT_STATUS_OK};
+    rlt_status st = rlt_net_contained(rlt_net_threads(n), time_job, &job, diag);
+    return st != RLT_STATUS_OK ? st : job.st;
 }

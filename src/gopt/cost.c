@@ -25,7 +25,6 @@
 #include "rltune/session.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,27 +510,6 @@ static void *op_timing_run(void *arg)
     return NULL;
 }
 
-/* Runs fn(arg) where OpenMP threads it starts leave nothing behind: at
- * several threads on a thread of its own, joined before returning. A
- * parallel region leaves its OpenMP threads bound to the thread that ran
- * it (libgomp's pool), and a child forked afterwards (the measurement
- * runner's, which runs the seed kernels) inherits that pool without its
- * threads: its own first parallel region then waits for them forever. The
- * pool of a thread that ends is released. */
-static rlt_status run_contained(int n_threads, void *(*fn)(void *), void *arg, rlt_diag *diag)
-{
-    if (n_threads == 1) {
-        fn(arg);
-        return RLT_STATUS_OK;
-    }
-    pthread_t thread;
-    int rc = pthread_create(&thread, NULL, fn, arg);
-    if (rc != 0)
-        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "cannot start a thread to time on: %s", strerror(rc));
-    pthread_join(thread, NULL);
-    return RLT_STATUS_OK;
-}
-
 /* Times node `node` as a network step runs it: its fast op (over the
  * options' threads, as the net splits it), else the evaluator; inputs
  * seeded random floats (integer and bool inputs zero: valid indices),
@@ -570,7 +548,7 @@ static rlt_status op_measure(rlt_gcost *c, const rlt_graph *g, int node, double 
     }
     op_timing timing = {.g = g, .node = node, .fast = fast, .vals = vals, .n_threads = c->o.n_threads,
                         .repeat = c->o.repeat, .times = times, .diag = diag};
-    if ((st = run_contained(c->o.n_threads, op_timing_run, &timing, diag)) != RLT_STATUS_OK ||
+    if ((st = rlt_net_contained(c->o.n_threads, op_timing_run, &timing, diag)) != RLT_STATUS_OK ||
         (st = timing.st) != RLT_STATUS_OK)
         goto cleanup;
     qsort(times, (size_t)c->o.repeat, sizeof *times, compare_doubles);
@@ -678,7 +656,7 @@ cleanup:
 
 /* ---- a graph's measured latency ------------------------------------------------- */
 
-/* What rlt_gcost_measure does, on the thread run_contained gives it. */
+/* What rlt_gcost_measure does, on the thread rlt_net_contained gives it. */
 typedef struct net_timing_job {
     const rlt_gcost_options *o;
     const rlt_graph *g;
@@ -741,6 +719,6 @@ rlt_status rlt_gcost_measure(const rlt_gcost_options *o, const rlt_graph *g, con
         rlt_net_timing_options_init(&timing);
     timing.is_pinned = timing.is_pinned && o->n_threads == 1; /* as `rltune run` times: one CPU for one thread */
     net_timing_job job = {.o = o, .g = g, .t = &timing, .out = out, .diag = diag};
-    rlt_status st = run_contained(o->n_threads, net_timing_run, &job, diag);
+    rlt_status st = rlt_net_contained(o->n_threads, net_timing_run, &job, diag);
     return st != RLT_STATUS_OK ? st : job.st;
 }

@@ -29,6 +29,7 @@
 
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,6 +630,30 @@ cleanup:
 }
 
 /* Points every kernel step's tensors at their buffers and packs its weights. */
+typedef struct prepare_job {
+    rlt_net *n;
+    rlt_diag *diag;
+    rlt_status st;
+} prepare_job;
+
+static rlt_status prepare_steps(rlt_net *n, rlt_diag *diag);
+
+static void *prepare_job_run(void *arg)
+{
+    prepare_job *j = arg;
+    j->st = prepare_steps(j->n, j->diag);
+    return NULL;
+}
+
+/* prepare_steps where the kernels' packing (parallel at several threads)
+ * leaves no OpenMP threads behind in the calling thread (rlt_net_contained). */
+static rlt_status prepare_steps_contained(rlt_net *n, rlt_diag *diag)
+{
+    prepare_job job = {n, diag, RLT_STATUS_OK};
+    rlt_status st = rlt_net_contained(n->n_threads, prepare_job_run, &job, diag);
+    return st != RLT_STATUS_OK ? st : job.st;
+}
+
 static rlt_status prepare_steps(rlt_net *n, rlt_diag *diag)
 {
     for (int i = 0; i < n->n_steps; i++) {
@@ -726,7 +751,7 @@ rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_
         if ((st = rlt_op_parse(t->spec, &n->kernels[i].op, diag)) != RLT_STATUS_OK) goto cleanup;
     }
     if ((st = plan_steps(n, &gt, diag)) != RLT_STATUS_OK || (st = plan_memory(n, diag)) != RLT_STATUS_OK ||
-        (st = compile_kernels(n, opts, diag)) != RLT_STATUS_OK || (st = prepare_steps(n, diag)) != RLT_STATUS_OK)
+        (st = compile_kernels(n, opts, diag)) != RLT_STATUS_OK || (st = prepare_steps_contained(n, diag)) != RLT_STATUS_OK)
         goto cleanup;
     n->compile_s = (double)(rlt_time_ns() - t0) * 1e-9;
     *out = n;
@@ -803,6 +828,23 @@ void rlt_net_profile(rlt_net *n, bool on)
 }
 
 const rlt_graph *rlt_net_graph(const rlt_net *n) { return n->g; }
+
+int rlt_net_threads(const rlt_net *n) { return n->n_threads; }
+
+rlt_status rlt_net_contained(int n_threads, void *(*fn)(void *), void *arg, rlt_diag *diag)
+{
+    if (n_threads <= 1) {
+        fn(arg);
+        return RLT_STATUS_OK;
+    }
+    pthread_t thread;
+    int rc = pthread_create(&thread, NULL, fn, arg);
+    if (rc != 0)
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "cannot start a thread to run the network on: %s",
+                        strerror(rc));
+    pthread_join(thread, NULL);
+    return RLT_STATUS_OK;
+}
 
 int rlt_net_n_tasks(const rlt_net *n) { return n->n_tasks; }
 

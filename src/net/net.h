@@ -125,6 +125,21 @@ rlt_status rlt_net_task_record(rlt_db *db, const char *target, const char *spec,
 rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt_str *key, rlt_str *schedule,
                              rlt_diag *diag);
 
+/* Runs fn(arg) so that the OpenMP threads it starts leave nothing behind:
+ * at n_threads > 1 on a thread of its own, joined before returning (at 1,
+ * here). A parallel region leaves its OpenMP threads bound to the thread
+ * that ran it (libgomp's pool), and a child that thread forks later (the
+ * measurement runner's, which runs kernels) inherits that pool without its
+ * threads: the child's first parallel region then waits for them until its
+ * timeout. The pool of a thread that ends is released. What runs a network
+ * or fast ops at several threads in a process that measures kernels later
+ * (rlt_net_time, the graph cost model) goes through here. Errors:
+ * OUT_OF_MEMORY (no thread could be started). */
+rlt_status rlt_net_contained(int n_threads, void *(*fn)(void *), void *arg, rlt_diag *diag);
+
+/* The threads the net's kernels run on. */
+int rlt_net_threads(const rlt_net *n);
+
 /* The graph the net runs (borrowed). */
 const rlt_graph *rlt_net_graph(const rlt_net *n);
 

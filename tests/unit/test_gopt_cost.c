@@ -449,6 +449,54 @@ Test(gopt_cost, two_threads_ops_then_seed)
     assert_no_leaks();
 }
 
+/* The same for a network compiled and timed by rlt_net_compile and
+ * rlt_net_time on this thread (what `rltune experiment` does between two
+ * runs' tuning): the kernels' and fast ops' OpenMP threads go with the
+ * threads those run on (rlt_net_contained), and the seed measured after
+ * runs its parallel loops. */
+Test(gopt_cost, two_threads_net_timed_then_seed)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 64, 32, 32));
+    ob_node(&b, "Sigmoid", "s", "x", "y");
+    ob_output(&b, "y");
+    rlt_graph *g1 = load_folded(&b);
+    rlt_graph *g2 = conv_graph("");
+    rlt_net_options no;
+    rlt_net_options_init(&no);
+    no.n_threads = 2;
+    rlt_net *net = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_net_compile(g1, &no, &net, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_array *in = NULL, *out = NULL;
+    cr_assert_eq(rlt_array_create(RLT_ELEM_F32, 4, D(1, 64, 32, 32), &in, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_array_create(RLT_ELEM_F32, 4, D(1, 64, 32, 32), &out, &d), RLT_STATUS_OK);
+    rlt_net_timing_options t;
+    rlt_net_timing_options_init(&t);
+    t.n_warmup = 1;
+    t.repeat = 3;
+    rlt_net_timing timing;
+    cr_assert_eq(rlt_net_time(net, (const rlt_array *const *)&in, &out, NULL, &t, &timing, &d), RLT_STATUS_OK, "%s",
+                 d.message);
+    rlt_gcost_options o;
+    rlt_gcost_options_init(&o);
+    o.n_threads = 2;
+    rlt_gcost *c = NULL;
+    cr_assert_eq(rlt_gcost_create(&o, &c, &d), RLT_STATUS_OK, "%s", d.message);
+    uint64_t t0 = rlt_time_ns();
+    cr_expect_gt(cost_of(c, g2, NULL), 0);
+    cr_expect_eq(stats_of(c).n_tasks_measured, 1);
+    cr_expect_lt((double)(rlt_time_ns() - t0) * 1e-9, 8.0, "the seed waited for threads that were not there");
+    rlt_gcost_destroy(c);
+    rlt_array_destroy(in);
+    rlt_array_destroy(out);
+    rlt_net_destroy(net);
+    rlt_graph_destroy(g1);
+    rlt_graph_destroy(g2);
+    assert_no_leaks();
+}
+
 /* ---- measured latency -------------------------------------------------------------- */
 
 /* (g) The small CNN of the CLI tests, compiled and timed. */
