@@ -8,9 +8,15 @@
  * rlt_env_action_mask, rlt_env_gflops), and prints the nanoseconds per
  * step of each run.
  *
- *     c_steps OP DATASET|- ACTIONS_FILE RUNS
+ *     c_steps OP DATASET|- ACTIONS_FILE RUNS [NUM_ENVS]
  *
  * ACTIONS_FILE: one action number a line, -1 for a reset (rlt_env_reset).
+ * With NUM_ENVS > 1, a line holds NUM_ENVS actions, one per env (clones of
+ * one env), and each line is one batch, as Python's LoopNestVectorEnv
+ * makes it: one rlt_env_step_batch steps the envs and resets those at -1
+ * (RLT_ENV_ACTION_RESET), writing every observation and mask, then
+ * rlt_env_gflops_batch reads the GFLOP/s; it prints nanoseconds per env
+ * step (per action read).
  * A first untimed pass fills the env's cache, as the Python side's does.
  * Public API only (include/rltune.h), linked against librltune.so.
  */
@@ -62,10 +68,43 @@ static int run(rlt_env *env, const int *actions, int n)
     return 1;
 }
 
+/* One pass over the actions, n_envs at a time (n_envs > 1); false on any
+ * failure (printed). */
+static int run_batch(rlt_env **envs, int n_envs, const int *actions, int n)
+{
+    enum { MAX_ENVS = 1024 };
+    static float obs[MAX_ENVS * RLT_ENV_OBS_LEN];
+    static unsigned char masks[MAX_ENVS * RLT_ENV_N_ACTIONS];
+    double rewards[MAX_ENVS], gflops[MAX_ENVS];
+    bool dones[MAX_ENVS];
+    int batch[MAX_ENVS];
+    rlt_diag d = {0};
+    if (n_envs > MAX_ENVS) {
+        fprintf(stderr, "c_steps: at most %d envs\n", MAX_ENVS);
+        return 0;
+    }
+    for (int line = 0; line < n / n_envs; line++) {
+        const int *a = actions + (size_t)line * n_envs;
+        for (int i = 0; i < n_envs; i++) batch[i] = a[i] < 0 ? RLT_ENV_ACTION_RESET : a[i];
+        if (rlt_env_step_batch(envs, n_envs, batch, rewards, dones, obs, masks, &d) != RLT_STATUS_OK) {
+            fprintf(stderr, "c_steps: line %d: %s\n", line + 1, d.message);
+            return 0;
+        }
+        rlt_env_gflops_batch(envs, n_envs, gflops);
+        sink += gflops[0] + rewards[0] + dones[0] + masks[0] + obs[0];
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: c_steps OP DATASET|- ACTIONS_FILE RUNS\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: c_steps OP DATASET|- ACTIONS_FILE RUNS [NUM_ENVS]\n");
+        return 2;
+    }
+    int n_envs = argc == 6 ? atoi(argv[5]) : 1;
+    if (n_envs < 1) {
+        fprintf(stderr, "c_steps: NUM_ENVS must be >= 1, not %s\n", argv[5]);
         return 2;
     }
     FILE *f = fopen(argv[3], "r");
@@ -92,12 +131,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "c_steps: %s\n", d.message);
         return 1;
     }
-    int rc = run(env, actions, n) ? 0 : 1; /* warm: every state into the cache */
-    for (int r = 0; r < atoi(argv[4]) && rc == 0; r++) {
-        double t0 = now_ns();
-        rc = run(env, actions, n) ? 0 : 1;
-        printf("%.1f\n", (now_ns() - t0) / n);
+    if (n % n_envs != 0) {
+        fprintf(stderr, "c_steps: %d actions in %s, not lines of %d\n", n, argv[3], n_envs);
+        return 2;
     }
+    rlt_env **envs = calloc((size_t)n_envs, sizeof *envs);
+    int rc = envs ? 0 : 1;
+    for (int i = 0; i < n_envs && rc == 0; i++) {
+        if (i == 0)
+            envs[0] = env;
+        else if (rlt_env_clone(env, &envs[i], &d) != RLT_STATUS_OK)
+            rc = 1;
+    }
+    /* the first pass warms: every state into the cache */
+    for (int r = -1; r < atoi(argv[4]) && rc == 0; r++) {
+        double t0 = now_ns();
+        rc = (n_envs == 1 ? run(env, actions, n) : run_batch(envs, n_envs, actions, n)) ? 0 : 1;
+        if (r >= 0) printf("%.1f\n", (now_ns() - t0) / n);
+    }
+    for (int i = n_envs - 1; envs && i >= 1; i--) rlt_env_destroy(envs[i]);
+    free(envs);
     rlt_env_destroy(env);
     free(actions);
     return rc;

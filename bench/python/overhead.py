@@ -19,13 +19,24 @@ included) is stepped through
   - floor: the least a Python step can do: the three C calls through cffi
     straight, the observation and mask arrays and the info dict, nothing
     checked (what any binding of this C API per step pays);
+  - C batch, N envs: c_steps stepping N clones of the env together, one
+    rlt_env_step_batch per step of all N (resets in it, as
+    RLT_ENV_ACTION_RESET) and rlt_env_gflops_batch: what the vector env
+    asks of C;
+  - vector env, N envs: gym.make_vec's LoopNestVectorEnv (one
+    rlt_env_step_batch per call, autoreset by gymnasium's rules);
 
 round after round, each in turn, every pass after a warm one that fills the
-env's cache (as a long training run's is). Prints each one's median
-nanoseconds per step over the rounds and its overhead over C's median, as
-a Markdown table.
+env's cache (as a long training run's is). For the N-env rows each env
+follows the same sequence, rotated by a whole number of episodes (env j
+starts at episode j * episodes / N), the step limit (max_steps) being the
+sequence's episode length, so that the vector env's autoresets fall where
+the sequence resets; their times are per env step, a call's divided by N.
+Prints each one's median nanoseconds per step over the rounds and its
+overhead over C's median (and a vector env's over the C batch of as many
+envs), as a Markdown table.
 
-    .venv/bin/python bench/python/overhead.py [--rounds 11] [--episodes 500]
+    .venv/bin/python bench/python/overhead.py [--rounds 11] [--episodes 500] [--num-envs 8,64]
 
 The process is pinned to one CPU (the last), and so is c_steps, its child.
 Needs a C compiler (cc, or $CC) for c_steps.
@@ -86,6 +97,33 @@ def action_trace(op: str, dataset: Path, n_episodes: int, episode_steps: int, se
     return actions
 
 
+def vector_actions(actions: list[int], num_envs: int) -> np.ndarray:
+    """The action sequence for num_envs envs, one row per call: env j's
+    column is the sequence rotated to start at episode j * episodes /
+    num_envs (the same steps, at other times)."""
+    episodes: list[list[int]] = []
+    for a in actions:
+        if a < 0:
+            episodes.append([])
+        episodes[-1].append(a)
+    columns = []
+    for j in range(num_envs):
+        k = j * len(episodes) // num_envs
+        columns.append([a for ep in episodes[k:] + episodes[:k] for a in ep])
+    return np.array(columns, dtype=np.int64).T
+
+
+def vector_pass(env: Any, rows: np.ndarray) -> float:
+    """Nanoseconds per env step of one pass: the first row is a reset,
+    every later -1 an autoreset (its action ignored)."""
+    steps = np.where(rows < 0, 0, rows)
+    t0 = time.perf_counter_ns()
+    env.reset()
+    for t in range(1, len(steps)):
+        env.step(steps[t])
+    return (time.perf_counter_ns() - t0) / rows.size
+
+
 def python_pass(step: Callable[[int], Any], reset: Callable[[], Any], actions: list[int]) -> float:
     """Nanoseconds per step of one pass."""
     t0 = time.perf_counter_ns()
@@ -106,7 +144,10 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=500, help="episodes in the action sequence")
     parser.add_argument("--episode-steps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num-envs", default="8,64",
+                        help="sizes of the vector env (and C batch) rows, comma separated; '' for none")
     args = parser.parse_args()
+    args.num_envs = [int(n) for n in args.num_envs.split(",") if n]
 
     cpu = max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})
@@ -119,9 +160,15 @@ def main() -> None:
         exe = build_c_steps(Path(tmp))
         actions_file = Path(tmp) / "actions.txt"
         actions_file.write_text("\n".join(map(str, actions)) + "\n")
+        batches: dict[int, tuple[np.ndarray, Path]] = {}
+        for n in args.num_envs:
+            rows = vector_actions(actions, n)
+            path = Path(tmp) / f"actions_{n}.txt"
+            path.write_text("\n".join(" ".join(map(str, row)) for row in rows) + "\n")
+            batches[n] = (rows, path)
         for mode in ("replay", "evaluator"):
             print()
-            bench_mode(mode, args, exe, actions, actions_file)
+            bench_mode(mode, args, exe, actions, actions_file, batches)
 
 
 def hash_gflops(req: rltune.EvalRequest) -> float:
@@ -129,9 +176,10 @@ def hash_gflops(req: rltune.EvalRequest) -> float:
     return 1.0 + req.nest_hash % 97
 
 
-def bench_mode(mode: str, args: argparse.Namespace, exe: Path, actions: list[int], actions_file: Path) -> None:
-    """Times the four ways through the actions on the replay or the
-    evaluator's env, and prints the table."""
+def bench_mode(mode: str, args: argparse.Namespace, exe: Path, actions: list[int], actions_file: Path,
+               batches: dict[int, tuple[np.ndarray, Path]]) -> None:
+    """Times the ways through the actions on the replay or the evaluator's
+    env, and prints the table."""
     if mode == "replay":
         kwargs: dict[str, Any] = {"measure": f"replay:{args.dataset}"}
         core_kwargs: dict[str, Any] = {"replay_path": args.dataset}
@@ -171,15 +219,24 @@ def bench_mode(mode: str, args: argparse.Namespace, exe: Path, actions: list[int
         o = view.copy()
         return o, {"action_mask": o[342:].astype(np.int8), "gflops": L.rlt_env_gflops(ptr)}
 
+    def c_pass(path: Path, n_envs: int) -> Callable[[], float]:
+        cmd = [str(exe), args.op, c_arg, str(path), "1", str(n_envs)]
+        return lambda: float(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()[0])
+
     passes: dict[str, Callable[[], float]] = {
-        "C (c_steps)": lambda: float(
-            subprocess.run([str(exe), args.op, c_arg, str(actions_file), "1"], check=True,
-                           capture_output=True, text=True).stdout.split()[0]),
+        "C (c_steps)": c_pass(actions_file, 1),
         "gym.make env": lambda: python_pass(gym_env.step, gym_env.reset, actions),
         "LoopNestEnv (unwrapped)": lambda: python_pass(unwrapped.step, unwrapped.reset, actions),
         "LoopTuneEnv (core)": lambda: python_pass(core_step, core_reset, actions),
         "floor (bare cffi calls)": lambda: python_pass(floor_step, floor_reset, actions),
     }
+    vector_envs = []
+    for n, (rows, path) in batches.items():
+        vec = gym.make_vec("rltune/LoopNest-v0", num_envs=n, vectorization_mode="vector_entry_point", op=args.op,
+                           max_steps=args.episode_steps, **kwargs)
+        vector_envs.append(vec)
+        passes[f"C batch, {n} envs (per env)"] = c_pass(path, n)
+        passes[f"vector env, {n} envs (per env)"] = (lambda v, r: lambda: vector_pass(v, r))(vec, rows)
     for name, fn in passes.items():
         if not name.startswith("C"):
             fn()  # the warm pass
@@ -189,17 +246,23 @@ def bench_mode(mode: str, args: argparse.Namespace, exe: Path, actions: list[int
             times[name].append(fn())
     gym_env.close()
     core.close()
+    for vec in vector_envs:
+        vec.close()
 
     c_median = statistics.median(times["C (c_steps)"])
     what = f"replaying {args.dataset.name}" if mode == "replay" else "an evaluator's env, every state cached"
     print(f"{what}:")
     print()
-    print("| | median ns / call | min | max | over C |")
-    print("|---|---|---|---|---|")
+    print("| | median ns / call | min | max | over C | over C batch |")
+    print("|---|---|---|---|---|---|")
     for name, ts in times.items():
         med = statistics.median(ts)
-        over = "" if name.startswith("C") else f"{100 * (med / c_median - 1):+.1f}%"
-        print(f"| {name} | {med:.0f} | {min(ts):.0f} | {max(ts):.0f} | {over} |")
+        over = "" if name == "C (c_steps)" else f"{100 * (med / c_median - 1):+.1f}%"
+        over_batch = ""
+        if name.startswith("vector env, "):  # over the C batch of as many envs
+            batch = statistics.median(times[name.replace("vector env, ", "C batch, ")])
+            over_batch = f"{100 * (med / batch - 1):+.1f}%"
+        print(f"| {name} | {med:.0f} | {min(ts):.0f} | {max(ts):.0f} | {over} | {over_batch} |")
 
 
 if __name__ == "__main__":

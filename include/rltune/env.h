@@ -183,8 +183,8 @@ RLT_API rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts,
 /* Frees the env; the shared part goes with the last clone. NULL is a no-op. */
 RLT_API void rlt_env_destroy(rlt_env *env);
 
-/* The message of the last failed reset, step, prefetch or reset_batch of
- * env ("" when none). */
+/* The message of the last failed reset, step, step_batch, prefetch or
+ * reset_batch of env ("" when none). */
 RLT_API const char *rlt_env_last_error(const rlt_env *env);
 
 /* A new env in the same state, sharing the op, the workload and the cache
@@ -225,6 +225,62 @@ RLT_API rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rl
  * (see rlt_env_evaluate_fn) also leaves the env unchanged. Either out
  * pointer may be NULL. */
 RLT_API rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag);
+
+/* Two requests rlt_env_step_batch takes in place of an action (never
+ * actions rlt_env_step takes): NONE leaves the env as it is; RESET starts
+ * a new episode in it at the op's default nest, as rlt_env_reset does. */
+#define RLT_ENV_ACTION_NONE (-1)
+#define RLT_ENV_ACTION_RESET (-2)
+
+/* Steps n envs in one call, for vector envs (Python's LoopNestVectorEnv):
+ * rlt_env_step(envs[i], actions[i]) for each i in order, then row i of the
+ * outputs gets env i's reward and done flag (as rlt_env_step gives them)
+ * and its new observation (rlt_env_observe) and mask (rlt_env_action_mask,
+ * 1 legal, 0 not): the results are those of n single calls, bit for bit.
+ * In place of an action, RLT_ENV_ACTION_NONE leaves env i as it is (reward
+ * 0, its done flag, observation and mask as they are), and
+ * RLT_ENV_ACTION_RESET resets it (rlt_env_reset: reward 0, not done, the
+ * first observation and mask).
+ *
+ * envs[0 .. n-1] (borrowed) must be distinct: the same env twice is
+ * refused; they may be of different families. actions: n of them. Outputs,
+ * each may be NULL when not wanted: rewards[n], dones[n], obs[n *
+ * RLT_ENV_OBS_LEN] (row i at obs + i * RLT_ENV_OBS_LEN), masks[n *
+ * RLT_ENV_N_ACTIONS]. The states that measured families (no evaluator, no
+ * replay) reach are built in one batch first, as rlt_env_prefetch does;
+ * evaluators are asked one state at a time, in the order single steps
+ * would ask.
+ *
+ * A done env is never reset unless asked: stepping it is refused as
+ * rlt_env_step refuses it. When to reset (auto-reset, Gymnasium's
+ * conventions) is the caller's to decide; RLT_ENV_ACTION_RESET does it in
+ * the same call.
+ *
+ * Errors, the first env's that has one, its position in the message
+ * ("envs[3] of 8: split_2: ..."): what rlt_env_step would refuse (an env
+ * not reset or done, INVALID_ARGUMENT; an action out of range,
+ * INVALID_ARGUMENT; a masked action, ILLEGAL_SCHEDULE with why), the same
+ * env twice (INVALID_ARGUMENT, naming both positions), what rlt_env_reset
+ * would fail with, the evaluator's or the measurement's failure,
+ * OUT_OF_MEMORY. Every env is checked, and every next state whose
+ * evaluation could fail is evaluated, before any env changes, so a failed
+ * call leaves all of them as they were (what was evaluated stays cached)
+ * and writes no output; the message is also each env's
+ * rlt_env_last_error. Threads: as rlt_env_step, for every family in the
+ * batch. */
+RLT_API rlt_status rlt_env_step_batch(rlt_env *const *envs, int n, const int *actions, double *rewards,
+                                      bool *dones, float *obs, unsigned char *masks, rlt_diag *diag);
+
+/* rlt_env_observe and rlt_env_action_mask for n envs (borrowed, not
+ * changed; they may repeat): row i of obs (n * RLT_ENV_OBS_LEN floats) and
+ * of masks (n * RLT_ENV_N_ACTIONS, 1 legal) is env i's; either may be
+ * NULL. INVALID_ARGUMENT, naming the first, when an env was never reset;
+ * nothing is written then. */
+RLT_API rlt_status rlt_env_observe_batch(rlt_env *const *envs, int n, float *obs, unsigned char *masks,
+                                         rlt_diag *diag);
+
+/* out[i] = rlt_env_gflops(envs[i]) for n envs (borrowed, not changed). */
+RLT_API void rlt_env_gflops_batch(rlt_env *const *envs, int n, double *out);
 
 /* Evaluates together the states that rlt_env_step(envs[i], actions[i])
  * would reach and that no cache holds yet: every such kernel is built in

@@ -4,7 +4,8 @@ public C API with cffi (ABI mode: nothing compiled at install).
 docs/python.md.
 
 Importing the package registers the Gymnasium environments
-rltune/LoopNest-v0 and rltune/Knobs-v0; librltune itself is loaded on first use
+rltune/LoopNest-v0 (with its vector form, gymnasium.make_vec),
+rltune/Knobs-v0 and rltune/GraphRewrite-v0; librltune itself is loaded on first use
 (rltune._lib.find_library says where it is looked for).
 """
 
@@ -59,6 +60,7 @@ from .op import Op, OpInfo, OpParam, op_library
 from .records import Database, Record, RecordTarget, config_key_get
 from .schedule import CSource, Nest, Schedule
 from .session import Session, SessionSummary, session_target, tuner_names, tuner_summary
+from .vector_env import LoopNestVectorEnv
 
 __version__ = "0.1.0"
 
@@ -72,7 +74,11 @@ def version() -> str:
 
 def _register() -> None:
     if "rltune/LoopNest-v0" not in gymnasium.registry:
-        gymnasium.register(id="rltune/LoopNest-v0", entry_point="rltune.gym_env:LoopNestEnv")
+        gymnasium.register(
+            id="rltune/LoopNest-v0",
+            entry_point="rltune.gym_env:LoopNestEnv",
+            vector_entry_point="rltune.vector_env:LoopNestVectorEnv",
+        )
     if "rltune/Knobs-v0" not in gymnasium.registry:
         gymnasium.register(id="rltune/Knobs-v0", entry_point="rltune.knobs_env:KnobsEnv")
     if "rltune/GraphRewrite-v0" not in gymnasium.registry:
@@ -87,7 +93,7 @@ __all__ = [
     "DatasetResult", "EnvDatasetResult", "EnvStats", "EvalRequest", "EvalResult", "Evaluator", "ExportResult",
     "IllegalScheduleError",
     "InternalError", "InvalidArgumentError", "KnobSpace", "KnobsEnv", "LatencyPoint", "LibraryNotFoundError",
-    "LoopNestEnv", "LoopTuneEnv", "Machine", "MeasurementError", "Model", "ModelTensor", "ModelTuning",
+    "LoopNestEnv", "LoopNestVectorEnv", "LoopTuneEnv", "Machine", "MeasurementError", "Model", "ModelTensor", "ModelTuning",
     "ModelTuningSummary", "Nest", "Net", "NetStep", "NetTask", "Op", "OpInfo", "OpParam", "OtherKernel",
     "ParseError", "Record", "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError", "RunOptions",
     "RunResult", "Schedule", "Session", "SessionSummary", "Task", "TuningTask", "Workload", "build_command",

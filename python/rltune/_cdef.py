@@ -277,6 +277,8 @@ typedef enum rlt_env_action {
 #define RLT_ENV_OBS_GFLOPS 341
 #define RLT_ENV_OBS_MASK 342
 #define RLT_ENV_OBS_LEN 359
+#define RLT_ENV_ACTION_NONE -1
+#define RLT_ENV_ACTION_RESET -2
 
 typedef struct rlt_env_eval_request {
     const char *op_spec;
@@ -718,6 +720,9 @@ rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *
 rlt_status rlt_env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag);
 rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag);
 rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag);
+rlt_status rlt_env_step_batch(rlt_env *const *envs, int n, const int *actions, double *rewards, bool *dones, float *obs, unsigned char *masks, rlt_diag *diag);
+rlt_status rlt_env_observe_batch(rlt_env *const *envs, int n, float *obs, unsigned char *masks, rlt_diag *diag);
+void rlt_env_gflops_batch(rlt_env *const *envs, int n, double *out);
 rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag);
 void rlt_env_observation_bounds(float low[359], float high[359]);
 void rlt_env_action_mask(const rlt_env *env, bool mask[17]);

@@ -21,6 +21,8 @@ OBS_LEN: int = 359  # RLT_ENV_OBS_LEN
 OBS_VERSION: int = 1
 OBS_MASK: int = OBS_LEN - N_ACTIONS  # RLT_ENV_OBS_MASK: the mask is the observation's last block
 ACTION_STOP: int = 16
+ACTION_NONE: int = -1  # RLT_ENV_ACTION_NONE: in a batch of steps, leave this env as it is
+ACTION_RESET: int = -2  # RLT_ENV_ACTION_RESET: in a batch of steps, reset this env (rlt_env_reset)
 
 
 def action_name(action: int) -> str:

@@ -18,6 +18,9 @@ small timing defaults), "replay:FILE" (every state looked up in a state
 dataset, rltune.make_env_dataset: noise-free, nothing compiled; actions to
 states it lacks are masked), or `measure` is a callable scoring states
 (rltune.env.Evaluator), which compiles nothing.
+
+gym.make_vec("rltune/LoopNest-v0", num_envs=N, ...) makes its vector form,
+rltune.vector_env.LoopNestVectorEnv: N envs stepped by one C call.
 """
 
 from __future__ import annotations
@@ -44,6 +47,72 @@ def _observation_bounds() -> tuple[ObsType, ObsType]:
     high = np.zeros(OBS_LEN, dtype=np.float32)
     lib().rlt_env_observation_bounds(ffi.from_buffer("float[]", low), ffi.from_buffer("float[]", high))
     return low, high
+
+
+def _make_core(
+    op: Optional[str],
+    *,
+    threads: Optional[int],
+    max_steps: Optional[int],
+    measure: Union[str, Evaluator],
+    illegal_action: str,
+    render_mode: Optional[str],
+    cc: Optional[str],
+    cflags: Optional[str],
+    cache_dir: Optional[str | os.PathLike[str]],
+    repeat: int,
+    min_repeat_ms: float,
+    timeout_s: float,
+    data_seed: int,
+    peak_gflops: float,
+    name: str,
+) -> LoopTuneEnv:
+    """The C env of LoopNest-v0's keyword arguments (LoopNestEnv's and
+    LoopNestVectorEnv's), checked: bad values raise ValueError (rltune's
+    message for a bad op or an unreadable dataset). `name` is the env's in
+    messages. The C env's own max_steps is left at 0: the step limit is a
+    truncation, kept by the Python env, not a termination."""
+    if not op or not isinstance(op, str):
+        raise ValueError(f"{name} needs op=SPEC, an op spec such as 'matmul:M=64,N=64,K=64'")
+    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 0):
+        raise ValueError(f"max_steps must be an int >= 0 or None, not {max_steps!r}")
+    if illegal_action not in ("noop", "raise"):
+        raise ValueError(f"illegal_action must be 'noop' or 'raise', not {illegal_action!r}")
+    if render_mode is not None and render_mode != "ansi":
+        raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
+    evaluate: Optional[Evaluator] = None
+    replay_path: Optional[str] = None
+    if callable(measure):
+        evaluate = measure
+    elif isinstance(measure, str) and measure.startswith("replay:") and len(measure) > len("replay:"):
+        replay_path = measure[len("replay:"):]
+    elif measure != "live":
+        raise ValueError(
+            f"measure must be 'live', 'replay:FILE' (a state dataset: rltune.make_env_dataset) or a callable, "
+            f"not {measure!r}"
+        )
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be an int >= 1 or None, not {threads!r}")
+    try:
+        return LoopTuneEnv(
+            op,
+            n_threads=threads or (0 if replay_path else 1),
+            cc=cc,
+            cflags=cflags,
+            cache_dir=cache_dir,
+            repeat=repeat,
+            min_repeat_ms=min_repeat_ms,
+            timeout_s=timeout_s,
+            seed=data_seed,
+            peak_gflops=peak_gflops,
+            evaluate=evaluate,
+            replay_path=replay_path,
+        )
+    except RltuneError as e:
+        if isinstance(e, ValueError) or replay_path is None:
+            raise
+        # a missing or unreadable dataset is a bad kwarg too: ValueError, rltune's message
+        raise InvalidArgumentError(e.message, status=e.status, code=e.code) from e
 
 
 class LoopNestEnv(gym.Env[ObsType, np.int64]):
@@ -79,49 +148,12 @@ class LoopNestEnv(gym.Env[ObsType, np.int64]):
         peak_gflops: float = 0.0,
         render_mode: Optional[str] = None,
     ) -> None:
-        if not op or not isinstance(op, str):
-            raise ValueError("LoopNest-v0 needs op=SPEC, an op spec such as 'matmul:M=64,N=64,K=64'")
-        if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 0):
-            raise ValueError(f"max_steps must be an int >= 0 or None, not {max_steps!r}")
-        if illegal_action not in ("noop", "raise"):
-            raise ValueError(f"illegal_action must be 'noop' or 'raise', not {illegal_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
-        evaluate: Optional[Evaluator] = None
-        replay_path: Optional[str] = None
-        if callable(measure):
-            evaluate = measure
-        elif isinstance(measure, str) and measure.startswith("replay:") and len(measure) > len("replay:"):
-            replay_path = measure[len("replay:"):]
-        elif measure != "live":
-            raise ValueError(
-                f"measure must be 'live', 'replay:FILE' (a state dataset: rltune.make_env_dataset) or a callable, "
-                f"not {measure!r}"
-            )
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ValueError(f"threads must be an int >= 1 or None, not {threads!r}")
-        # The C env's own max_steps is left at 0: the step limit is a
-        # truncation here, not a termination.
-        try:
-            self._env = LoopTuneEnv(
-                op,
-                n_threads=threads or (0 if replay_path else 1),
-                cc=cc,
-                cflags=cflags,
-                cache_dir=cache_dir,
-                repeat=repeat,
-                min_repeat_ms=min_repeat_ms,
-                timeout_s=timeout_s,
-                seed=data_seed,
-                peak_gflops=peak_gflops,
-                evaluate=evaluate,
-                replay_path=replay_path,
-            )
-        except RltuneError as e:
-            if isinstance(e, ValueError) or replay_path is None:
-                raise
-            # a missing or unreadable dataset is a bad kwarg too: ValueError, rltune's message
-            raise InvalidArgumentError(e.message, status=e.status, code=e.code) from e
+        self._env = _make_core(
+            op, threads=threads, max_steps=max_steps, measure=measure, illegal_action=illegal_action,
+            render_mode=render_mode, cc=cc, cflags=cflags, cache_dir=cache_dir, repeat=repeat,
+            min_repeat_ms=min_repeat_ms, timeout_s=timeout_s, data_seed=data_seed, peak_gflops=peak_gflops,
+            name="LoopNest-v0",
+        )
         self.op = op
         self.max_steps = max_steps or 0
         self.illegal_action = illegal_action

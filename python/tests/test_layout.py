@@ -17,7 +17,7 @@ import pytest
 
 from rltune import _cdef
 from rltune._lib import ffi, lib
-from rltune.env import ACTION_NAMES, N_ACTIONS, OBS_LEN, OBS_VERSION
+from rltune.env import ACTION_NAMES, ACTION_NONE, ACTION_RESET, N_ACTIONS, OBS_LEN, OBS_VERSION
 
 
 def _include_dir() -> Path:
@@ -40,7 +40,7 @@ def _constants() -> dict[str, int]:
     for enum in ("rlt_status", "rlt_session_option", "rlt_env_action", "rlt_elem", "rlt_net_origin", "rlt_graph_reward"):
         for value, name in ffi.typeof(enum).elements.items():
             values[name] = value
-    for name, value in re.findall(r"#define (\w+) (\d+)", _cdef.TYPES):
+    for name, value in re.findall(r"#define (\w+) (-?\d+)", _cdef.TYPES):
         values[name] = int(value)
     return values
 
@@ -111,6 +111,8 @@ def test_env_constants_match() -> None:
     assert N_ACTIONS == consts["RLT_ENV_N_ACTIONS"]
     assert OBS_LEN == consts["RLT_ENV_OBS_LEN"]
     assert OBS_VERSION == consts["RLT_ENV_OBS_VERSION"]
+    assert ACTION_NONE == consts["RLT_ENV_ACTION_NONE"] == lib().RLT_ENV_ACTION_NONE
+    assert ACTION_RESET == consts["RLT_ENV_ACTION_RESET"] == lib().RLT_ENV_ACTION_RESET
     assert list(ACTION_NAMES) == [ffi.string(lib().rlt_env_action_name(a)).decode() for a in range(N_ACTIONS)]
 
 

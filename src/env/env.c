@@ -1,7 +1,7 @@
 /*
  * env.c - the LoopTune environment's public API (include/rltune.h, design in
  * docs/env.md): create / clone / restore / destroy, reset, step, observe,
- * the mask and the state's accessors.
+ * their batched forms, the mask and the state's accessors.
  *
  * An env is a state (env_state, a value) and a pointer to its family's
  * shared part: the op, the options, the workload (inputs and reference,
@@ -16,6 +16,14 @@
  * checks the kernel against the reference), then records the action and
  * computes the next mask (with a replay, without the actions that leave the
  * dataset).
+ *
+ * Batches: rlt_env_prefetch and rlt_env_reset_batch evaluate many states
+ * together (measured ones built in one batch). rlt_env_step_batch checks
+ * every env first, prefetches what measured families reach, computes the
+ * next states that may still fail to be evaluated (an evaluator's, a
+ * measurement's, a reset's) before any env changes, then steps the rest
+ * in place and writes the observations and masks: a failed batch changes
+ * no env.
  */
 #include "env/env.h"
 
@@ -62,6 +70,7 @@ typedef struct env_shared {
 struct rlt_env {
     env_shared *shared;
     bool is_reset;
+    bool is_in_batch; /* set while rlt_env_step_batch checks that its envs are distinct */
     env_state state;
     char last_error[1024]; /* the last failed call's message; "" when none */
 };
@@ -193,10 +202,10 @@ static rlt_status replay_lookup(env_shared *sh, env_state *s, rlt_diag *diag)
     return RLT_STATUS_OK;
 }
 
-/* Fills s->hash and s's evaluation, from the cache or the evaluator. */
-static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
+/* Fills s's evaluation (s->hash set: rlt_nest_hash of s->nest), from the
+ * cache or the evaluator. */
+static rlt_status evaluate_hashed(env_shared *sh, env_state *s, rlt_diag *diag)
 {
-    s->hash = rlt_nest_hash(&s->nest);
     const cache_entry *hit = cache_find(sh, s->hash);
     if (hit) {
         sh->stats.n_cache_hits++;
@@ -238,6 +247,13 @@ static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
     if (st != RLT_STATUS_OK) return st;
     cache_store(sh, s->hash, &r, s);
     return RLT_STATUS_OK;
+}
+
+/* Fills s->hash and s's evaluation. */
+static rlt_status evaluate(env_shared *sh, env_state *s, rlt_diag *diag)
+{
+    s->hash = rlt_nest_hash(&s->nest);
+    return evaluate_hashed(sh, s, diag);
 }
 
 static double peak_norm(const env_shared *sh) { return sh->peak_gflops * sh->n_threads; }
@@ -318,11 +334,11 @@ static bool dup_opt(const char *s, char **out)
     return !s || *out;
 }
 
+/* A state at `nest` before any step; its hash is the caller's to set. */
 static void state_init(env_state *s, const rlt_nest *nest)
 {
     memset(s, 0, sizeof *s);
     s->nest = *nest;
-    s->hash = rlt_nest_hash(nest);
     for (int k = 0; k < RLT_ENV_HISTORY; k++) s->history[k] = -1;
 }
 
@@ -387,6 +403,7 @@ rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts, rlt_env
     rlt_nest nest;
     rlt_nest_init(&nest, sh->op);
     state_init(&env->state, &nest);
+    env->state.hash = rlt_nest_hash(&nest);
     *out = env;
     return RLT_STATUS_OK;
 
@@ -452,15 +469,28 @@ static rlt_status settle_peak(env_shared *sh, rlt_diag *diag)
     return RLT_STATUS_OK;
 }
 
-static rlt_status reset_to(rlt_env *env, const rlt_nest *nest, rlt_diag *diag)
+/* The first state of an episode of env at `nest`, whose rlt_nest_hash is
+ * `hash`, into *out (evaluated, its mask made); env is left as it was (its
+ * family's peak is settled, its cache may grow). */
+static rlt_status start_state(const rlt_env *env, const rlt_nest *nest, uint64_t hash, env_state *out,
+                              rlt_diag *diag)
 {
     env_shared *sh = env->shared;
     rlt_status st = settle_peak(sh, diag);
     if (st != RLT_STATUS_OK) return st;
+    state_init(out, nest);
+    out->hash = hash;
+    if ((st = evaluate_hashed(sh, out, diag)) != RLT_STATUS_OK) return st;
+    state_mask(sh, out);
+    return RLT_STATUS_OK;
+}
+
+/* Starts env's episode at `nest`, whose rlt_nest_hash is `hash`. */
+static rlt_status reset_to(rlt_env *env, const rlt_nest *nest, uint64_t hash, rlt_diag *diag)
+{
     env_state s;
-    state_init(&s, nest);
-    if ((st = evaluate(sh, &s, diag)) != RLT_STATUS_OK) return st;
-    state_mask(sh, &s);
+    rlt_status st = start_state(env, nest, hash, &s, diag);
+    if (st != RLT_STATUS_OK) return st;
     env->state = s;
     env->is_reset = true;
     return RLT_STATUS_OK;
@@ -487,7 +517,7 @@ static rlt_status env_reset(rlt_env *env, rlt_diag *diag)
 {
     rlt_nest nest;
     rlt_nest_init(&nest, env->shared->op);
-    return reset_to(env, &nest, diag);
+    return reset_to(env, &nest, rlt_nest_hash(&nest), diag);
 }
 
 rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag)
@@ -503,7 +533,7 @@ static rlt_status env_reset_schedule(rlt_env *env, const char *schedule, rlt_dia
     rlt_nest nest;
     rlt_status st = start_nest(env->shared, schedule ? schedule : "", &nest, diag);
     if (st != RLT_STATUS_OK) return st;
-    return reset_to(env, &nest, diag);
+    return reset_to(env, &nest, rlt_nest_hash(&nest), diag);
 }
 
 rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *diag)
@@ -514,30 +544,47 @@ rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *
     return noted(&env, 1, env_reset_schedule(env, schedule, &d), &d, diag);
 }
 
-static rlt_status env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag)
+/* The state env reaches by `action`, into *next; env is left as it was
+ * (its family's cache and mask memo may grow). The transition, the new
+ * nest's evaluation (the cache, else the evaluator), the history and the
+ * next mask. Refusals and failures: rlt_env_step's. */
+static rlt_status step_to(const rlt_env *env, int action, env_state *next, rlt_diag *diag)
 {
     env_shared *sh = env->shared;
     const env_state *cur = &env->state;
-    if (out_reward) *out_reward = 0;
-    if (out_done) *out_done = cur->is_done;
     if (!env->is_reset) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "call rlt_env_reset before stepping");
     if (cur->is_done)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "the episode is over (stop, or max_steps reached): call rlt_env_reset to start another");
-    env_state next;
-    rlt_status st = env_action_apply(cur, action, &next, diag);
+    rlt_status st = env_action_apply(cur, action, next, diag);
     if (st != RLT_STATUS_OK) return st;
     if (sh->replay && !cur->mask[action])
         return rlt_fail(diag, RLT_STATUS_ILLEGAL_SCHEDULE,
                         "%s: the state it leads to is not in the replay dataset %s (the mask leaves it out)",
                         rlt_env_action_name(action), env_dataset_path(sh->replay));
-    if (env_action_changes_nest(action) && (st = evaluate(sh, &next, diag)) != RLT_STATUS_OK) return st;
-    memmove(&next.history[1], &next.history[0], sizeof(int) * (RLT_ENV_HISTORY - 1));
-    next.history[0] = action;
-    next.n_steps++;
-    if (sh->opts.max_steps > 0 && next.n_steps >= sh->opts.max_steps) next.is_done = true;
-    state_mask(sh, &next);
-    if (out_reward) *out_reward = (next.gflops - cur->gflops) / peak_norm(sh);
+    if (env_action_changes_nest(action) && (st = evaluate(sh, next, diag)) != RLT_STATUS_OK) return st;
+    memmove(&next->history[1], &next->history[0], sizeof(int) * (RLT_ENV_HISTORY - 1));
+    next->history[0] = action;
+    next->n_steps++;
+    if (sh->opts.max_steps > 0 && next->n_steps >= sh->opts.max_steps) next->is_done = true;
+    state_mask(sh, next);
+    return RLT_STATUS_OK;
+}
+
+/* The reward of going from env's state to `next`. */
+static double step_reward(const rlt_env *env, const env_state *next)
+{
+    return (next->gflops - env->state.gflops) / peak_norm(env->shared);
+}
+
+static rlt_status env_step(rlt_env *env, int action, double *out_reward, bool *out_done, rlt_diag *diag)
+{
+    if (out_reward) *out_reward = 0;
+    if (out_done) *out_done = env->state.is_done;
+    env_state next;
+    rlt_status st = step_to(env, action, &next, diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (out_reward) *out_reward = step_reward(env, &next);
     if (out_done) *out_done = next.is_done;
     env->state = next;
     return RLT_STATUS_OK;
@@ -617,7 +664,7 @@ static rlt_status evaluate_new_states(rlt_env *const *envs, env_state *next, con
             is_pending = envs[pend[k]]->shared == sh && next[pend[k]].hash == next[i].hash;
         if (is_pending) continue;
         if (sh->opts.evaluate || sh->replay) {
-            if ((st = evaluate(sh, &next[i], diag)) != RLT_STATUS_OK) goto cleanup;
+            if ((st = evaluate_hashed(sh, &next[i], diag)) != RLT_STATUS_OK) goto cleanup;
             continue;
         }
         if ((st = ensure_workload(sh, diag)) != RLT_STATUS_OK) goto cleanup;
@@ -700,7 +747,7 @@ static rlt_status env_reset_batch(rlt_env *const *envs, const char *const *sched
         if ((st = settle_peak(envs[i]->shared, diag)) != RLT_STATUS_OK) goto cleanup;
     if ((st = evaluate_new_states(envs, next, want, n, diag)) != RLT_STATUS_OK) goto cleanup;
     for (int i = 0; i < n; i++)
-        if ((st = reset_to(envs[i], &next[i].nest, diag)) != RLT_STATUS_OK) goto cleanup;
+        if ((st = reset_to(envs[i], &next[i].nest, next[i].hash, diag)) != RLT_STATUS_OK) goto cleanup;
 
 cleanup:
     rlt_free(want);
@@ -740,6 +787,193 @@ rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedule
     d.status = RLT_STATUS_OK;
     d.message[0] = '\0';
     return noted(envs, n, env_reset_batch(envs, schedules, n, &d), &d, diag);
+}
+
+/* ---- batches of steps: one call for many envs --------------------------- */
+
+/* Fails when an env appears twice in envs[0 .. n-1], naming both positions.
+ * Marks each env while looking (no allocation) and clears the marks. */
+static rlt_status batch_envs_distinct(rlt_env *const *envs, int n, rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    int i = 0;
+    for (; i < n; i++) {
+        RLT_ASSERT(envs[i]);
+        if (envs[i]->is_in_batch) break;
+        envs[i]->is_in_batch = true;
+    }
+    if (i < n) {
+        int first = 0;
+        while (envs[first] != envs[i]) first++;
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                      "envs[%d] and envs[%d] of %d are the same env: a batch steps each env once (step it again in "
+                      "another call)",
+                      first, i, n);
+    }
+    for (int k = 0; k < i; k++) envs[k]->is_in_batch = false;
+    return st;
+}
+
+/* What rlt_env_step(env, action) would refuse, without taking the step:
+ * OK when it would be taken. RLT_ENV_ACTION_NONE asks only for a state to
+ * observe; RLT_ENV_ACTION_RESET is refused nothing here. A legal action is
+ * told by the mask; any other goes through step_to on a scratch state for
+ * its error and message. */
+static rlt_status step_refusal(const rlt_env *env, int action, rlt_diag *diag)
+{
+    if (action == RLT_ENV_ACTION_RESET) return RLT_STATUS_OK; /* its errors come with its start state */
+    if (action == RLT_ENV_ACTION_NONE)
+        return env->is_reset ? RLT_STATUS_OK
+                             : rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "call rlt_env_reset before observing");
+    const env_state *cur = &env->state;
+    if (env->is_reset && !cur->is_done && action >= 0 && action < RLT_ENV_N_ACTIONS && cur->mask[action])
+        return RLT_STATUS_OK;
+    env_state scratch;
+    return step_to(env, action, &scratch, diag);
+}
+
+/* Whether env's step by `action` (checked: step_refusal) may still fail:
+ * a reset (its start state is evaluated, and the peak settled, as
+ * rlt_env_reset does), or a step to a new nest that an evaluator scores or
+ * a measurement times. A replay's steps cannot (the mask keeps them inside
+ * the dataset), nor can the steps that keep the nest (cursor moves, stop). */
+static bool step_may_fail(const rlt_env *env, int action)
+{
+    if (action == RLT_ENV_ACTION_RESET) return true;
+    return action >= 0 && env_action_changes_nest(action) && !env->shared->replay;
+}
+
+/* A step the batch may give to rlt_env_prefetch: an action (not NONE or
+ * RESET) to a new nest, in a family that measures its states. */
+static bool step_is_measured(const rlt_env *env, int action)
+{
+    return action >= 0 && env_action_changes_nest(action) && !env->shared->opts.evaluate && !env->shared->replay;
+}
+
+/* rlt_env_prefetch of the pairs whose family measures its states and whose
+ * action makes a new nest: their kernels are built in one batch. Pairs of
+ * an evaluator's or a replay's family are left to their steps, which ask
+ * the evaluator in the order single steps would. */
+static rlt_status prefetch_measured(rlt_env *const *envs, const int *actions, int n, rlt_diag *diag)
+{
+    int n_measured = 0;
+    for (int i = 0; i < n; i++) n_measured += step_is_measured(envs[i], actions[i]);
+    if (n_measured == 0) return RLT_STATUS_OK;
+    if (n_measured == n) return env_prefetch(envs, actions, n, diag);
+    rlt_status st;
+    rlt_env **sub_envs = rlt_malloc((size_t)n_measured * sizeof *sub_envs);
+    int *sub_actions = rlt_malloc((size_t)n_measured * sizeof *sub_actions);
+    if (!sub_envs || !sub_actions) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory stepping %d envs", n);
+        goto cleanup;
+    }
+    for (int i = 0, k = 0; i < n; i++) {
+        if (!step_is_measured(envs[i], actions[i])) continue;
+        sub_envs[k] = envs[i];
+        sub_actions[k++] = actions[i];
+    }
+    st = env_prefetch(sub_envs, sub_actions, n_measured, diag);
+
+cleanup:
+    rlt_free(sub_actions);
+    rlt_free(sub_envs);
+    return st;
+}
+
+/* Writes env's observation and mask as row i of obs and masks (either may
+ * be NULL). The env must have been reset. */
+static void observe_row(const rlt_env *env, int i, float *obs, unsigned char *masks)
+{
+    if (obs) env_observe(&env->state, peak_norm(env->shared), obs + (size_t)i * RLT_ENV_OBS_LEN);
+    if (masks)
+        for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) masks[(size_t)i * RLT_ENV_N_ACTIONS + a] = env->state.mask[a];
+}
+
+static rlt_status env_step_batch(rlt_env *const *envs, int n, const int *actions, double *rewards, bool *dones,
+                                 float *obs, unsigned char *masks, rlt_diag *diag)
+{
+    RLT_ASSERT(n >= 0 && (n == 0 || (envs && actions)));
+    if (n == 0) return RLT_STATUS_OK;
+    rlt_status st = batch_envs_distinct(envs, n, diag);
+    if (st != RLT_STATUS_OK) return st;
+    /* every refusal before any work, so that a refused batch changes nothing */
+    for (int i = 0; i < n; i++) {
+        if ((st = step_refusal(envs[i], actions[i], diag)) != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "envs[%d] of %d", i, n);
+            return st;
+        }
+    }
+    if ((st = prefetch_measured(envs, actions, n, diag)) != RLT_STATUS_OK) return st;
+    /* The steps that may still fail, those that ask an evaluator or
+     * measure (a prefetched state is taken again when the cache could not
+     * grow), go first, into `next`, before any env changes; the others
+     * cannot fail once checked and step in place. */
+    int n_risky = 0;
+    for (int i = 0; i < n; i++) n_risky += step_may_fail(envs[i], actions[i]);
+    env_state *next = NULL;
+    if (n_risky > 0 && !(next = rlt_malloc((size_t)n_risky * sizeof *next)))
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory stepping %d envs", n);
+    for (int i = 0, k = 0; i < n; i++) {
+        if (!step_may_fail(envs[i], actions[i])) continue;
+        if (actions[i] == RLT_ENV_ACTION_RESET) {
+            rlt_nest nest;
+            rlt_nest_init(&nest, envs[i]->shared->op);
+            st = start_state(envs[i], &nest, rlt_nest_hash(&nest), &next[k++], diag);
+        } else {
+            st = step_to(envs[i], actions[i], &next[k++], diag);
+        }
+        if (st != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "envs[%d] of %d", i, n);
+            goto cleanup;
+        }
+    }
+    for (int i = 0, k = 0; i < n; i++) {
+        rlt_env *env = envs[i];
+        double reward = 0;
+        if (actions[i] == RLT_ENV_ACTION_RESET) {
+            env->state = next[k++];
+            env->is_reset = true;
+        } else if (step_may_fail(env, actions[i])) {
+            reward = step_reward(env, &next[k]);
+            env->state = next[k++];
+        } else if (actions[i] != RLT_ENV_ACTION_NONE) {
+            rlt_status step_st = env_step(env, actions[i], &reward, NULL, NULL);
+            RLT_ASSERT(step_st == RLT_STATUS_OK); /* checked above, and no evaluator or measurement */
+        }
+        if (rewards) rewards[i] = reward;
+        if (dones) dones[i] = env->state.is_done;
+        observe_row(env, i, obs, masks);
+    }
+
+cleanup:
+    rlt_free(next);
+    return st;
+}
+
+rlt_status rlt_env_step_batch(rlt_env *const *envs, int n, const int *actions, double *rewards, bool *dones,
+                              float *obs, unsigned char *masks, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(envs, n, env_step_batch(envs, n, actions, rewards, dones, obs, masks, &d), &d, diag);
+}
+
+rlt_status rlt_env_observe_batch(rlt_env *const *envs, int n, float *obs, unsigned char *masks, rlt_diag *diag)
+{
+    RLT_ASSERT(n >= 0 && (n == 0 || envs));
+    for (int i = 0; i < n; i++)
+        if (!envs[i]->is_reset)
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "envs[%d] of %d: call rlt_env_reset before observing",
+                            i, n);
+    for (int i = 0; i < n; i++) observe_row(envs[i], i, obs, masks);
+    return RLT_STATUS_OK;
+}
+
+void rlt_env_gflops_batch(rlt_env *const *envs, int n, double *out)
+{
+    RLT_ASSERT(n >= 0 && (n == 0 || (envs && out)));
+    for (int i = 0; i < n; i++) out[i] = rlt_env_gflops(envs[i]);
 }
 
 rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag)
