@@ -169,8 +169,9 @@ RLT_API rlt_status rlt_graph_env_reset(rlt_graph_env *e, const rlt_model *m, rlt
 
 /* Takes action a: 0 <= a < the candidates offered applies that candidate,
  * a == max_candidates stops. A candidate whose rewrite is refused when
- * applied (a cycle, a shape that would change) costs the step and is
- * masked from then on; the graph stays. *reward and *done are set.
+ * applied (a cycle, a shape that would change, or a graph the episode has
+ * already been in: a move and its inverse) costs the step but no cost
+ * evaluation and is masked from then on; the graph stays. *reward and *done are set.
  * Errors: INVALID_ARGUMENT (a masked action, a step after the end),
  * the cost's, OUT_OF_MEMORY. */
 RLT_API rlt_status rlt_graph_env_step(rlt_graph_env *e, int a, double *reward, bool *done, rlt_diag *diag);

@@ -52,6 +52,8 @@ struct rlt_graph_env {
     unsigned char *mask; /* max_candidates + 1 */
     int step;
     bool done, has_episode, is_refused;
+    uint64_t *seen;      /* hashes of the episode's graphs: a rewrite back to one is refused */
+    int n_seen, cap_seen;
     int n_cost_evals;
     /* the observation */
     float *features;
@@ -122,7 +124,27 @@ void rlt_graph_env_destroy(rlt_graph_env *e)
     rlt_free(e->edges);
     rlt_free(e->cand_rule);
     rlt_free(e->cand_nodes);
+    rlt_free(e->seen);
     rlt_free(e);
+}
+
+/* Adds h to the episode's graphs; false when it was there already. */
+static bool seen_add(rlt_graph_env *e, uint64_t h, bool *has_failed)
+{
+    for (int i = 0; i < e->n_seen; i++)
+        if (e->seen[i] == h) return false;
+    if (e->n_seen == e->cap_seen) {
+        int cap = e->cap_seen ? 2 * e->cap_seen : 64;
+        uint64_t *t = rlt_realloc(e->seen, (size_t)cap * sizeof *t);
+        if (!t) {
+            *has_failed = true;
+            return false;
+        }
+        e->seen = t;
+        e->cap_seen = cap;
+    }
+    e->seen[e->n_seen++] = h;
+    return true;
 }
 
 /* Costs graph g into *cost and e->per_node (sized for g). */
@@ -230,6 +252,10 @@ rlt_status rlt_graph_env_reset(rlt_graph_env *e, const rlt_model *m, rlt_diag *d
     e->cost_now = e->best_cost = e->cost0;
     e->step = 0;
     e->is_refused = false;
+    e->n_seen = 0;
+    bool has_failed = false;
+    seen_add(e, rlt_gopt_graph_hash(e->g), &has_failed);
+    if (has_failed) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting an episode");
     if ((st = observe(e, diag)) != RLT_STATUS_OK) return st;
     e->done = !any_candidate(e);
     e->has_episode = true;
@@ -254,6 +280,14 @@ rlt_status rlt_graph_env_step(rlt_graph_env *e, int a, double *reward, bool *don
     rlt_graph *g2 = NULL;
     rlt_status st = rlt_gopt_apply(e->rs, e->g, &e->cands[a], &g2, NULL, diag);
     if (st != RLT_STATUS_OK) return st;
+    if (g2) { /* back to a graph of this episode (a move and its inverse): refused, nothing costed */
+        bool has_failed = false;
+        if (!seen_add(e, rlt_gopt_graph_hash(g2), &has_failed)) {
+            rlt_graph_destroy(g2);
+            g2 = NULL;
+            if (has_failed) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory stepping");
+        }
+    }
     if (!g2) {
         e->mask[a] = 0; /* refused: the graph stays, the candidate goes */
         e->is_refused = true;

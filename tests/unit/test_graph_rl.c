@@ -234,3 +234,54 @@ Test(graph_rl, the_shipped_policy_acts)
     rlt_model_destroy(m);
     rlt_rules_destroy(rules);
 }
+
+/* A move and its inverse: moving the Relus after the Concat and back would
+ * return to the first graph, so the second is refused without a cost
+ * evaluation (and masked). */
+Test(graph_rl, a_rewrite_back_to_an_earlier_graph_is_refused)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/relus.onnx", tmp_dir);
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, OB_DIMS(1, 4, 6, 6));
+    ob_input(&b, "y", OB_F32, 4, OB_DIMS(1, 4, 6, 6));
+    ob_node(&b, "Relu", "r1", "x", "rx");
+    ob_node(&b, "Relu", "r2", "y", "ry");
+    ob_attr_i(&b, ob_node(&b, "Concat", "cat", "rx,ry", "z"), "axis", 1);
+    ob_node(&b, "Sigmoid", "s", "z", "o");
+    ob_output(&b, "o");
+    cr_assert(ob_write(&b, path));
+    ob_free(&b);
+    rlt_rules *rules = verified_rules();
+    rlt_model *m = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_model_load(path, &m, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_graph_env_options eo;
+    rlt_graph_env_options_init(&eo);
+    rlt_graph_env *env = NULL;
+    cr_assert_eq(rlt_graph_env_create(rules, &eo, &env, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_graph_env_reset(env, m, &d), RLT_STATUS_OK);
+    rlt_graph_env_obs o;
+    rlt_graph_env_observe(env, &o);
+    int k = candidate_of(rules, &o, "relu_after_concat");
+    cr_assert_geq(k, 0);
+    double reward;
+    bool done;
+    cr_assert_eq(rlt_graph_env_step(env, k, &reward, &done, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_graph_env_observe(env, &o);
+    cr_assert_not(o.is_refused);
+    int evals = rlt_graph_env_n_cost_evals(env);
+    k = candidate_of(rules, &o, "relu_before_concat");
+    cr_assert_geq(k, 0);
+    cr_assert_eq(rlt_graph_env_step(env, k, &reward, &done, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_graph_env_observe(env, &o);
+    cr_assert(o.is_refused, "back to the first graph");
+    cr_assert_not(o.mask[k]);
+    cr_assert_float_eq(reward, 0, 0);
+    cr_assert_eq(rlt_graph_env_n_cost_evals(env), evals, "nothing costed");
+    cr_assert_eq(o.n_nodes, 3, "the graph stays: Concat, Relu, Sigmoid");
+    rlt_graph_env_destroy(env);
+    rlt_model_destroy(m);
+    rlt_rules_destroy(rules);
+}
