@@ -28,6 +28,7 @@
 #define RLT_RULE_MAX_VARS 48   /* tensor and attribute variables of one rule */
 #define RLT_RULE_MAX_NODES 12  /* nodes of one side of a rule */
 #define RLT_RULE_MAX_CHECKS 8  /* check lines of one rule */
+#define RLT_RULE_MAX_VALUE 1000000 /* the integers a check's random values are drawn from lie within +-this */
 
 /* ---- rules (rules.c) ---------------------------------------------------- */
 

@@ -840,6 +840,8 @@ static rlt_status parse_check(parser *ps)
             skip_ws(ps);
             cv->hi = (double)strtoll(ps->p, &endp, 10);
             if (endp == ps->p || cv->hi < cv->lo) return perr(ps, "expected {LO..HI}, LO <= HI, for %s", name);
+            if (cv->lo < -RLT_RULE_MAX_VALUE || cv->hi > RLT_RULE_MAX_VALUE)
+                return perr(ps, "%s's values must lie within -%d..%d", name, RLT_RULE_MAX_VALUE, RLT_RULE_MAX_VALUE);
             ps->p = endp;
             if (!accept(ps, "}")) return perr(ps, "expected '}' after %s's value range", name);
         }
