@@ -302,11 +302,7 @@ rlt_status rlt_graph_env_step(rlt_graph_env *e, int a, double *reward, bool *don
         rlt_graph_destroy(e->g);
         e->g = g2;
         e->cost_now = c;
-        int n_live = 0, n_best = 0;
-        for (int i = 0; i < g2->n_nodes; i++) n_live += !g2->nodes[i].is_removed;
-        for (int i = 0; i < e->best->n_nodes; i++) n_best += !e->best->nodes[i].is_removed;
-        double tie = 1e-9 * fmax(c, e->best_cost); /* as the searches: as cheap with fewer nodes is better */
-        if (c < e->best_cost - tie || (fabs(c - e->best_cost) <= tie && n_live < n_best)) {
+        if (rlt_gopt_is_better(c, rlt_graph_n_live_nodes(g2), e->best_cost, rlt_graph_n_live_nodes(e->best))) {
             rlt_graph *copy = NULL;
             if ((st = rlt_graph_clone(g2, &copy, diag)) != RLT_STATUS_OK) return st;
             rlt_graph_destroy(e->best);

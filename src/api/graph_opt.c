@@ -76,13 +76,6 @@ static rlt_status cost_graph(void *ctx, const rlt_graph *g, double *cost, double
     return rlt_gcost_graph(ctx, g, cost, per_node, diag);
 }
 
-static int live_nodes(const rlt_graph *g)
-{
-    int n = 0;
-    for (int i = 0; i < g->n_nodes; i++) n += !g->nodes[i].is_removed;
-    return n;
-}
-
 /* Search "rl": the policy rolled out greedily in the environment; the
  * best graph of the episode, with the rewrites up to it. */
 static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_graph_opt_options *o, rlt_model **out,
@@ -106,7 +99,7 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
     rlt_graph_env_obs obs;
     int n_to_best = 0;
     uint64_t rng = o->seed;
-    res->n_nodes_before = live_nodes(rlt_model_graph(m));
+    res->n_nodes_before = rlt_graph_n_live_nodes(rlt_model_graph(m));
     while (st == RLT_STATUS_OK) {
         rlt_graph_env_observe(env, &obs);
         if (obs.done) break;
@@ -132,7 +125,7 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
         res->n_steps = n_to_best;
         res->cost_before_ms = obs.cost0_ms;
         res->cost_after_ms = obs.best_cost_ms;
-        res->n_nodes_after = live_nodes(rlt_model_graph(*out));
+        res->n_nodes_after = rlt_graph_n_live_nodes(rlt_model_graph(*out));
         res->n_cost_evals = rlt_graph_env_n_cost_evals(env);
         res->n_candidates = res->n_expanded;
         res->search_s = (double)(rlt_time_ns() - t0) * 1e-9;
@@ -191,8 +184,8 @@ rlt_status rlt_model_graph_opt(rlt_model *m, const rlt_rules *rules, const rlt_g
     }
     res->cost_before_ms = gr.cost_before;
     res->cost_after_ms = gr.cost_after;
-    res->n_nodes_before = live_nodes(g);
-    res->n_nodes_after = live_nodes(gr.graph);
+    res->n_nodes_before = rlt_graph_n_live_nodes(g);
+    res->n_nodes_after = rlt_graph_n_live_nodes(gr.graph);
     res->n_cost_evals = gr.n_cost_evals;
     res->n_expanded = gr.n_expanded;
     res->n_candidates = gr.n_candidates;

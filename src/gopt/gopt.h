@@ -249,6 +249,12 @@ uint64_t rlt_gopt_graph_hash(const rlt_graph *g);
 
 /* ---- searches (search.c) ------------------------------------------------ */
 
+/* Whether a graph of cost_a and n_a live nodes is better than one of
+ * cost_b and n_b: cheaper, or as cheap (within 1e-9 relative: sums of the
+ * same times in another order) with fewer nodes. What every search and the
+ * environment's best graph go by. */
+bool rlt_gopt_is_better(double cost_a, int n_a, double cost_b, int n_b);
+
 /* The cost of a graph (lower is better), and per node when per_node is not
  * NULL (g->n_nodes entries). */
 typedef rlt_status (*rlt_gopt_cost_fn)(void *ctx, const rlt_graph *g, double *cost, double *per_node,

@@ -109,20 +109,22 @@ static int node_add(search *s, rlt_graph *g, double cost, int parent, int rule, 
         s->cap_nodes = cap;
     }
     snode *n = &s->nodes[s->n_nodes];
-    *n = (snode){.g = g, .cost = cost, .parent = parent, .rule = rule};
-    for (int i = 0; i < g->n_nodes; i++) n->n_nodes += !g->nodes[i].is_removed;
+    *n = (snode){.g = g, .cost = cost, .n_nodes = rlt_graph_n_live_nodes(g), .parent = parent, .rule = rule};
     snprintf(n->where, sizeof n->where, "%s", where ? where : "");
     return s->n_nodes++;
 }
 
-/* Whether graph a is better than graph b: it costs less, or as much with
- * fewer nodes (removing an Identity costs nothing and still simplifies). */
+bool rlt_gopt_is_better(double cost_a, int n_a, double cost_b, int n_b)
+{
+    double tie = 1e-9 * fmax(fabs(cost_a), fabs(cost_b));
+    if (fabs(cost_a - cost_b) <= tie) return n_a < n_b; /* removing an Identity costs nothing, still simplifies */
+    return cost_a < cost_b;
+}
+
 static bool better(const search *s, int a, int b)
 {
     const snode *x = &s->nodes[a], *y = &s->nodes[b];
-    double tie = 1e-9 * fmax(fabs(x->cost), fabs(y->cost)); /* sums of the same times in another order */
-    if (fabs(x->cost - y->cost) <= tie) return x->n_nodes < y->n_nodes;
-    return x->cost < y->cost;
+    return rlt_gopt_is_better(x->cost, x->n_nodes, y->cost, y->n_nodes);
 }
 
 static bool heap_less(const search *s, int a, int b) { return better(s, a, b); }

@@ -198,6 +198,13 @@ rlt_status rlt_graph_tensor_set_shape(rlt_graph *g, int t, int rank, const int64
     return RLT_STATUS_OK;
 }
 
+int rlt_graph_n_live_nodes(const rlt_graph *g)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += !g->nodes[i].is_removed;
+    return n;
+}
+
 int64_t rlt_graph_tensor_n_elems(const rlt_graph_tensor *t)
 {
     int64_t n = 1;

@@ -150,6 +150,8 @@ rlt_status rlt_graph_tensor_add(rlt_graph *g, const char *name, rlt_dtype dtype,
  * RLT_GRAPH_MAX_RANK, a negative dimension or more than
  * RLT_GRAPH_MAX_ELEMS elements. */
 rlt_status rlt_graph_tensor_set_shape(rlt_graph *g, int t, int rank, const int64_t *dims, rlt_diag *diag);
+/* Nodes not marked removed. */
+int rlt_graph_n_live_nodes(const rlt_graph *g);
 /* Elements of a tensor with a shape (1 for a scalar). */
 int64_t rlt_graph_tensor_n_elems(const rlt_graph_tensor *t);
 /* Adds a node (its lists copied into the arena, attributes empty); sets

@@ -414,18 +414,24 @@ Test(gopt_cost, split_in_place_costs_nothing)
     assert_no_leaks();
 }
 
-/* At two threads, a fast op timed (its OpenMP threads started) and a
- * network measured in this process before a seed is measured leave the
- * runner's forked child able to run its own parallel loops: the seed
- * measures OK instead of hanging until its timeout. */
-Test(gopt_cost, two_threads_ops_then_seed)
+/* One Sigmoid over 64K elements: split over the threads (OpenMP) at two. */
+static rlt_graph *big_sigmoid_graph(void)
 {
     onnx_build b;
     ob_init(&b, 13);
     ob_input(&b, "x", OB_F32, 4, D(1, 64, 32, 32));
     ob_node(&b, "Sigmoid", "s", "x", "y");
     ob_output(&b, "y");
-    rlt_graph *g1 = load_folded(&b);
+    return load_folded(&b);
+}
+
+/* At two threads, a fast op timed (its OpenMP threads started) and a
+ * network measured in this process before a seed is measured leave the
+ * runner's forked child able to run its own parallel loops: the seed
+ * measures OK instead of hanging until its timeout. */
+Test(gopt_cost, two_threads_ops_then_seed)
+{
+    rlt_graph *g1 = big_sigmoid_graph();
     rlt_graph *g2 = conv_graph("");
     rlt_gcost_options o;
     rlt_gcost_options_init(&o);
@@ -456,12 +462,7 @@ Test(gopt_cost, two_threads_ops_then_seed)
  * runs its parallel loops. */
 Test(gopt_cost, two_threads_net_timed_then_seed)
 {
-    onnx_build b;
-    ob_init(&b, 13);
-    ob_input(&b, "x", OB_F32, 4, D(1, 64, 32, 32));
-    ob_node(&b, "Sigmoid", "s", "x", "y");
-    ob_output(&b, "y");
-    rlt_graph *g1 = load_folded(&b);
+    rlt_graph *g1 = big_sigmoid_graph();
     rlt_graph *g2 = conv_graph("");
     rlt_net_options no;
     rlt_net_options_init(&no);

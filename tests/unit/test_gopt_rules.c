@@ -609,7 +609,9 @@ Test(gopt_rules, greedy_and_taso_lower_the_cost_and_keep_the_output)
         if (k > 0) {
             cr_assert_lt(res.cost_after, res.cost_before, "%s lowered nothing", rlt_gopt_search_str(o.search));
             cr_assert_gt(res.n_steps, 0);
-            for (int s = 1; s < res.n_steps; s++) cr_assert_leq(res.steps[s].cost_after, res.steps[0].cost_after + 50);
+            if (o.search == RLT_GOPT_SEARCH_GREEDY) /* every step was better than the graph it started from */
+                for (int s = 0; s < res.n_steps; s++)
+                    cr_assert_leq(res.steps[s].cost_after, s ? res.steps[s - 1].cost_after : res.cost_before);
             cr_assert_float_eq(res.steps[res.n_steps - 1].cost_after, res.cost_after, 1e-9);
         } else {
             cr_assert_eq(res.n_steps, 0);
