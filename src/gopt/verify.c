@@ -177,6 +177,20 @@ static rlt_status compare(const rlt_rule *r, const rlt_rcheck *c, const rlt_grap
     return RLT_STATUS_OK;
 }
 
+/* A check's graphs are evaluated whole: none of their tensors may hold
+ * more than VERIFY_MAX_ELEMS elements (a broadcast or a Pad of a fuzzed or
+ * careless rule could ask for terabytes). */
+#define VERIFY_MAX_ELEMS ((int64_t)1 << 22)
+
+static rlt_status check_small(const rlt_rule *r, const rlt_rcheck *c, const rlt_graph *g, rlt_diag *diag)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].has_shape && rlt_graph_tensor_n_elems(&g->tensors[t]) > VERIFY_MAX_ELEMS)
+            return vfail(r, c, diag, "tensor '%s' would hold %" PRId64 " elements; a check's tensors hold at most %" PRId64,
+                         g->tensors[t].name, rlt_graph_tensor_n_elems(&g->tensors[t]), VERIFY_MAX_ELEMS);
+    return RLT_STATUS_OK;
+}
+
 static rlt_status verify_check(const rlt_rule *r, const rlt_rcheck *c, int opset, uint64_t seed, bool is_exact,
                                double *max_error, rlt_diag *diag)
 {
@@ -195,6 +209,7 @@ static rlt_status verify_check(const rlt_rule *r, const rlt_rcheck *c, int opset
         st = vfail(r, c, diag, "the source does not infer: %s", d.message);
         goto cleanup;
     }
+    if ((st = check_small(r, c, src, diag)) != RLT_STATUS_OK) goto cleanup;
     /* the conditions must hold on the check's shapes */
     rlt_rvalue vals[RLT_RULE_MAX_VARS];
     rlt_gopt_match_attrs(r, src, &m, vals);
@@ -214,6 +229,7 @@ static rlt_status verify_check(const rlt_rule *r, const rlt_rcheck *c, int opset
         st = vfail(r, c, diag, "the rule does not apply: %s", reason);
         goto cleanup;
     }
+    if ((st = check_small(r, c, dst, diag)) != RLT_STATUS_OK) goto cleanup;
     in = rlt_calloc((size_t)src->n_inputs + 1, sizeof *in);
     out_a = rlt_calloc((size_t)src->n_outputs + 1, sizeof *out_a);
     out_b = rlt_calloc((size_t)src->n_outputs + 1, sizeof *out_b);
