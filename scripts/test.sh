@@ -17,7 +17,7 @@ scripts/check-install.sh build
 echo "== tests: the Python package (python/tests, in .venv)"
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation ./python
 RLTUNE_LIB="$PWD/build/librltune.so" .venv/bin/python -m pytest python/tests -q
-echo "== tests: the benchmark networks' generator, ONNX Runtime and rltune run (tests/models, in .venv)"
+echo "== tests: the benchmark networks' generator, ONNX Runtime, rltune run and the oneDNN chain (tests/models, in .venv)"
 RLTUNE_BIN="$PWD/build/rltune" RLTUNE_CACHE_DIR="$PWD/build/kernel-cache" \
     .venv/bin/python -m pytest tests/models -q -p no:cacheprovider
 echo "== tests: ASan + UBSan build"

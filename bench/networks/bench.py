@@ -3,7 +3,7 @@
 
     bench.py [--models resnet18,mobilenet_v2,squeezenet1_1,bert_layer] [--threads 1,2]
              [--dir /tmp/models] [--db FILE] [--tune-trials N] [--repeat R] [--rltune build/rltune]
-             [--json OUT.json]
+             [--onednn [build/bench_dnnl_net]] [--json OUT.json]
 
 For every model (written by make_models.py into --dir when absent, seed 0):
 
@@ -16,13 +16,19 @@ For every model (written by make_models.py into --dir when absent, seed 0):
    median and min of R runs after warm-up, its own check against its
    reference, and the output compared with ONNX Runtime's (max |diff| over
    max |ORT|; the bar is 1e-4).
-Steps 1 and 3 alternate --rounds times (default 3); the table gives the
+4. With --onednn: the network as a chain of oneDNN primitives
+   (bench_dnnl_net, bench/networks/dnnl_net.c), pinned the same way, on the
+   same input, checked against ONNX Runtime's output (1e-4), median and min
+   of R runs after warm-up. A model it does not build (an op it has no
+   primitive for: it says which) gets no oneDNN numbers.
+Steps 1, 3 and 4 alternate --rounds times (default 3); the table gives the
 median of the rounds' medians (the JSON each round's): on a shared host the
 second core's speed comes and goes, and alternating exposes both to it.
 
 Prints a markdown table (ratio = rltune median / ORT median: below 1 is
-faster than ORT) and, with --json, writes every number. Each step runs
-alone: nothing is compiled while something is timed.
+faster than ORT; with --onednn also oneDNN's median and rltune / oneDNN)
+and, with --json, writes every number. Each step runs alone: nothing is
+compiled while something is timed.
 """
 from __future__ import annotations
 
@@ -53,6 +59,19 @@ def run_json(cmd: list[str], **kw) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def run_onednn(cmd: list[str]) -> dict | None:
+    """bench_dnnl_net's JSON line; None when it does not build the model
+    (exit status 2: the reason goes to stderr). Any other failure, a wrong
+    answer included, ends the benchmark."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode == 2:
+        print(f"oneDNN chain: {r.stderr.strip()}", file=sys.stderr)
+        return None
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="resnet18,mobilenet_v2,squeezenet1_1,bert_layer")
@@ -64,6 +83,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3, help="ORT and rltune alternately this many times")
     ap.add_argument("--rltune", default=str(ROOT / "build" / "rltune"))
+    ap.add_argument("--onednn", nargs="?", const=str(ROOT / "build" / "bench_dnnl_net"), default=None,
+                    help="also time the network as a chain of oneDNN primitives (bench_dnnl_net; "
+                         "default build/bench_dnnl_net)")
     ap.add_argument("--json", help="write every number to this file")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
@@ -71,6 +93,11 @@ def main() -> int:
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
     py = sys.executable
+    onednn = args.onednn
+    if onednn and not Path(onednn).is_file():
+        print(f"--onednn: {onednn} does not exist (built when CMake finds oneDNN: libdnnl-dev); "
+              "no oneDNN numbers", file=sys.stderr)
+    has_onednn = bool(onednn) and Path(onednn).is_file()
     results = []
     for m in models:
         onnx_path = d / f"{m}.onnx"
@@ -78,6 +105,7 @@ def main() -> int:
             subprocess.run([py, str(HERE / "make_models.py"), "--out", str(d), "--only", m], check=True)
         x, y_ort = d / f"{m}.in.npy", d / f"{m}.out.npy"
         row = {"model": m, "threads": {}}
+        builds_onednn = has_onednn  # until bench_dnnl_net says it does not build this model
         for t in threads:
             cell = {}
             if args.tune_trials > 0:
@@ -95,13 +123,21 @@ def main() -> int:
                             "--threads", str(t), "--repeat", str(args.repeat), "--json"]
             if args.db:
                 cmd += ["--db", args.db]
-            ort_runs, rl_runs = [], []
+            dnnl_cmd = pin(t) + [str(onednn), str(onnx_path), "--input", str(x), "--check", str(y_ort),
+                                 "--threads", str(t), "--repeat", str(args.repeat), "--json"]
+            ort_runs, rl_runs, dnnl_runs = [], [], []
             for _ in range(args.rounds):
                 ort_runs.append(run_json(pin(t) + [py, str(HERE / "ort_baseline.py"), str(onnx_path), "--seed", "0",
                                                    "--write-input", str(x), "--write-output", str(y_ort),
                                                    "--threads", str(t), "--repeat", str(args.repeat),
                                                    "--json"])["threads"][str(t)])
                 rl_runs.append(run_json(cmd, cwd=d))
+                if builds_onednn:
+                    r = run_onednn(dnnl_cmd)
+                    if r is None:
+                        builds_onednn = False
+                    else:
+                        dnnl_runs.append(r)
             rl = rl_runs[0]
             ours, theirs = np.load(y_rlt), np.load(y_ort)
             cell.update({"ort_median_ms": statistics.median(r["median_ms"] for r in ort_runs),
@@ -115,24 +151,44 @@ def main() -> int:
                          "peak_memory_bytes": rl["peak_memory_bytes"],
                          "error_vs_ort": float(np.abs(ours - theirs).max() / np.abs(theirs).max())})
             cell["ratio"] = cell["rltune_median_ms"] / cell["ort_median_ms"]
+            also = ""
+            if builds_onednn and dnnl_runs:
+                cell.update({"onednn_median_ms": statistics.median(r["median_ms"] for r in dnnl_runs),
+                             "onednn_min_ms": min(r["min_ms"] for r in dnnl_runs),
+                             "onednn_round_medians_ms": [r["median_ms"] for r in dnnl_runs],
+                             "onednn_error_vs_ort": max(r["max_rel_err"] for r in dnnl_runs)})
+                cell["ratio_vs_onednn"] = cell["rltune_median_ms"] / cell["onednn_median_ms"]
+                also = (f", oneDNN {cell['onednn_median_ms']:.3f} ms "
+                        f"(rltune / oneDNN {cell['ratio_vs_onednn']:.2f}x)")
             row["threads"][str(t)] = cell
             print(f"{m} t{t}: ORT {cell['ort_median_ms']:.3f} ms, rltune {cell['rltune_median_ms']:.3f} ms "
-                  f"({cell['ratio']:.2f}x), error vs ORT {cell['error_vs_ort']:.2e}", file=sys.stderr)
+                  f"({cell['ratio']:.2f}x){also}, error vs ORT {cell['error_vs_ort']:.2e}", file=sys.stderr)
         results.append(row)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"\n{time.strftime('%Y-%m-%d')}, {cpu}, batch 1, median of {args.rounds} rounds' medians of "
           f"{args.repeat} runs, "
           f"{'db ' + args.db if args.db else 'untuned (seed schedules)'}\n")
-    print("| model | threads | ONNX Runtime ms | rltune ms | rltune / ORT | tasks tuned | error vs ORT |")
-    print("|---|---|---|---|---|---|---|")
+    if onednn:
+        print("| model | threads | ONNX Runtime ms | rltune ms | rltune / ORT | oneDNN ms | rltune / oneDNN | "
+              "tasks tuned | error vs ORT |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("| model | threads | ONNX Runtime ms | rltune ms | rltune / ORT | tasks tuned | error vs ORT |")
+        print("|---|---|---|---|---|---|---|")
     for row in results:
         for t, c in row["threads"].items():
+            dnnl = ""
+            if onednn:
+                has = "onednn_median_ms" in c
+                dnnl = (f" {c['onednn_median_ms']:.3f} | {c['ratio_vs_onednn']:.2f}x |" if has else " — | — |")
             print(f"| {row['model']} | {t} | {c['ort_median_ms']:.3f} | {c['rltune_median_ms']:.3f} | "
-                  f"{c['ratio']:.2f}x | {c['tasks_tuned']}/{c['tasks_tuned'] + c['tasks_untuned']} | "
+                  f"{c['ratio']:.2f}x |{dnnl} {c['tasks_tuned']}/{c['tasks_tuned'] + c['tasks_untuned']} | "
                   f"{c['error_vs_ort']:.1e} |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"cpu": cpu, "date": time.strftime("%Y-%m-%d"),
-                                               "repeat": args.repeat, "results": results}, indent=1))
+        out = {"cpu": cpu, "date": time.strftime("%Y-%m-%d"), "repeat": args.repeat, "results": results}
+        if has_onednn:
+            out["onednn"] = str(onednn)
+        Path(args.json).write_text(json.dumps(out, indent=1))
     return 0
 
 
