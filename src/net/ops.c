@@ -330,6 +330,11 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
     if (p->ow_hi < p->ow_lo) p->ow_hi = p->ow_lo;
     int64_t reach = (p->kw - 1) * p->dw + 1;
     p->chunk = reach <= RLT_FAST_OP_POOL_TMP ? (RLT_FAST_OP_POOL_TMP - reach) / p->sw + 1 : 0;
+    /* A row's windows side by side on the stack with its pads, when
+     * every window holds a column of the input: the first ends at or after
+     * column 0 and the last starts at or before column iw - 1. */
+    p->padded_row = p->dw == 1 && p->pw <= p->kw - 1 && (p->ow - 1) * p->sw - p->pw <= p->iw - 1 &&
+                    (p->ow - 1) * p->sw + p->kw <= RLT_FAST_OP_POOL_TMP;
     if (!is_max) {
         float *div = (float *)op->extra;
         for (int dim = 0; dim < 2; dim++) {

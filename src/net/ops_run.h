@@ -94,7 +94,13 @@ typedef struct fop_bcast {
 } fop_bcast;
 
 typedef struct fop_pool {
-    int32_t is_max, pad_;
+    int32_t is_max;
+    int32_t padded_row;           /* every output of a row from one stack row of
+                                     its kernel rows with the pads filled in
+                                     (dilation 1 along the row, every window
+                                     holding a tap of the input, the row
+                                     within RLT_FAST_OP_POOL_TMP): no edge
+                                     outputs apart */
     int64_t planes;               /* N * C */
     int64_t ih, iw, oh, ow;       /* 1-D pools have ih = oh = 1 */
     int64_t kh, kw, sh, sw, dh, dw, ph, pw; /* pads at the beginning */
