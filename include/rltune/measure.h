@@ -45,6 +45,7 @@ typedef struct rlt_machine {
     int n_cores;       /* online CPUs */
     int vector_floats; /* floats in the widest vector register: 16 (AVX-512), 8 (AVX2), 4 */
     bool has_fma;
+    int64_t llc_bytes; /* the last-level cache (sysfs), 0 when unknown */
 } rlt_machine;
 RLT_API void rlt_machine_detect(rlt_machine *out);
 
@@ -62,6 +63,14 @@ typedef struct rlt_run_opts {
                               longer is timed by the fastest of them, one sample:
                               tuning does not spend careful timing on clearly slow
                               candidates */
+    bool cold_weights;    /* evict the kernel's weights (the op's is_weight
+                             tensors and the workspace with their packed
+                             stages) from every cache level before each timed
+                             call, and time each call alone: a network's view,
+                             where every layer's weights come from memory
+                             (AutoTVM's enable_cpu_cache_flush). Times differ
+                             from warm ones: records keep the two apart
+                             (rlt_record_target.is_weights_cold) */
 } rlt_run_opts;
 
 /* One nest's measurement. */

@@ -55,6 +55,17 @@ RLT_API char *rlt_model_text(const rlt_model *m);
  * nodes (after folding and dead-code removal), graph inputs (what a caller
  * feeds; constants are not inputs) and outputs. */
 RLT_API int rlt_model_opset(const rlt_model *m);
+
+/* The bytes of the constants the model's nodes read (weights, biases,
+ * folded tables), each once. */
+RLT_API int64_t rlt_model_weights_bytes(const rlt_model *m);
+
+/* Whether a run of the network finds its layers' weights in memory rather
+ * than in a cache: its weights exceed this machine's last-level cache
+ * (rlt_machine.llc_bytes). Then each kernel should be timed, and chosen,
+ * with its weights evicted first (rlt_run_opts.cold_weights), which is
+ * what `rltune tune --model` and `run --model` do unless told otherwise. */
+RLT_API bool rlt_model_weights_are_cold(const rlt_model *m);
 RLT_API int rlt_model_n_nodes(const rlt_model *m);
 RLT_API int rlt_model_n_inputs(const rlt_model *m);
 RLT_API int rlt_model_n_outputs(const rlt_model *m);
@@ -147,6 +158,9 @@ typedef struct rlt_net_options {
     int n_threads;        /* threads kernels are compiled for, looked up under and run with (>= 1) */
     rlt_build_opts build; /* compiler, flags, kernel cache (as for tuning: records are looked up
                              under the target these make) */
+    bool cold_weights;    /* schedules from the records timed with their weights evicted from the
+                             caches (rlt_run_opts.cold_weights), a task without any from the warm
+                             ones; rlt_model_weights_are_cold says when a network wants them */
 } rlt_net_options;
 
 /* Defaults: no database, 1 thread, the default compiler. */

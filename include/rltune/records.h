@@ -30,12 +30,14 @@ typedef struct rlt_db_opts {
 /* Where a record was measured: the machine and the options that make two
  * measurements comparable. Its key text (rlt_record_target_text) is what
  * records are filed and looked up under:
- * "cpu=MODEL;vec=FLOATS;threads=N[;weights=prepacked][;codegen=V];cc=CC". */
+ * "cpu=MODEL;vec=FLOATS;threads=N[;weights=prepacked|cold][;codegen=V];cc=CC". */
 typedef struct rlt_record_target {
     char cpu[128];             /* CPU model name; no ';' */
     int vector_floats;         /* the widest vector register, in floats: 16 with AVX-512 */
     int n_threads;             /* run-time threads, >= 1 */
     bool is_weights_prepacked; /* weights staged once, untimed (false: staged and timed on every call) */
+    bool is_weights_cold;      /* and evicted from the caches before every timed call
+                                  (rlt_run_opts.cold_weights; implies is_weights_prepacked) */
     int codegen;               /* the version of the code measured; 0 = from before versions */
     char cc[384];              /* the compiler command line */
 } rlt_record_target;

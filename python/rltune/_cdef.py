@@ -80,6 +80,7 @@ typedef struct rlt_machine {
     int n_cores;
     int vector_floats;
     bool has_fma;
+    int64_t llc_bytes;
 } rlt_machine;
 
 typedef struct rlt_run_opts {
@@ -91,6 +92,7 @@ typedef struct rlt_run_opts {
     int n_threads;
     bool no_pin;
     double slow_cutoff_ms;
+    bool cold_weights;
 } rlt_run_opts;
 
 typedef struct rlt_run_result {
@@ -121,6 +123,7 @@ typedef struct rlt_record_target {
     int vector_floats;
     int n_threads;
     bool is_weights_prepacked;
+    bool is_weights_cold;
     int codegen;
     char cc[384];
 } rlt_record_target;
@@ -430,6 +433,7 @@ typedef struct rlt_net_options {
     const char *db_path;
     int n_threads;
     rlt_build_opts build;
+    bool cold_weights;
 } rlt_net_options;
 
 typedef enum rlt_net_origin {
@@ -780,6 +784,8 @@ void rlt_model_destroy(rlt_model *m);
 const char *rlt_model_last_error(const rlt_model *m);
 char *rlt_model_text(const rlt_model *m);
 int rlt_model_opset(const rlt_model *m);
+int64_t rlt_model_weights_bytes(const rlt_model *m);
+bool rlt_model_weights_are_cold(const rlt_model *m);
 int rlt_model_n_nodes(const rlt_model *m);
 int rlt_model_n_inputs(const rlt_model *m);
 int rlt_model_n_outputs(const rlt_model *m);

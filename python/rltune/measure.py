@@ -56,6 +56,7 @@ class RunOptions:
     n_threads: int = 0
     no_pin: bool = False
     slow_cutoff_ms: float = 0.0
+    cold_weights: bool = False  # evict the weights from the caches before every timed call
 
     def _fill(self, c: Any) -> None:
         for f in fields(self):
@@ -113,12 +114,14 @@ class Machine:
     n_cores: int
     vector_floats: int
     has_fma: bool
+    llc_bytes: int = 0  # the last-level cache; 0 when unknown
 
 
 def machine() -> Machine:
     m = ffi.new("rlt_machine *")
     lib().rlt_machine_detect(m)
-    return Machine(ffi.string(m.cpu).decode(errors="replace"), m.n_cores, m.vector_floats, bool(m.has_fma))
+    return Machine(ffi.string(m.cpu).decode(errors="replace"), m.n_cores, m.vector_floats, bool(m.has_fma),
+                   int(m.llc_bytes))
 
 
 def build_command(build: Optional[BuildOptions] = None, with_openmp: bool = False) -> str:

@@ -28,16 +28,19 @@ class RecordTarget:
     is_weights_prepacked: bool
     codegen: int
     cc: str
+    is_weights_cold: bool = False  # timed with the weights evicted (key "weights=cold")
 
     @classmethod
     def _from_c(cls, t: Any) -> "RecordTarget":
-        return cls(_s(t.cpu), t.vector_floats, t.n_threads, bool(t.is_weights_prepacked), t.codegen, _s(t.cc))
+        return cls(_s(t.cpu), t.vector_floats, t.n_threads, bool(t.is_weights_prepacked), t.codegen, _s(t.cc),
+                   bool(t.is_weights_cold))
 
     def _fill(self, t: Any) -> None:
         t.cpu = self.cpu.encode()
         t.vector_floats = self.vector_floats
         t.n_threads = self.n_threads
         t.is_weights_prepacked = self.is_weights_prepacked
+        t.is_weights_cold = self.is_weights_cold
         t.codegen = self.codegen
         t.cc = self.cc.encode()
 

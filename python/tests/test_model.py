@@ -425,6 +425,33 @@ def test_model_tuning_then_compile_from_its_records(cnn: Model, x: np.ndarray, t
     assert s2.latency_ms_at_open == pytest.approx(s.latency_ms)
 
 
+def test_cold_tuning_files_apart_and_compiles_cold_first(cnn: Model, x: np.ndarray, tmp_path: Path) -> None:
+    # the floats the nodes read once the BatchNormalizations are folded:
+    # conv weights, the biases folding gave the convs, the dense layer, Clip's bounds
+    weights = 3 * 8 * 9 + 4 * 8 * 8 * 9 + 8 * 16 + 16 * 9
+    biases = 8 + 4 * 8 + 16
+    assert cnn.weights_bytes == 4 * (weights + biases + 16 * 10 + 10 + 2)
+    m = rltune.machine()
+    assert m.llc_bytes == 0 or (m.llc_bytes > cnn.weights_bytes and not cnn.weights_are_cold)
+    db = tmp_path / "cold.db"
+    with ModelTuning(cnn, tuner="random", batch_size=2, n_trials=12, n_final=0, seed=3, db_path=db, build=BUILD,
+                     run=RUN, cold_weights=True) as t:
+        t.run()
+        tasks = t.tasks()
+    assert all(k.n_trials > 0 and math.isfinite(k.best_ms) for k in tasks)
+    # the cold records serve a cold compile, and only that
+    cold = cnn.compile(db_path=db, build=BUILD, cold_weights=True)
+    assert [nt.origin for nt in cold.tasks()] == ["record"] * len(tasks)
+    warm = cnn.compile(db_path=db, build=BUILD)
+    assert [nt.origin for nt in warm.tasks()] == ["seed"] * len(tasks)
+    _close(cold.run(x)[0], cnn.evaluate(x)[0])
+    with rltune.Database(db, read_only=True) as records:
+        targets = {r.target for r in records.history()}
+    assert len(targets) == 1
+    (target,) = targets
+    assert target.is_weights_cold and ";weights=cold;" in target.key
+
+
 def test_model_tuning_errors(cnn: Model, tmp_path: Path) -> None:
     with pytest.raises(rltune.InvalidArgumentError, match="needs a records database"):
         ModelTuning(cnn, db_path="")

@@ -81,6 +81,33 @@ int rlt_model_opset(const rlt_model *m) { return m->graph->opset; }
 
 int rlt_model_n_nodes(const rlt_model *m) { return m->graph->n_nodes; }
 
+int64_t rlt_model_weights_bytes(const rlt_model *m)
+{
+    const rlt_graph *g = m->graph;
+    int64_t bytes = 0;
+    bool *seen = rlt_calloc((size_t)g->n_tensors + 1, sizeof *seen);
+    if (!seen) return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const rlt_graph_node *n = &g->nodes[i];
+        if (n->is_removed) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0 || seen[t] || !g->tensors[t].data) continue;
+            seen[t] = true;
+            bytes += rlt_graph_tensor_n_elems(&g->tensors[t]) * (int64_t)rlt_dtype_size(g->tensors[t].dtype);
+        }
+    }
+    rlt_free(seen);
+    return bytes;
+}
+
+bool rlt_model_weights_are_cold(const rlt_model *m)
+{
+    rlt_machine machine;
+    rlt_machine_detect(&machine);
+    return machine.llc_bytes > 0 && rlt_model_weights_bytes(m) > machine.llc_bytes;
+}
+
 int rlt_model_n_inputs(const rlt_model *m) { return m->graph->n_inputs; }
 
 int rlt_model_n_outputs(const rlt_model *m) { return m->graph->n_outputs; }

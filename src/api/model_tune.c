@@ -122,6 +122,7 @@ static rlt_status read_records(rlt_model_tuning *t, rlt_diag *diag)
     rlt_record_target tt;
     rlt_status st = rlt_session_target(&t->o.session.build, t->o.session.n_threads, &tt, diag);
     if (st != RLT_STATUS_OK) return st;
+    tt.is_weights_cold = t->o.session.run.cold_weights;
     if (!(target = rlt_record_target_text(&tt)))
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading the records");
     /* read-write: the database is created when absent, as the sessions would */

@@ -76,7 +76,8 @@ void rlt_machine_detect(rlt_machine *out)
 {
     rlt_target t;
     rlt_target_detect(&t);
-    *out = (rlt_machine){.n_cores = t.n_cores, .vector_floats = t.vector_floats, .has_fma = t.has_fma};
+    *out = (rlt_machine){
+        .n_cores = t.n_cores, .vector_floats = t.vector_floats, .has_fma = t.has_fma, .llc_bytes = t.llc_bytes};
     snprintf(out->cpu, sizeof out->cpu, "%s", t.cpu_model);
 }
 

@@ -413,6 +413,7 @@ rlt_status rlt_config_measurer_create_live(const rlt_knob_space *space, const rl
     rlt_build_opts build = o.build;
     rlt_status st = copy_build_strings(m, &build, d);
     if (st == RLT_STATUS_OK) st = rlt_session_target(&build, space->full.n_threads, &target, d);
+    target.is_weights_cold = o.run.cold_weights;
     if (st == RLT_STATUS_OK && o.db_path) st = open_records(o.db_path, &m->db, d);
     if (st == RLT_STATUS_OK)
         st = rlt_measurer_live_create(space->op, &space->full, &target, &build, &o.run, o.tuner ? o.tuner : "knobs",

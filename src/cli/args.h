@@ -34,7 +34,7 @@
         }                                                                                       \
     } while (0)
 
-#define RLT_CLI_MAX_OPTS 32 /* options of one command */
+#define RLT_CLI_MAX_OPTS 40 /* options of one command */
 
 /* One option of a command. */
 typedef struct rlt_cli_opt {

@@ -65,13 +65,18 @@ extern const rlt_cli_cmd rlt_cli_cmd_rules;
 extern const rlt_cli_cmd rlt_cli_cmd_graph_opt;
 extern const rlt_cli_cmd rlt_cli_cmd_graph_train;
 
-/* `rltune tune --model`: the network's tasks tuned from one budget of
- * n_trials (cmd_tune_model.c), every session with options `o` (cmd_tune.c
- * filled them from the shared options). Returns the exit code. */
 /* Loads --model's file (rlt_model_load); prints the error and returns the
  * exit code (2 for a bad file, 3 when out of memory) when it cannot. */
 int rlt_cli_model_load(const char *path, rlt_model **out);
 
+/* Whether a model's kernels are timed and chosen cold (run, tune --model):
+ * --cold, --warm, or neither: cold when rlt_model_weights_are_cold. Says
+ * which on stdout ("weights:   ..."), unless is_quiet. */
+bool rlt_cli_model_cold(const rlt_cli_args *args, const rlt_model *m, bool is_quiet);
+
+/* `rltune tune --model`: the network's tasks tuned from one budget of
+ * n_trials (cmd_tune_model.c), every session with options `o` (cmd_tune.c
+ * filled them from the shared options). Returns the exit code. */
 int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *o, int64_t n_trials);
 
 /* `--graph-opt SEARCH` of run and tune --model: replaces *model_io by its
@@ -165,6 +170,8 @@ void rlt_cli_input_free(rlt_cli_input *in); /* frees what load made; the struct 
     {"threads", "N", "the --threads of the tune run (default 1): part of the target key"},              \
     {"cc", "CMD", "the --cc of the tune run (default $RLTUNE_CC, else gcc): part of the target key"},   \
     {"cflags", "FLAGS", "the --cflags of the tune run (default \"" RLT_DEFAULT_CFLAGS "\")"},            \
+    {"cold", NULL, "the records of a --cold tune run (timed with the weights evicted: weights=cold); "     \
+                   "--model: the default when its weights exceed the last-level cache"},                    \
     {"all-targets", NULL, "search the records of every target, not only this machine's"}
 
 /* Opens --db (default "rltune.db") read-only; *out_path is the path used.
@@ -201,7 +208,9 @@ int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *
     {"cflags", "FLAGS", "compiler flags, one argument (default \"" RLT_DEFAULT_CFLAGS "\")"},               \
     {"repeat", "N", "timed samples per candidate, at least 1 (default 3)"},                               \
     {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10)"},                \
-    {"timeout", "S", "time limit in seconds for one candidate's run, above 0 (default 10)"}
+    {"timeout", "S", "time limit in seconds for one candidate's run, above 0 (default 10)"},              \
+    {"cold", NULL, "time each candidate with its weights evicted from the caches before every call, as a "   \
+                   "large network's layers find them; records file under weights=cold"}
 
 /* Reads RLT_CLI_MEASURE_OPTS into o->batch_size, n_threads, build and run;
  * options not given keep o's values (rlt_session_options_init's defaults).

@@ -33,6 +33,7 @@ static const rlt_cli_opt export_opts[] = {
     {"model", "FILE", "export a whole ONNX network instead, compiled as 'rltune run' compiles it"},
     {"embed-weights", NULL, "--model: compile the weights into the library instead of NAME.weights (small models)"},
     {"seed", "S", "--model: seed of the example's random input (default 0)"},
+    {"warm", NULL, "--model: the records timed with the weights in the caches, whatever the model's size"},
 };
 
 /* "rltune_" and the model file's name without its directory and ".onnx",
@@ -72,6 +73,10 @@ static int run_export_model(const rlt_cli_args *args, const char *dir)
         rlt_cli_error("--model FILE needs the ONNX model to export");
         return RLT_CLI_EXIT_USAGE;
     }
+    if (rlt_cli_args_has(args, "cold") && rlt_cli_args_has(args, "warm")) {
+        rlt_cli_error("--cold and --warm contradict each other: give one (or neither, to let the model's size decide)");
+        return RLT_CLI_EXIT_USAGE;
+    }
     if (rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
@@ -94,6 +99,7 @@ static int run_export_model(const rlt_cli_args *args, const char *dir)
     no.n_threads = (int)threads;
     no.build.cc = rlt_cli_args_get(args, "cc");
     no.build.cflags = rlt_cli_args_get(args, "cflags");
+    no.cold_weights = rlt_cli_model_cold(args, m, true);
     if ((st = rlt_model_compile(m, &no, &net, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s: %s", path, d.message);
         rc = rlt_cli_exit_for(st);
@@ -167,8 +173,10 @@ static int run_export(const rlt_cli_args *args)
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "model")) return run_export_model(args, dir);
-    if (rlt_cli_args_has(args, "embed-weights") || rlt_cli_args_has(args, "seed")) {
-        rlt_cli_error("--%s goes with --model", rlt_cli_args_has(args, "seed") ? "seed" : "embed-weights");
+    if (rlt_cli_args_has(args, "embed-weights") || rlt_cli_args_has(args, "seed") || rlt_cli_args_has(args, "warm")) {
+        rlt_cli_error("--%s goes with --model", rlt_cli_args_has(args, "seed")            ? "seed"
+                                                : rlt_cli_args_has(args, "embed-weights") ? "embed-weights"
+                                                                                          : "warm");
         goto cleanup;
     }
     if (sched_path && (rlt_cli_args_has(args, "db") || rlt_cli_args_has(args, "all-targets"))) {
@@ -245,7 +253,7 @@ const rlt_cli_cmd rlt_cli_cmd_export = {
     .brief = "write the best recorded kernel of an op, or a whole network, as a stand-alone C library",
     .synopsis = "(--op SPEC | --expr EXPR --shape SHAPE) --out DIR [--schedule FILE | --db FILE]\n"
                 "                     [--threads N] [--cc CMD] [--cflags FLAGS] [--all-targets] [--name NAME]\n"
-                "       rltune export --model FILE --out DIR [--db FILE] [--threads N] [--cc CMD] [--cflags FLAGS]\n"
+                "       rltune export --model FILE --out DIR [--db FILE] [--threads N] [--cc CMD] [--cflags FLAGS] [--cold | --warm]\n"
                 "                     [--name NAME] [--embed-weights] [--seed S]",
     .summary = "Writes the kernel of the op's best OK record (as 'rltune best' finds it; or of the\n"
                "--schedule given) to DIR: NAME.c, NAME.h (one function taking the tensors by name),\n"

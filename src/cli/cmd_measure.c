@@ -28,6 +28,8 @@ static const rlt_cli_opt measure_opts[] = {
     {"min-repeat-ms", "X", "shortest sample in milliseconds when --number is 0, above 0 (default 20)"},
     {"timeout", "S", "time limit in seconds for the whole kernel run, above 0 (default 10)"},
     {"no-pin", NULL, "do not pin the measuring process to one CPU"},
+    {"cold", NULL, "evict the kernel's weights and workspace from the caches before each timed call (one call a sample): "
+                   "the time a network sees with its weights coming from memory"},
     {"best", NULL, "measure the op's best recorded kernel ('rltune best') with its compiler, not a --schedule"},
     {"db", "FILE", "with --best: the records database (default rltune.db in the working directory)"},
     {"all-targets", NULL, "with --best: search the records of every target, not only this machine's"},
@@ -161,6 +163,7 @@ static rlt_status read_numbers(const rlt_cli_args *args, rlt_run_opts *ropts, ui
         .timeout_s = timeout_s,
         .n_threads = (int)threads,
         .no_pin = rlt_cli_args_has(args, "no-pin"),
+        .cold_weights = rlt_cli_args_has(args, "cold"),
     };
     *seed = (uint64_t)seed_value;
     return RLT_STATUS_OK;

@@ -51,9 +51,10 @@ int rlt_cli_target_get(const rlt_cli_args *args, char **out_target)
         return RLT_CLI_EXIT_USAGE;
     }
     if (rlt_cli_args_has(args, "all-targets")) {
-        if (rlt_cli_args_has(args, "threads") || rlt_cli_args_has(args, "cc") || rlt_cli_args_has(args, "cflags")) {
-            rlt_cli_error("--all-targets searches every target: it cannot be combined with --threads, --cc "
-                          "or --cflags, which choose one");
+        if (rlt_cli_args_has(args, "threads") || rlt_cli_args_has(args, "cc") || rlt_cli_args_has(args, "cflags") ||
+            rlt_cli_args_has(args, "cold")) {
+            rlt_cli_error("--all-targets searches every target: it cannot be combined with --threads, --cc, "
+                          "--cflags or --cold, which choose one");
             return RLT_CLI_EXIT_USAGE;
         }
         return RLT_CLI_EXIT_OK;
@@ -65,6 +66,7 @@ int rlt_cli_target_get(const rlt_cli_args *args, char **out_target)
         rlt_cli_error("%s", d.message);
         return rlt_cli_exit_for(st);
     }
+    t.is_weights_cold = rlt_cli_args_has(args, "cold");
     if (!(*out_target = rlt_record_target_text(&t))) {
         rlt_cli_error("out of memory computing the target key");
         return RLT_CLI_EXIT_INTERNAL;

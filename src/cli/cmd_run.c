@@ -30,6 +30,9 @@ static const rlt_cli_opt run_opts[] = {
     {"cc", "CMD", "compiler for the kernels (default $RLTUNE_CC, else gcc): part of the records' target"},
     {"cflags", "FLAGS", "compiler flags (default \"" RLT_DEFAULT_CFLAGS "\")"},
     {"graph-opt", "SEARCH", "first rewrite the graph with rltune's substitutions: greedy, taso, rl or none"},
+    {"cold", NULL, "take the schedules timed cold (tune --model --cold) first; the default when the model's "
+                   "weights exceed the last-level cache"},
+    {"warm", NULL, "take the schedules timed with the weights in the caches, whatever the model's size"},
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 
@@ -42,6 +45,7 @@ typedef struct run_result {
     double median_ms, min_ms;
     double max_error, max_ref; /* over every output element, relative check */
     bool is_correct;
+    bool is_cold; /* cold records first (rlt_net_options.cold_weights) */
     int n_tuned, n_untuned;
 } run_result;
 
@@ -104,10 +108,11 @@ static void print_text(const run_result *r, const prof_row *rows)
         n_kernels += t.weight;
     }
     printf("model:     %s (opset %d): %d nodes\n", r->path, rlt_model_opset(r->model), rlt_model_n_nodes(r->model));
-    printf("compiled:  %d steps: %d fused kernels of %d tasks (%d tuned%s%s, %d from seeds), %d other nodes; "
+    printf("compiled:  %d steps: %d fused kernels of %d tasks (%d tuned%s%s%s, %d from seeds), %d other nodes; "
            "%.2f s\n",
            n_steps, n_kernels, rlt_net_n_tasks(net), r->n_tuned, r->db_path ? " from " : "",
-           r->db_path ? r->db_path : "", r->n_untuned, n_steps - n_kernels, rlt_net_compile_s(net));
+           r->db_path ? r->db_path : "", r->db_path && r->is_cold ? ", cold records first" : "", r->n_untuned,
+           n_steps - n_kernels, rlt_net_compile_s(net));
     printf("memory:    %.2f MiB of activations (memory plan), %.2f MiB of packed weights and workspaces\n",
            (double)rlt_net_activation_bytes(net) / 1048576.0, (double)rlt_net_extra_bytes(net) / 1048576.0);
     printf("check:     max error %.3g against the reference, whose largest value is %.3g: %s (tolerance %g "
@@ -144,6 +149,7 @@ static char *format_json(const run_result *r, const prof_row *rows)
               rlt_cli_json_add_number(o, "extra_bytes", (double)rlt_net_extra_bytes(net)) &&
               rlt_cli_json_add_number(o, "compile_s", rlt_net_compile_s(net)) &&
               rlt_cli_json_add_number(o, "tasks_tuned", r->n_tuned) &&
+              cJSON_AddBoolToObject(o, "cold_weights", r->is_cold) &&
               rlt_cli_json_add_number(o, "tasks_untuned", r->n_untuned) &&
               (r->db_path ? cJSON_AddStringToObject(o, "db", r->db_path) != NULL
                           : cJSON_AddNullToObject(o, "db") != NULL) &&
@@ -267,6 +273,10 @@ static int run_run(const rlt_cli_args *args)
         return RLT_CLI_EXIT_USAGE;
     }
     if ((rc = read_numbers(args, &r)) != RLT_CLI_EXIT_OK) return rc;
+    if (rlt_cli_args_has(args, "cold") && rlt_cli_args_has(args, "warm")) {
+        rlt_cli_error("--cold and --warm contradict each other: give one (or neither, to let the model's size decide)");
+        return RLT_CLI_EXIT_USAGE;
+    }
     rc = RLT_CLI_EXIT_USAGE;
     /* --db: the named file must exist; the default is used when present */
     r.db_path = rlt_cli_args_get(args, "db");
@@ -312,6 +322,7 @@ static int run_run(const rlt_cli_args *args)
     o.n_threads = r.n_threads;
     o.build.cc = rlt_cli_args_get(args, "cc");
     o.build.cflags = rlt_cli_args_get(args, "cflags");
+    o.cold_weights = r.is_cold = rlt_cli_model_cold(args, r.model, true);
     if ((st = rlt_model_compile(r.model, &o, &r.net, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s: %s", r.path, d.message);
         rc = rlt_cli_exit_for(st);

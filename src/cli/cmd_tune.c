@@ -28,6 +28,8 @@ static const rlt_cli_opt tune_opts[] = {
     {"model", "FILE", "tune a whole ONNX model instead: its tasks share --trials (see 'rltune tasks')"},
     {"no-transfer", NULL, "--model: do not warm-start xgb / xgb-rank / ppo from the model's other tasks' records"},
     {"graph-opt", "SEARCH", "--model: first rewrite the graph with rltune's substitutions (greedy, taso, rl, none)"},
+    {"warm", NULL, "--model: time kernels with their weights in the caches even when the model's weights exceed "
+                   "the last-level cache (then --cold is the default)"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), the learning agents ga-dqn, dqn, bandit, ppo, "
@@ -40,7 +42,8 @@ static const rlt_cli_opt tune_opts[] = {
     {"start", "KEY", "start the search from this configuration of the space (a config key, as 'rltune best' "
                      "prints it) and its neighbours"},
     {"no-other-threads", NULL, "do not start by measuring the op's best configurations recorded at other "
-                               "thread counts (by default up to 3 of them, in the --db, come first)"},
+                               "thread counts (by default up to 3 of them, in the --db, come first; with --cold, "
+                               "the warm records too)"},
     {"seeds", "N", "start by measuring N configurations built by rules, not search (default 8; 0: none; "
                    "live runs only)"},
     {"measure", "MODE", "live (default: build, run and time here) or replay:FILE (answer from a dataset)"},
@@ -106,7 +109,10 @@ int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_session_options *o)
     o->batch_size = (int)batch;
     o->n_threads = (int)threads;
     o->build = (rlt_build_opts){.cc = rlt_cli_args_get(args, "cc"), .cflags = rlt_cli_args_get(args, "cflags")};
-    o->run = (rlt_run_opts){.repeat = (int)repeat, .min_repeat_ms = min_repeat_ms, .timeout_s = timeout_s};
+    o->run = (rlt_run_opts){.repeat = (int)repeat,
+                            .min_repeat_ms = min_repeat_ms,
+                            .timeout_s = timeout_s,
+                            .cold_weights = rlt_cli_args_has(args, "cold")};
     return RLT_CLI_EXIT_OK;
 }
 
@@ -126,7 +132,7 @@ static int measure_mode_get(const rlt_cli_args *args, const char **out_replay_pa
         return RLT_CLI_EXIT_USAGE;
     }
     /* nothing is run in a replay: options about running would be ignored */
-    static const char *const live_only[] = {"db", "repeat", "min-repeat-ms", "timeout"};
+    static const char *const live_only[] = {"db", "repeat", "min-repeat-ms", "timeout", "cold"};
     for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(live_only); i++)
         if (rlt_cli_args_has(args, live_only[i])) {
             rlt_cli_error("--%s cannot be combined with --measure replay: a replay %s", live_only[i],
@@ -182,8 +188,9 @@ static void print_report(const rlt_session_summary *r, const rlt_session_options
         printf("transfer:  %d rows from %d other workload%s in %s\n", r->n_transfer_rows, r->n_transfer_workloads,
                r->n_transfer_workloads == 1 ? "" : "s", o->transfer_path);
     if (r->n_other_threads > 0)
-        printf("started:   with %d configuration%s from the op's best at other thread counts\n", r->n_other_threads,
-               r->n_other_threads == 1 ? "" : "s");
+        printf("started:   with %d configuration%s from the op's best %s\n", r->n_other_threads,
+               r->n_other_threads == 1 ? "" : "s",
+               o->run.cold_weights ? "warm records and cold ones at other thread counts" : "at other thread counts");
     if (r->n_seeds > 0)
         printf("seeds:     %d configuration%s built by rules, measured first\n", r->n_seeds,
                r->n_seeds == 1 ? "" : "s");
@@ -256,6 +263,15 @@ static int run_tune(const rlt_cli_args *args)
     }
     if (rlt_cli_args_has(args, "graph-opt") && !rlt_cli_args_has(args, "model")) {
         rlt_cli_error("--graph-opt goes with --model: it rewrites a whole network's graph");
+        goto cleanup;
+    }
+    if (rlt_cli_args_has(args, "warm") && !rlt_cli_args_has(args, "model")) {
+        rlt_cli_error("--warm goes with --model (an op is timed warm unless --cold says otherwise)");
+        goto cleanup;
+    }
+    if (rlt_cli_args_has(args, "warm") && rlt_cli_args_has(args, "cold")) {
+        rlt_cli_error("--cold and --warm contradict each other: give one (or neither, to let the model's size "
+                      "decide)");
         goto cleanup;
     }
     if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;

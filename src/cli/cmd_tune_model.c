@@ -61,7 +61,8 @@ static void print_report(const rlt_model_tuning *t, const char *path, const char
     printf("\nrecords:   %s; run the network with 'rltune run --model %s --db %s'\n", db_path, path, db_path);
 }
 
-static char *format_json(const rlt_model_tuning *t, const char *path, const char *db_path, const char *tuner)
+static char *format_json(const rlt_model_tuning *t, const char *path, const char *db_path, const char *tuner,
+                         bool is_cold)
 {
     rlt_model_tuning_summary s;
     rlt_model_tuning_summary_get(t, &s);
@@ -72,7 +73,8 @@ static char *format_json(const rlt_model_tuning *t, const char *path, const char
               rlt_cli_json_add_number(o, "recorded", s.n_recorded) && rlt_cli_json_add_number(o, "wall_s", s.wall_s) &&
               rlt_cli_json_add_number(o, "latency_ms", s.latency_ms) &&
               rlt_cli_json_add_number(o, "latency_ms_at_open", s.latency_ms_at_open) &&
-              cJSON_AddBoolToObject(o, "interrupted", s.was_stopped) && (tasks = cJSON_AddArrayToObject(o, "tasks"));
+              cJSON_AddBoolToObject(o, "interrupted", s.was_stopped) &&
+              cJSON_AddBoolToObject(o, "cold_weights", is_cold) && (tasks = cJSON_AddArrayToObject(o, "tasks"));
     for (int i = 0; ok && i < s.n_tasks; i++) {
         rlt_tuning_task k;
         rlt_model_tuning_task_get(t, i, &k);
@@ -131,6 +133,7 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *so, 
     o.session = *so;
     o.session.n_trials = 0;
     o.session.progress = NULL;
+    o.session.run.cold_weights = rlt_cli_model_cold(args, m, is_json);
     o.n_trials = (int)n_trials;
     o.no_transfer = rlt_cli_args_has(args, "no-transfer");
     if ((st = rlt_model_tuning_open(m, &o, &t, &d)) != RLT_STATUS_OK) {
@@ -154,7 +157,7 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *so, 
         goto cleanup;
     }
     if (is_json) {
-        if (!(json = format_json(t, path, so->db_path, so->tuner))) {
+        if (!(json = format_json(t, path, so->db_path, so->tuner, o.session.run.cold_weights))) {
             rlt_cli_error("out of memory formatting the result");
             rc = RLT_CLI_EXIT_INTERNAL;
             goto cleanup;

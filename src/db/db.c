@@ -1,7 +1,7 @@
 /*
  * db.c - the tuning records database (db.h): opening a file safely (one
- * that is not ours is never written), schema v2 and the migration of a v1
- * file to it, appends of one transaction each, the queries a tuner and the
+ * that is not ours is never written), schema v3 and the migrations of a v1
+ * and a v2 file to it, appends of one transaction each, the queries a tuner and the
  * CLI ask (lookup, best, history, count), and JSON-lines export / import
  * (each line one record in the JSON form of record.c). Both formats are
  * described in docs/formats.md, "Tuning records".
@@ -56,16 +56,18 @@ struct rlt_db {
     sqlite3_stmt *st_count_spec;
 };
 
-/* ---- schema v2 ------------------------------------------------------------ */
+/* ---- schema v3 ------------------------------------------------------------ */
 
 /* A workload is an op spec on a target; the target's fields are columns,
  * and `target` is their key text (rlt_record_target_key), which lookups go
  * by. A measurement's status is a status name (rlt_status_str). */
-static const char k_schema_tables_sql[] =
-    "CREATE TABLE workloads(id INTEGER PRIMARY KEY, spec TEXT NOT NULL, target TEXT NOT NULL,"
-    " cpu TEXT NOT NULL, vector_floats INTEGER NOT NULL, threads INTEGER NOT NULL,"
-    " weights TEXT NOT NULL CHECK (weights IN ('prepacked', 'timed')), codegen INTEGER NOT NULL,"
+#define SCHEMA_WORKLOADS_COLUMNS                                                                         \
+    "(id INTEGER PRIMARY KEY, spec TEXT NOT NULL, target TEXT NOT NULL,"                                   \
+    " cpu TEXT NOT NULL, vector_floats INTEGER NOT NULL, threads INTEGER NOT NULL,"                        \
+    " weights TEXT NOT NULL CHECK (weights IN ('prepacked', 'cold', 'timed')), codegen INTEGER NOT NULL," \
     " cc TEXT NOT NULL, UNIQUE(spec, target));"
+static const char k_schema_tables_sql[] =
+    "CREATE TABLE workloads" SCHEMA_WORKLOADS_COLUMNS
     "CREATE TABLE measurements(id INTEGER PRIMARY KEY,"
     " workload_id INTEGER NOT NULL REFERENCES workloads(id),"
     " config TEXT NOT NULL, schedule TEXT NOT NULL, tuner TEXT NOT NULL, status TEXT NOT NULL,"
@@ -144,7 +146,7 @@ typedef enum column_kind {
     COLUMN_SEED,    /* uint64_t, stored as the int64_t of the same bits */
     COLUMN_BOOL,    /* bool, stored as 0 or 1 */
     COLUMN_STATUS,  /* rlt_status, stored as its name */
-    COLUMN_WEIGHTS  /* bool is_weights_prepacked, stored as 'prepacked' or 'timed' */
+    COLUMN_WEIGHTS  /* the rlt_record_target's weights fields, stored as 'prepacked', 'cold' or 'timed' */
 } column_kind;
 
 typedef struct column_desc {
@@ -163,7 +165,7 @@ static const column_desc k_columns[] = {
     COLUMN(COLUMN_TEXT, "cpu", target.cpu),
     COLUMN(COLUMN_INT, "vector_floats", target.vector_floats),
     COLUMN(COLUMN_INT, "threads", target.n_threads),
-    COLUMN(COLUMN_WEIGHTS, "weights", target.is_weights_prepacked),
+    COLUMN(COLUMN_WEIGHTS, "weights", target),
     COLUMN(COLUMN_INT, "codegen", target.codegen),
     COLUMN(COLUMN_TEXT, "cc", target.cc),
     COLUMN(COLUMN_TEXT, "config", config),
@@ -318,7 +320,11 @@ static rlt_status row_to_record(rlt_db *db, sqlite3_stmt *st, rlt_record *out, c
             continue;
         }
         if (c->kind == COLUMN_WEIGHTS) {
-            *(bool *)dst = strcmp(t, "prepacked") == 0;
+            if (!rlt_record_weights_parse(t, strlen(t), (rlt_record_target *)dst))
+                return rlt_fail(diag, RLT_STATUS_IO_ERROR,
+                                "database '%s': record %" PRId64 " has weights '%.40s', which this rltune does not "
+                                "know, while %s",
+                                db->path, out->id, t, doing);
             continue;
         }
         size_t len = text ? (size_t)sqlite3_column_bytes(st, i) : 0;
@@ -691,7 +697,7 @@ static rlt_status backup_v1(rlt_db *db, rlt_diag *diag)
     }
     if (rc != SQLITE_OK) {
         status = rlt_fail(diag, RLT_STATUS_IO_ERROR,
-                          "cannot write a backup of '%s' (schema v1) before migrating it to v2: %s; the file was "
+                          "cannot write a backup of '%s' (schema v1) before migrating it to v" DB_STR(RLT_DB_SCHEMA_VERSION) ": %s; the file was "
                           "left as it is",
                           db->path, copy ? sqlite3_errmsg(copy) : sqlite3_errstr(rc));
         goto cleanup;
@@ -705,14 +711,14 @@ static rlt_status backup_v1(rlt_db *db, rlt_diag *diag)
         if (link(tmp, name) == 0) break;
         if (errno != EEXIST || n == 999) {
             status = rlt_fail(diag, RLT_STATUS_IO_ERROR,
-                              "cannot keep a backup of '%s' as '%s' before migrating it to schema v2: %s; the file "
+                              "cannot keep a backup of '%s' as '%s' before migrating it to schema v" DB_STR(RLT_DB_SCHEMA_VERSION) ": %s; the file "
                               "was left as it is",
                               db->path, name, strerror(errno));
             goto cleanup;
         }
     }
     reach_migration_step(db, 2);
-    rlt_log(RLT_LOG_INFO, "database '%s' is of schema v1: migrating it to v2; the v1 file is kept as '%s'",
+    rlt_log(RLT_LOG_INFO, "database '%s' is of schema v1: migrating it to v" DB_STR(RLT_DB_SCHEMA_VERSION) "; the v1 file is kept as '%s'",
             db->path, name);
 cleanup:
     sqlite3_close(copy);
@@ -752,7 +758,7 @@ static rlt_status migrate_workloads(rlt_db *db, const char *doing, rlt_diag *dia
         }
         rlt_record_target t;
         if ((status = rlt_record_target_parse(text, &t, diag)) != RLT_STATUS_OK) {
-            rlt_diag_prefix(diag, "cannot migrate '%s' to schema v2: workload %" PRId64, db->path, old_id);
+            rlt_diag_prefix(diag, "cannot migrate '%s' to schema v" DB_STR(RLT_DB_SCHEMA_VERSION) ": workload %" PRId64, db->path, old_id);
             status = RLT_STATUS_INVALID_ARGUMENT;
             goto cleanup;
         }
@@ -767,7 +773,7 @@ static rlt_status migrate_workloads(rlt_db *db, const char *doing, rlt_diag *dia
         bind_text(insert, 3, t.cpu);
         bind_int64(insert, 4, t.vector_floats);
         bind_int64(insert, 5, t.n_threads);
-        bind_text(insert, 6, t.is_weights_prepacked ? "prepacked" : "timed");
+        bind_text(insert, 6, rlt_record_weights_text(&t));
         bind_int64(insert, 7, t.codegen);
         bind_text(insert, 8, t.cc);
         rc = sqlite3_step(insert);
@@ -806,13 +812,13 @@ static rlt_status count_rows(rlt_db *db, const char *sql, int64_t *out, const ch
     return rc == SQLITE_ROW ? RLT_STATUS_OK : db_fail(db, rc, doing, diag);
 }
 
-/* Rewrites the tables of schema v1 as v2 in one transaction: a process
+/* Rewrites the tables of schema v1 as the current schema in one transaction: a process
  * killed before the commit leaves the v1 file as it was. Measurement ids
  * are kept. Another process may have migrated the file since it was
  * looked at: then there is nothing to do. */
 static rlt_status migrate_tables(rlt_db *db, rlt_diag *diag)
 {
-    const char *doing = "migrating it from schema v1 to v2";
+    const char *doing = "migrating it from schema v1 to v" DB_STR(RLT_DB_SCHEMA_VERSION);
     rlt_status status = tx_begin(db, doing, diag);
     if (status != RLT_STATUS_OK) return status;
     int version = 0;
@@ -847,7 +853,7 @@ static rlt_status migrate_tables(rlt_db *db, rlt_diag *diag)
         goto done;
     if (n_before != n_after) {
         status = rlt_fail(diag, RLT_STATUS_IO_ERROR,
-                          "cannot migrate '%s' to schema v2: %" PRId64 " of its %" PRId64 " records belong to no "
+                          "cannot migrate '%s' to schema v" DB_STR(RLT_DB_SCHEMA_VERSION) ": %" PRId64 " of its %" PRId64 " records belong to no "
                           "workload; the file was left as it is",
                           db->path, n_before - n_after, n_before);
         goto done;
@@ -862,6 +868,52 @@ done:
     if (status == RLT_STATUS_OK) status = tx_commit(db, doing, diag);
     if (status != RLT_STATUS_OK) tx_rollback(db);
     if (status == RLT_STATUS_OK) reach_migration_step(db, 6);
+    return status;
+}
+
+/* Schema v3 only widened v2's workloads.weights to allow 'cold'. SQLite
+ * cannot change a CHECK in place: the table is copied into a new one of v3
+ * (ids kept, so measurements.workload_id still points right), the old one
+ * dropped and the new one renamed, all in one transaction, with foreign
+ * keys off around it (SQLite's own recipe for a table's new definition:
+ * dropping the parent table with them on would delete through the
+ * references). */
+static rlt_status migrate_v2(rlt_db *db, rlt_diag *diag)
+{
+    const char *doing = "migrating it from schema v2 to v3";
+    int rc = exec_sql(db, "PRAGMA foreign_keys=OFF");
+    if (rc != SQLITE_OK) return db_fail(db, rc, doing, diag);
+    rlt_status status = tx_begin(db, doing, diag);
+    if (status != RLT_STATUS_OK) goto restore;
+    int version = 0;
+    if ((status = inspect(db, &version, diag)) != RLT_STATUS_OK || version != 2) goto done;
+    rlt_log(RLT_LOG_INFO, "database '%s' is of schema v2: migrating it to v3 (weights may be 'cold')", db->path);
+    rc = exec_sql(db, "CREATE TABLE workloads_v3" SCHEMA_WORKLOADS_COLUMNS
+                      "INSERT INTO workloads_v3(id, spec, target, cpu, vector_floats, threads, weights, codegen, cc)"
+                      " SELECT id, spec, target, cpu, vector_floats, threads, weights, codegen, cc FROM workloads"
+                      " ORDER BY id;"
+                      "DROP TABLE workloads;"
+                      "ALTER TABLE workloads_v3 RENAME TO workloads;"
+                      "UPDATE rltune_meta SET value = '" DB_STR(RLT_DB_SCHEMA_VERSION) "' WHERE key = 'schema_version';");
+    if (rc != SQLITE_OK) {
+        status = db_fail(db, rc, doing, diag);
+        goto done;
+    }
+    int64_t n_orphans = 0;
+    status = count_rows(db, "SELECT count(*) FROM measurements m WHERE NOT EXISTS"
+                            " (SELECT 1 FROM workloads w WHERE w.id = m.workload_id)",
+                        &n_orphans, doing, diag);
+    if (status == RLT_STATUS_OK && n_orphans != 0)
+        status = rlt_fail(diag, RLT_STATUS_IO_ERROR,
+                          "cannot migrate '%s' to schema v3: %" PRId64 " records would belong to no workload; the "
+                          "file was left as it is",
+                          db->path, n_orphans);
+done:
+    if (status == RLT_STATUS_OK) status = tx_commit(db, doing, diag);
+    if (status != RLT_STATUS_OK) tx_rollback(db);
+restore:
+    rc = exec_sql(db, "PRAGMA foreign_keys=ON");
+    if (rc != SQLITE_OK && status == RLT_STATUS_OK) status = db_fail(db, rc, doing, diag);
     return status;
 }
 
@@ -969,6 +1021,7 @@ rlt_status rlt_db_open_for_tests(const char *path, const rlt_db_opts *opts, cons
         if (status == RLT_STATUS_OK && version == 0) status = create_schema(db, diag);
         if (status == RLT_STATUS_OK && version == 1) status = backup_v1(db, diag);
         if (status == RLT_STATUS_OK && version == 1) status = migrate_tables(db, diag);
+        if (status == RLT_STATUS_OK && version == 2) status = migrate_v2(db, diag);
         if (status == RLT_STATUS_OK && t.max_pages > 0) {
             char sql[64];
             snprintf(sql, sizeof sql, "PRAGMA max_page_count=%d", t.max_pages);
@@ -1043,7 +1096,7 @@ static rlt_status workload_ensure(rlt_db *db, const char *spec, const rlt_record
     bind_text(st, 3, t->cpu);
     bind_int64(st, 4, t->vector_floats);
     bind_int64(st, 5, t->n_threads);
-    bind_text(st, 6, t->is_weights_prepacked ? "prepacked" : "timed");
+    bind_text(st, 6, rlt_record_weights_text(t));
     bind_int64(st, 7, t->codegen);
     bind_text(st, 8, t->cc);
     int rc = sqlite3_step(st);

@@ -19,7 +19,7 @@
 
 #include <stdio.h>
 
-#define RLT_DB_SCHEMA_VERSION 2
+#define RLT_DB_SCHEMA_VERSION 3
 #define RLT_RECORD_JSON_VERSION 2 /* of a record's JSON form (rlt_record_to_json) */
 /* How format v1 (schema v1, JSON lines v1) marked a final pick's record: by
  * the start of its message. Read when migrating, never written. */
@@ -48,6 +48,12 @@ rlt_status rlt_db_open_for_tests(const char *path, const rlt_db_opts *opts, cons
 
 /* Appends t's key text to out. */
 void rlt_record_target_key(const rlt_record_target *t, rlt_str *out);
+
+/* t's weights as the key, the JSON and the database write them:
+ * "prepacked", "cold" (prepacked and evicted before every timed call) or
+ * "timed"; and back: true (t's two fields set) when text[0..len) is one. */
+const char *rlt_record_weights_text(const rlt_record_target *t);
+bool rlt_record_weights_parse(const char *text, size_t len, rlt_record_target *t);
 
 /* True (with what is wrong written to buf) when r cannot be stored: a text
  * without its NUL inside its buffer, an empty spec, a status out of range,

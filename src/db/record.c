@@ -27,9 +27,26 @@
 void rlt_record_target_key(const rlt_record_target *t, rlt_str *out)
 {
     rlt_str_printf(out, "cpu=%s;vec=%d;threads=%d", t->cpu, t->vector_floats, t->n_threads);
-    if (t->is_weights_prepacked) rlt_str_append(out, ";weights=prepacked");
+    if (t->is_weights_prepacked) rlt_str_printf(out, ";weights=%s", rlt_record_weights_text(t));
     if (t->codegen > 0) rlt_str_printf(out, ";codegen=%d", t->codegen);
     rlt_str_printf(out, ";cc=%s", t->cc);
+}
+
+const char *rlt_record_weights_text(const rlt_record_target *t)
+{
+    return !t->is_weights_prepacked ? "timed" : t->is_weights_cold ? "cold" : "prepacked";
+}
+
+bool rlt_record_weights_parse(const char *text, size_t len, rlt_record_target *t)
+{
+#define WEIGHTS_IS(lit) (len == sizeof(lit) - 1 && strncmp(text, lit, len) == 0)
+    bool is_known = WEIGHTS_IS("prepacked") || WEIGHTS_IS("cold") || WEIGHTS_IS("timed");
+    if (is_known) {
+        t->is_weights_prepacked = !WEIGHTS_IS("timed");
+        t->is_weights_cold = WEIGHTS_IS("cold");
+    }
+#undef WEIGHTS_IS
+    return is_known;
 }
 
 char *rlt_record_target_text(const rlt_record_target *t)
@@ -43,7 +60,8 @@ char *rlt_record_target_text(const rlt_record_target *t)
 bool rlt_record_target_equal(const rlt_record_target *a, const rlt_record_target *b)
 {
     return strcmp(a->cpu, b->cpu) == 0 && a->vector_floats == b->vector_floats && a->n_threads == b->n_threads &&
-           a->is_weights_prepacked == b->is_weights_prepacked && a->codegen == b->codegen &&
+           a->is_weights_prepacked == b->is_weights_prepacked && a->is_weights_cold == b->is_weights_cold &&
+           a->codegen == b->codegen &&
            strcmp(a->cc, b->cc) == 0;
 }
 
@@ -104,8 +122,8 @@ rlt_status rlt_record_target_parse(const char *key, rlt_record_target *out, rlt_
             has_threads = true;
         } else if (NAME_IS("weights")) {
             is_repeated = out->is_weights_prepacked;
-            is_ok = (size_t)(end - value) == 9 && strncmp(value, "prepacked", 9) == 0;
-            out->is_weights_prepacked = true;
+            /* the key leaves "timed" out: a field says prepacked or cold */
+            is_ok = rlt_record_weights_parse(value, (size_t)(end - value), out) && out->is_weights_prepacked;
         } else if (NAME_IS("codegen")) {
             is_repeated = out->codegen > 0;
             is_ok = parse_int_field(value, end, 1, INT_MAX, &out->codegen);
@@ -212,7 +230,7 @@ void rlt_record_to_json(const rlt_record *r, rlt_str *out)
                  cJSON_AddStringToObject(o, "op", r->spec) && (t = cJSON_AddObjectToObject(o, "target")) &&
                  cJSON_AddStringToObject(t, "cpu", r->target.cpu) &&
                  add_int(t, "vector_floats", r->target.vector_floats) && add_int(t, "threads", r->target.n_threads) &&
-                 cJSON_AddStringToObject(t, "weights", r->target.is_weights_prepacked ? "prepacked" : "timed") &&
+                 cJSON_AddStringToObject(t, "weights", rlt_record_weights_text(&r->target)) &&
                  add_int(t, "codegen", r->target.codegen) && cJSON_AddStringToObject(t, "cc", r->target.cc) &&
                  cJSON_AddStringToObject(o, "config", r->config) &&
                  cJSON_AddStringToObject(o, "schedule", r->schedule) &&
@@ -288,7 +306,7 @@ typedef enum member_kind {
     MEMBER_SEED,   /* uint64_t */
     MEMBER_STATUS, /* rlt_status, by name */
     MEMBER_BOOL,   /* bool */
-    MEMBER_WEIGHTS /* bool is_weights_prepacked: "prepacked" or "timed" */
+    MEMBER_WEIGHTS /* the whole rlt_record_target's weights fields: "prepacked", "cold" or "timed" */
 } member_kind;
 
 typedef struct member_desc {
@@ -324,7 +342,7 @@ static const member_desc k_v2_target[] = {
     TGT(MEMBER_TEXT, "cpu", cpu),
     TGT(MEMBER_COUNT, "vector_floats", vector_floats),
     TGT(MEMBER_COUNT, "threads", n_threads),
-    TGT(MEMBER_WEIGHTS, "weights", is_weights_prepacked),
+    {"weights", MEMBER_WEIGHTS, 0, sizeof(rlt_record_target)},
     TGT(MEMBER_INT, "codegen", codegen),
     TGT(MEMBER_TEXT, "cc", cc),
 };
@@ -429,9 +447,9 @@ static rlt_status read_member(const cJSON *obj, const member_desc *m, void *base
         else expected = "true or false";
         break;
     case MEMBER_WEIGHTS:
-        if (cJSON_IsString(item) && strcmp(item->valuestring, "prepacked") == 0) *(bool *)dst = true;
-        else if (cJSON_IsString(item) && strcmp(item->valuestring, "timed") == 0) *(bool *)dst = false;
-        else expected = "\"prepacked\" or \"timed\"";
+        if (!cJSON_IsString(item) ||
+            !rlt_record_weights_parse(item->valuestring, strlen(item->valuestring), (rlt_record_target *)dst))
+            expected = "\"prepacked\", \"cold\" or \"timed\"";
         break;
     case MEMBER_STATUS: {
         rlt_status s = cJSON_IsString(item) ? rlt_status_from_str(item->valuestring) : RLT_STATUS_COUNT;

@@ -157,6 +157,8 @@ rlt_status rlt_gcost_create(const rlt_gcost_options *o, rlt_gcost **out, rlt_dia
         if ((st = rlt_db_open(c->db_path, NULL, &c->db, diag)) != RLT_STATUS_OK ||
             (st = rlt_session_target(&c->o.build, c->o.n_threads, &c->target, diag)) != RLT_STATUS_OK)
             goto cleanup;
+        /* a cold network's costs are all cold times: no warm record stands in */
+        c->target.is_weights_cold = c->o.cold_weights;
         if (!(c->target_key = rlt_record_target_text(&c->target))) {
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a cost model");
             goto cleanup;
@@ -288,7 +290,8 @@ static rlt_status task_times(rlt_gcost *c, const rlt_graph_tasks *gt, double *ta
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory timing the tasks of a graph");
         goto cleanup;
     }
-    rlt_run_opts run = {.repeat = 3, .min_repeat_ms = 10, .timeout_s = 10, .n_threads = c->o.n_threads};
+    rlt_run_opts run = {.repeat = 3, .min_repeat_ms = 10, .timeout_s = 10, .n_threads = c->o.n_threads,
+                        .cold_weights = c->o.cold_weights};
     for (int i = 0; i < gt->n_tasks; i++) {
         const char *spec = gt->tasks[i].spec;
         if (map_get(&c->tasks, spec, &task_ms[i])) continue;

@@ -41,6 +41,8 @@ typedef struct rlt_gcost_options {
     rlt_build_opts build;  /* how kernels are compiled (compiler, flags, cache) */
     int repeat;            /* timed runs of a fast op (median taken), >= 1 (default 15) */
     uint64_t seed;         /* inputs of the measurements */
+    bool cold_weights;     /* tasks timed with their weights evicted (rlt_run_opts.cold_weights):
+                              cold records, seeds measured cold */
 } rlt_gcost_options;
 
 /* Defaults: no database, 1 thread, default build, 15 repeats, seed 1. */

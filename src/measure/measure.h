@@ -117,6 +117,7 @@ typedef struct rlt_target {
     int n_cores;
     int vector_floats;    /* floats in the widest vector register: 16 (AVX-512), 8 (AVX2), 4 */
     bool has_fma;
+    int64_t llc_bytes;    /* the largest cache of CPU 0's (sysfs), 0 when unknown */
 } rlt_target;
 
 void rlt_target_detect(rlt_target *t);

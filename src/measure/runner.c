@@ -515,7 +515,7 @@ typedef struct run_ctx {
     const rlt_build_result *build;
     int number, repeat, warmup, n_threads;
     double min_repeat_ms, timeout_s, slow_cutoff_ms;
-    bool no_pin;
+    bool no_pin, cold_weights;
 } run_ctx;
 
 /* One thread: pin to the last allowed CPU (away from CPU 0, where interrupts
@@ -565,6 +565,41 @@ static double time_calls_ns(kernel_fn kernel, float *const *tensors, void *ws, i
     return (double)(rlt_time_ns() - start);
 }
 
+/* What a cold call must find in memory, not in a cache: the op's weights
+ * and the workspace (their packed stages, and scratch a network's own
+ * occurrence of the kernel would not have touched either). */
+typedef struct cold_set {
+    const void *base[RLT_MAX_TENSORS + 1];
+    size_t bytes[RLT_MAX_TENSORS + 1];
+    int n;
+} cold_set;
+
+static void cold_set_add(cold_set *s, const void *base, size_t bytes)
+{
+    if (bytes == 0 || s->n >= (int)RLT_ARRAY_LEN(s->base)) return;
+    s->base[s->n] = base;
+    s->bytes[s->n] = bytes;
+    s->n++;
+}
+
+/* Writes back and evicts every line of the set from every cache level
+ * (clflush, ordered by mfence), or on a machine without it, overwrites a
+ * buffer larger than the caches. Not timed. */
+static void cold_set_evict(const cold_set *s, char *sweep, size_t sweep_bytes)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    (void)sweep, (void)sweep_bytes;
+    for (int i = 0; i < s->n; i++) {
+        const char *p = s->base[i], *end = p + s->bytes[i];
+        for (p = (const char *)((uintptr_t)p & ~(uintptr_t)63); p < end; p += 64) __builtin_ia32_clflush(p);
+    }
+    __builtin_ia32_mfence();
+#else
+    (void)s;
+    for (size_t i = 0; i < sweep_bytes; i += 64) sweep[i]++;
+#endif
+}
+
 static int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -581,8 +616,8 @@ static double sampling_budget_ns(const run_ctx *c) { return c->timeout_s * RUN_S
  * sampling budget: a slow kernel gets fewer samples (at worst the time of
  * its checked call, `first_ns`) rather than a timeout. Returns false when
  * out of memory. */
-static bool time_kernel(const run_ctx *c, kernel_fn kernel, float *const *tensors, void *ws, uint64_t start_ns,
-                        double first_ns, rlt_run_result *r)
+static bool time_kernel(const run_ctx *c, kernel_fn kernel, float *const *tensors, void *ws, const cold_set *cold,
+                        uint64_t start_ns, double first_ns, rlt_run_result *r)
 {
     double *samples = rlt_malloc((size_t)c->repeat * sizeof *samples);
     if (!samples) return false;
@@ -593,6 +628,29 @@ static bool time_kernel(const run_ctx *c, kernel_fn kernel, float *const *tensor
     for (int i = 0; i < c->warmup && RUN_FITS(1); i++) kernel(tensors, ws, c->n_threads);
 
     int n = 0, number = c->number, sampled_number = 0;
+    if (cold) {
+        /* One call a sample, each after its weights are evicted; the
+         * eviction counts against the budget (per_call stays the first,
+         * cold, call: an upper bound on both together). */
+        size_t sweep_bytes = 0;
+        char *sweep = NULL;
+#if !defined(__x86_64__) && !defined(__i386__)
+        sweep_bytes = (size_t)256 << 20;
+        sweep = rlt_calloc(sweep_bytes, 1);
+        if (!sweep) {
+            rlt_free(samples);
+            return false;
+        }
+#endif
+        number = 1;
+        per_call = RLT_MAX(per_call, 1.0);
+        while (n < c->repeat && (n == 0 || RUN_FITS(2))) {
+            cold_set_evict(cold, sweep, sweep_bytes);
+            samples[n++] = time_calls_ns(kernel, tensors, ws, c->n_threads, 1);
+        }
+        rlt_free(sweep);
+        goto done;
+    }
     double sampled_per_call = 0.0;
     while (RUN_FITS(number)) {
         double t = time_calls_ns(kernel, tensors, ws, c->n_threads, number);
@@ -615,6 +673,7 @@ static bool time_kernel(const run_ctx *c, kernel_fn kernel, float *const *tensor
         double t = time_calls_ns(kernel, tensors, ws, c->n_threads, number);
         samples[n++] = t / number;
     }
+done:
 #undef RUN_FITS
 
     qsort(samples, (size_t)n, sizeof *samples, compare_doubles);
@@ -729,7 +788,13 @@ static void kernel_child(void *arg, int fd)
         }
         first_ns = fastest_ns;
     }
-    if (!time_kernel(c, kernel, tensors, ws.data, start_ns, first_ns, r)) {
+    cold_set cold = {.n = 0};
+    if (c->cold_weights) {
+        for (int t = 0; t < w->n_inputs; t++)
+            if (op->tensors[t].is_weight) cold_set_add(&cold, tensors[t], w->input_map_bytes[t]);
+        cold_set_add(&cold, ws.data, ws_bytes);
+    }
+    if (!time_kernel(c, kernel, tensors, ws.data, c->cold_weights ? &cold : NULL, start_ns, first_ns, r)) {
         rlt_run_result_set_message(r, "out of memory for %d timing samples", c->repeat);
         goto send;
     }
@@ -943,6 +1008,7 @@ void rlt_run_kernel(const rlt_workload *w, const rlt_build_result *build, const 
         .timeout_s = opts->timeout_s > 0 ? opts->timeout_s : 10.0,
         .slow_cutoff_ms = opts->slow_cutoff_ms > 0 ? opts->slow_cutoff_ms : 0.0,
         .no_pin = opts->no_pin,
+        .cold_weights = opts->cold_weights,
     };
     child_report rep;
     char err[256];

@@ -1,6 +1,7 @@
 /*
  * target.c - what the machine we measure on offers: CPU model, usable cores,
- * vector width in floats, FMA. Entry point: rlt_target_detect.
+ * vector width in floats, FMA, the last-level cache. Entry point:
+ * rlt_target_detect.
  *
  * The vector width comes from the CPU's feature bits (cpuid through
  * __builtin_cpu_supports), not from /proc/cpuinfo's flags, so it says what
@@ -10,6 +11,7 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,11 +39,40 @@ static void read_cpu_model(char *out, size_t cap)
     fclose(f);
 }
 
+/* The largest data or unified cache CPU 0 sees, in bytes, from sysfs
+ * ("32768K", "1M"): a virtual machine's own view, which sysconf's
+ * _SC_LEVEL3_CACHE_SIZE may not be (it read 320 MiB for a 32 MiB L3 here).
+ * 0 when sysfs says nothing. */
+static int64_t read_llc_bytes(void)
+{
+    int64_t best = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[96], type[32] = "", size[32] = "";
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        bool is_read = fgets(type, sizeof type, f) != NULL;
+        fclose(f);
+        if (!is_read || strncmp(type, "Instruction", 11) == 0) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!(f = fopen(path, "r"))) continue;
+        is_read = fgets(size, sizeof size, f) != NULL;
+        fclose(f);
+        char *end = NULL;
+        long long v = is_read ? strtoll(size, &end, 10) : 0;
+        if (v <= 0 || !end) continue;
+        int64_t bytes = *end == 'K' ? (int64_t)v << 10 : *end == 'M' ? (int64_t)v << 20 : *end == 'G' ? (int64_t)v << 30 : v;
+        if (bytes > best) best = bytes;
+    }
+    return best;
+}
+
 void rlt_target_detect(rlt_target *t)
 {
     *t = (rlt_target){0};
     read_cpu_model(t->cpu_model, sizeof t->cpu_model);
     if (!t->cpu_model[0]) snprintf(t->cpu_model, sizeof t->cpu_model, "unknown CPU");
+    t->llc_bytes = read_llc_bytes();
 
     /* The cores this process may run on (taskset, cgroups), which is what a
      * parallel kernel gets; the online count only when affinity is unknown. */

@@ -279,7 +279,9 @@ rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt
 }
 
 /* Chooses task i's schedule and lowers it to the kernel's source. */
-static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int i, rlt_diag *diag)
+/* Kernel i's schedule: the record of the first of `targets` (NULL-ended,
+ * at most two) that has one, else the seed. */
+static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *const *targets, int i, rlt_diag *diag)
 {
     net_kernel *k = &n->kernels[i];
     rlt_net_task *t = &n->tasks[i];
@@ -292,9 +294,10 @@ static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *target, int 
     }
     bool is_found = false;
     rlt_net_origin origin = RLT_NET_FROM_SEED;
-    if (db && (st = rlt_net_task_record(db, target, t->spec, k->op, n->n_threads, r, nest, &origin, &is_found,
-                                        diag)) != RLT_STATUS_OK)
-        goto cleanup;
+    for (int j = 0; db && !is_found && j < 2 && targets[j]; j++)
+        if ((st = rlt_net_task_record(db, targets[j], t->spec, k->op, n->n_threads, r, nest, &origin, &is_found,
+                                      diag)) != RLT_STATUS_OK)
+            goto cleanup;
     if (is_found) {
         t->origin = origin;
         t->record_id = r->id;
@@ -676,7 +679,7 @@ static rlt_status compile_kernels(rlt_net *n, const rlt_net_options *opts, rlt_d
 {
     rlt_status st = RLT_STATUS_OK;
     rlt_db *db = NULL;
-    char *target = NULL;
+    char *targets[3] = {NULL, NULL, NULL};
     rlt_kernel_src *srcs = rlt_calloc((size_t)n->n_tasks + 1, sizeof *srcs);
     const char **cc_of = rlt_calloc((size_t)n->n_tasks + 1, sizeof *cc_of);
     rlt_build_result *builds = rlt_calloc((size_t)n->n_tasks + 1, sizeof *builds);
@@ -689,13 +692,21 @@ static rlt_status compile_kernels(rlt_net *n, const rlt_net_options *opts, rlt_d
         if ((st = rlt_db_open(opts->db_path, &(rlt_db_opts){.is_read_only = true}, &db, diag)) != RLT_STATUS_OK ||
             (st = rlt_session_target(&opts->build, n->n_threads, &tt, diag)) != RLT_STATUS_OK)
             goto cleanup;
-        if (!(target = rlt_record_target_text(&tt))) {
+        if (!(targets[0] = rlt_record_target_text(&tt))) {
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
             goto cleanup;
         }
+        if (opts->cold_weights) { /* cold records first, the warm ones where a task has none */
+            targets[1] = targets[0];
+            tt.is_weights_cold = true;
+            if (!(targets[0] = rlt_record_target_text(&tt))) {
+                st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+                goto cleanup;
+            }
+        }
     }
     for (int i = 0; i < n->n_tasks; i++) {
-        if ((st = kernel_source(n, db, target, i, diag)) != RLT_STATUS_OK) goto cleanup;
+        if ((st = kernel_source(n, db, (const char *const *)targets, i, diag)) != RLT_STATUS_OK) goto cleanup;
         srcs[i] = n->kernels[i].src;
         cc_of[i] = n->kernels[i].cc;
     }
@@ -706,7 +717,8 @@ cleanup:
     rlt_free(builds);
     rlt_free(cc_of);
     rlt_free(srcs);
-    rlt_free(target);
+    rlt_free(targets[0]);
+    rlt_free(targets[1]);
     rlt_db_close(db);
     return st;
 }

@@ -309,6 +309,7 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
         goto cleanup;
     }
     if ((st = rlt_session_target(&o.build, o.n_threads, &target, diag)) != RLT_STATUS_OK) goto cleanup;
+    target.is_weights_cold = o.run.cold_weights;
     rlt_record_target_key(&target, &target_key);
     if (target_key.has_failed || target_key.len >= sizeof info.target) {
         st = rlt_fail(diag, target_key.has_failed ? RLT_STATUS_OUT_OF_MEMORY : RLT_STATUS_INVALID_ARGUMENT,

@@ -39,6 +39,7 @@ typedef struct other_record {
     char *config;          /* owned */
     double gflops;         /* 0 unless OK */
     bool is_final;         /* a final pick's careful measurement */
+    bool is_same_threads;  /* a warm record at a cold run's own thread count */
     int order;             /* position in the history, oldest first */
 } other_record;
 
@@ -49,12 +50,18 @@ typedef struct other_walk {
     bool has_failed;
 } other_walk;
 
+/* A record of the same op and target at another thread count; for a cold
+ * run (rlt_run_opts.cold_weights), also a warm record at any thread count:
+ * the schedules fastest with the weights in the caches are the first
+ * candidates with them out. */
 static bool collect_other_threads(const rlt_record *r, void *ctx)
 {
     other_walk *w = ctx;
     rlt_record_target same_threads = r->target;
     same_threads.n_threads = w->own->n_threads;
-    if (!r->config[0] || r->target.n_threads == w->own->n_threads ||
+    bool is_warm_of_cold = w->own->is_weights_cold && !r->target.is_weights_cold;
+    if (is_warm_of_cold) same_threads.is_weights_cold = true;
+    if (!r->config[0] || (r->target.n_threads == w->own->n_threads && !is_warm_of_cold) ||
         !rlt_record_target_equal(&same_threads, w->own))
         return true;
     if (w->n == w->cap) {
@@ -76,6 +83,7 @@ static bool collect_other_threads(const rlt_record *r, void *ctx)
     }
     o->gflops = r->status == RLT_STATUS_OK ? r->gflops : 0.0;
     o->is_final = r->is_final;
+    o->is_same_threads = r->target.n_threads == w->own->n_threads;
     o->order = w->n++;
     return true;
 }
@@ -89,10 +97,12 @@ static int compare_by_config_newest_first(const void *a, const void *b)
     return c ? c : (y->order > x->order) - (y->order < x->order);
 }
 
-/* Final picks first, then the fastest. */
+/* The run's own thread count first (a cold run's warm records), then final
+ * picks, then the fastest. */
 static int compare_by_rank(const void *a, const void *b)
 {
     const other_record *x = a, *y = b;
+    if (x->is_same_threads != y->is_same_threads) return x->is_same_threads ? -1 : 1;
     if (x->is_final != y->is_final) return x->is_final ? -1 : 1;
     return (y->gflops > x->gflops) - (y->gflops < x->gflops);
 }
@@ -133,8 +143,9 @@ static int adapt_other_threads_key(const rlt_space *space, const char *key, rlt_
     return added;
 }
 
-/* The same op's best configurations at other thread counts, made to fit
- * this run's space (rlt_tune_opts.from_other_threads). *out (owned; NULL
+/* The same op's best configurations at other thread counts (and, in a cold
+ * run, warm ones at this count), made to fit this run's space
+ * (rlt_tune_opts.from_other_threads). *out (owned; NULL
  * when none) holds *out_n of them. */
 static rlt_status other_threads_configs(rlt_db *db, const rlt_op *op, const rlt_space *space,
                                         const rlt_record_target *target, rlt_config **out, int *out_n, rlt_diag *diag)
@@ -354,6 +365,7 @@ rlt_status rlt_tune_start(const rlt_op *op, const rlt_tune_opts *opts, rlt_sessi
     if (st == RLT_STATUS_OK) st = run_space(op, &o, &space, diag);
     if (st == RLT_STATUS_OK) st = rlt_session_target(&o.build, o.n_threads, &target, diag);
     if (st != RLT_STATUS_OK) goto done;
+    target.is_weights_cold = o.run.cold_weights;
     rlt_record_target_key(&target, &target_key);
     if (target_key.has_failed) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory starting a tuning run");

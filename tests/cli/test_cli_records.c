@@ -451,6 +451,57 @@ Test(cli_records, a_run_measures_the_rule_built_seeds_first)
     cli_run_free(&bad);
 }
 
+/* --cold: a run timed with the weights evicted files under weights=cold,
+ * starts from the warm run's best, and only --cold finds its records. */
+Test(cli_records, a_cold_run_files_apart_and_starts_from_the_warm_best)
+{
+    const char *dense = "dense:M=1,N=64,K=256,bias=1";
+    tune(dense, "3");
+    cli_run r = CLI("tune", "--final", "0", "--op", dense, "--tuner", "random", "--trials", "2", "--batch", "2",
+                    "--cflags", TUNE_CFLAGS, "--repeat", "3", "--min-repeat-ms", "0.5", "--db", db_path, "--cold",
+                    "--seeds", "0", "--json");
+    assert_ok(&r);
+    cJSON *j = json_parse(r.out);
+    int n_other = cJSON_GetObjectItem(j, "other_threads")->valueint;
+    cr_assert(n_other >= 1 && n_other <= 3, "a cold run took %d of the warm records first", n_other);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+
+    cli_run w = CLI("history", "--op", dense, "--db", db_path, "--cflags", TUNE_CFLAGS, "--json");
+    assert_ok(&w);
+    cJSON *wo = json_parse(w.out);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(wo, "records")), 3, "the warm history is the warm run's");
+    cJSON_Delete(wo);
+    cli_run_free(&w);
+    cli_run c = CLI("history", "--op", dense, "--db", db_path, "--cflags", TUNE_CFLAGS, "--cold", "--json");
+    assert_ok(&c);
+    cJSON *co = json_parse(c.out);
+    cJSON *recs = cJSON_GetObjectItem(co, "records");
+    cr_assert_eq(cJSON_GetArraySize(recs), 2);
+    for (int i = 0; i < 2; i++) {
+        cJSON *t = cJSON_GetObjectItem(rec_of(cJSON_GetArrayItem(recs, i)), "target");
+        cr_assert_str_eq(cJSON_GetObjectItem(t, "weights")->valuestring, "cold");
+    }
+    cJSON_Delete(co);
+    cli_run_free(&c);
+
+    /* measure --best --cold times the cold best cold: one call a sample */
+    cli_run m = CLI("measure", "--op", dense, "--best", "--db", db_path, "--cflags", TUNE_CFLAGS, "--cold",
+                    "--repeat", "4", "--json");
+    assert_ok(&m);
+    cJSON *mo = json_parse(m.out);
+    cr_assert_eq(cJSON_GetObjectItem(mo, "number")->valueint, 1);
+    cr_assert_eq(cJSON_GetObjectItem(mo, "n_samples")->valueint, 4);
+    cr_assert_not_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(mo, "record"), "config")->valuestring, "v1;"));
+    cJSON_Delete(mo);
+    cli_run_free(&m);
+    EXPECT_USAGE_ERROR("cannot be combined with --threads, --cc, --cflags or --cold", "best", "--op", dense,
+                       "--all-targets", "--cold", "--db", db_path);
+    EXPECT_USAGE_ERROR("--warm goes with --model", "tune", "--op", dense, "--warm", "--db", db_path);
+    EXPECT_USAGE_ERROR("--cold cannot be combined with --measure replay", "tune", "--op", dense, "--cold",
+                       "--measure", "replay:x.rltds");
+}
+
 Test(cli_records, best_of_an_op_never_tuned_says_what_to_run)
 {
     tune(MATMUL, "1");

@@ -65,6 +65,7 @@ Test(cli_run, json_and_profile)
     cr_expect_gt(json_number_at(j, "peak_memory_bytes"), 0);
     cr_expect_eq(json_number_at(j, "tasks_tuned"), 0);
     cr_expect_eq(json_number_at(j, "tasks_untuned"), 5);
+    cr_expect_not(json_bool_at(j, "cold_weights"), "a model of a few KB is run with its warm records");
     cJSON *tasks = cJSON_GetObjectItem(j, "tasks");
     cr_assert(cJSON_IsArray(tasks) && cJSON_GetArraySize(tasks) == 5, "%s", r.out);
     cr_expect_str_eq(json_string_at(cJSON_GetArrayItem(tasks, 0), "spec"), STEM);
@@ -192,6 +193,7 @@ Test(cli_run, tune_model_then_run)
     assert_has(r.out, "] round   1  trials ", "stdout");
     assert_has(r.out, " from the records, ", "stdout");
     assert_has(r.out, "run the network with 'rltune run --model ", "stdout");
+    assert_has(r.out, "kernels timed warm, their weights in the caches (--cold for the other way)", "stdout");
     cli_run_free(&r);
 
     r = CLI("run", "--model", model_path, "--db", db, "--repeat", "1", "--json");
@@ -199,6 +201,23 @@ Test(cli_run, tune_model_then_run)
     j = json_parse_object_line(r.out);
     cr_expect_eq(json_number_at(j, "tasks_tuned"), 5);
     cr_expect(json_bool_at(j, "correct"));
+    cJSON_Delete(j);
+    cli_run_free(&r);
+
+    /* cold: no cold records yet, so the warm ones stand in; a cold round
+     * of every task then files cold records, which a cold run takes */
+    r = CLI("run", "--model", model_path, "--db", db, "--repeat", "1", "--cold");
+    assert_ok(&r);
+    assert_has(r.out, "(5 tuned from ", "stdout");
+    assert_has(r.out, ", cold records first, 0 from seeds)", "stdout");
+    cli_run_free(&r);
+    r = CLI("tune", "--model", model_path, "--trials", "5", "--batch", "1", "--tuner", "random", "--final", "0",
+            "--seeds", "0", "--db", db, "--cold", "--json");
+    assert_ok(&r);
+    j = json_parse_object_line(r.out);
+    cr_expect(json_bool_at(j, "cold_weights"));
+    cr_expect_eq(json_number_at(j, "recorded"), 0, "the warm records do not count toward a cold budget");
+    cr_expect_geq(json_number_at(j, "trials"), 5);
     cJSON_Delete(j);
     cli_run_free(&r);
 }
@@ -211,6 +230,8 @@ Test(cli_run, tune_model_bad_input)
                        "x.db");
     EXPECT_USAGE_ERROR("--no-transfer goes with --model", "tune", "--op", "matmul:M=4,N=4,K=4", "--no-transfer");
     EXPECT_USAGE_ERROR("cannot open", "tune", "--model", "/nonexistent/m.onnx");
+    EXPECT_USAGE_ERROR("--cold and --warm contradict each other", "tune", "--model", model_path, "--cold", "--warm");
+    EXPECT_USAGE_ERROR("--cold and --warm contradict each other", "run", "--model", model_path, "--cold", "--warm");
 }
 
 Test(cli_run, bad_input)

@@ -415,7 +415,7 @@ Test(db, empty_file_gets_the_schema_and_read_only_never_creates)
     cr_assert_eq(sqlite3_prepare_v2(c, "SELECT value FROM rltune_meta WHERE key = 'schema_version'", -1, &st, NULL),
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "2");
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "3");
     sqlite3_finalize(st);
     cr_assert_eq(sqlite3_prepare_v2(c, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
@@ -567,11 +567,11 @@ Test(db, newer_schema_is_refused_unchanged)
     rlt_record r = make_record("add:N=8", "", 0);
     append(db, 1, &r);
     rlt_db_close(db);
-    raw_exec(path, "UPDATE rltune_meta SET value = '3' WHERE key = 'schema_version'");
+    raw_exec(path, "UPDATE rltune_meta SET value = '4' WHERE key = 'schema_version'");
     size_t len = 0;
     char *before = slurp(path, &len);
     for (int ro = 0; ro < 2; ro++) {
-        expect_open_refused(path, ro, RLT_STATUS_INVALID_ARGUMENT, "schema version 3, newer");
+        expect_open_refused(path, ro, RLT_STATUS_INVALID_ARGUMENT, "schema version 4, newer");
         assert_file_is(path, before, len);
     }
     rlt_free(before);
@@ -1363,13 +1363,14 @@ Test(db, a_v1_file_is_migrated_with_a_backup_beside_it)
     snprintf(backup, sizeof backup, "%s.v1.bak", path);
     cr_assert_not(tmp_exists(backup));
 
-    /* for writing: a backup of the v1 database, then the file is v2 */
+    /* for writing: a backup of the v1 database, then the file is of the
+     * current schema (v3) */
     assert_fixture_records(path, NULL);
     assert_v1_backup(backup);
     char *v = schema_version_of(path);
-    cr_assert_str_eq(v, "2");
+    cr_assert_str_eq(v, "3");
     free(v);
-    /* and opens as v2 from then on, appends included */
+    /* and opens as v3 from then on, appends included */
     rlt_db *db = open_db(path, NULL);
     rlt_record r = make_record("add:N=8", "", 0);
     append(db, 1, &r);
@@ -1389,7 +1390,7 @@ Test(db, a_v1_file_is_migrated_with_a_backup_beside_it)
     assert_no_leaks();
 }
 
-Test(db, a_migration_killed_at_any_step_leaves_a_v1_or_a_v2_file)
+Test(db, a_migration_killed_at_any_step_leaves_a_v1_or_a_v3_file)
 {
     char *dir = make_temp_dir();
     for (int step = 1; step <= RLT_DB_MIGRATION_STEPS; step++) {
@@ -1407,7 +1408,7 @@ Test(db, a_migration_killed_at_any_step_leaves_a_v1_or_a_v2_file)
         cr_assert_eq(waitpid(pid, &status, 0), pid);
         cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "step %d: the child was not killed", step);
         char *v = schema_version_of(path);
-        bool is_migrated = strcmp(v, "2") == 0;
+        bool is_migrated = strcmp(v, "3") == 0;
         cr_assert(is_migrated || strcmp(v, "1") == 0, "step %d: schema version '%s'", step, v);
         cr_assert_eq(is_migrated, step == RLT_DB_MIGRATION_STEPS, "step %d: version %s", step, v);
         free(v);
@@ -1417,6 +1418,117 @@ Test(db, a_migration_killed_at_any_step_leaves_a_v1_or_a_v2_file)
     }
     tmp_remove_tree(dir);
     free(dir);
+}
+
+/* ---- schema v2: migrated to v3, which adds 'cold' weights ------------------ */
+
+/* tests/fixtures/records_v2.db was written by rltune at schema v2 (a
+ * network's dense tasks tuned at one and two threads: 12 records of three
+ * workloads, trimmed with sqlite3 and vacuumed). */
+#define FIXTURE_V2_DB RLTUNE_SOURCE_DIR "/tests/fixtures/records_v2.db"
+#define FIXTURE_V2_N 12
+
+static int v2_history(const char *path, const rlt_db_opts *opts, rlt_record *out, int cap)
+{
+    rlt_db *db = open_db(path, opts);
+    collected c = {0, out, cap};
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_history(db, NULL, NULL, collect, &c, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_db_close(db);
+    return c.n;
+}
+
+Test(db, a_v2_file_migrates_to_v3_whole_and_then_takes_cold_records)
+{
+    char *dir = make_temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/v2.db", dir);
+    size_t len = 0;
+    char *bytes = slurp(FIXTURE_V2_DB, &len);
+    tmp_file_write(path, bytes, len);
+    static rlt_record before[FIXTURE_V2_N + 2], after[FIXTURE_V2_N + 2];
+
+    /* read-only: read as it is, the file untouched */
+    cr_assert_eq(v2_history(path, &(rlt_db_opts){.is_read_only = true}, before, FIXTURE_V2_N + 2), FIXTURE_V2_N);
+    assert_file_is(path, bytes, len);
+    char *v = schema_version_of(path);
+    cr_assert_str_eq(v, "2");
+    free(v);
+
+    /* for writing: v3, every record as it was, ids included */
+    cr_assert_eq(v2_history(path, NULL, after, FIXTURE_V2_N + 2), FIXTURE_V2_N);
+    v = schema_version_of(path);
+    cr_assert_str_eq(v, "3");
+    free(v);
+    for (int i = 0; i < FIXTURE_V2_N; i++) {
+        cr_assert_eq(after[i].id, before[i].id);
+        assert_same_record(&after[i], &before[i]);
+        cr_assert(after[i].target.is_weights_prepacked);
+        cr_assert_not(after[i].target.is_weights_cold);
+    }
+
+    /* a cold record of the same op files under its own target */
+    rlt_db *db = open_db(path, NULL);
+    rlt_record cold = after[0];
+    cold.id = 0;
+    cold.target.is_weights_cold = true;
+    cold.time_min_ms = cold.time_median_ms = 1e-3; /* faster than any warm one */
+    cold.gflops = 1e6;
+    append(db, 1, &cold);
+    cr_assert_eq(count(db, NULL), FIXTURE_V2_N + 1);
+    char *warm_key = rlt_record_target_text(&after[0].target), *cold_key = rlt_record_target_text(&cold.target);
+    cr_assert_not_null(strstr(warm_key, ";weights=prepacked;"));
+    cr_assert_not_null(strstr(cold_key, ";weights=cold;"));
+    rlt_record best;
+    bool found = false;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_best(db, cold.spec, cold_key, &best, &found, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert(best.target.is_weights_cold);
+    cr_assert_eq(best.gflops, 1e6);
+    cr_assert_eq(rlt_db_best(db, cold.spec, warm_key, &best, &found, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(found);
+    cr_assert_not(best.target.is_weights_cold);
+    cr_assert_lt(best.gflops, 1e6);
+    rlt_free(warm_key);
+    rlt_free(cold_key);
+    rlt_db_close(db);
+
+    /* and it reads back as v3 from then on */
+    cr_assert_eq(v2_history(path, NULL, after, FIXTURE_V2_N + 2), FIXTURE_V2_N + 1);
+    int n_cold = 0;
+    for (int i = 0; i <= FIXTURE_V2_N; i++) n_cold += after[i].target.is_weights_cold;
+    cr_assert_eq(n_cold, 1);
+    rlt_free(bytes);
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
+Test(db, cold_weights_in_the_key_and_the_json)
+{
+    rlt_record_target t;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_record_target_parse("cpu=x;vec=16;threads=2;weights=cold;codegen=9;cc=gcc -O2", &t, &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    cr_assert(t.is_weights_prepacked && t.is_weights_cold);
+    char *key = rlt_record_target_text(&t);
+    cr_assert_str_eq(key, "cpu=x;vec=16;threads=2;weights=cold;codegen=9;cc=gcc -O2");
+    rlt_free(key);
+    cr_assert_eq(rlt_record_target_parse("cpu=x;vec=16;threads=2;weights=timed;cc=gcc", &t, &d),
+                 RLT_STATUS_PARSE_ERROR, "the key leaves timed weights out");
+    cr_assert_eq(rlt_record_target_parse("cpu=x;vec=16;threads=2;weights=frozen;cc=gcc", &t, &d),
+                 RLT_STATUS_PARSE_ERROR);
+    rlt_record r = make_record("add:N=8", "", 0);
+    r.target.is_weights_cold = true;
+    rlt_str line;
+    rlt_str_init(&line);
+    rlt_record_to_json(&r, &line);
+    cr_assert_not_null(strstr(line.data, "\"weights\":\"cold\""), "%s", line.data);
+    rlt_record back;
+    cr_assert_eq(rlt_record_from_json(line.data, "line", &back, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(back.target.is_weights_cold && back.target.is_weights_prepacked);
+    assert_same_record(&back, &r);
+    rlt_str_free(&line);
 }
 
 Test(db, v1_json_lines_still_import)
