@@ -145,6 +145,16 @@ static void classify_conv(const rlt_graph *g, const rlt_graph_node *n, kernel *k
         not_task(k, "asymmetric pads %s: the op pads every side alike", dims_text(4, pads, buf, sizeof buf));
         return;
     }
+    /* A 1x1 window with stride 1 and no pads reads each output position's
+     * own input position: its H x W plane is one row of H * W (the same
+     * bytes, NCHW). Its kernels then vectorise and tile along the whole
+     * plane, not a row of it: a row of 13 or 7 filled 13 or 7 of a vector's
+     * 16 lanes (SqueezeNet's 512 -> 1000 classifier on 13 x 13, 1.84 ms as
+     * 13 x 13 after 584 trials, 1.60 ms as 1 x 169 after 160). */
+    if (!is_depthwise && R == 1 && S == 1 && strides[0] == 1 && pads[0] == 0 && H > 1) {
+        W *= H;
+        H = 1;
+    }
     if (is_depthwise)
         snprintf(k->spec, sizeof k->spec,
                  "depthwise_conv2d:N=%" PRId64 ",C=%" PRId64 ",H=%" PRId64 ",W=%" PRId64 ",R=%" PRId64 ",S=%" PRId64
