@@ -8,15 +8,16 @@
  * rlt_env_action_mask, rlt_env_gflops), and prints the nanoseconds per
  * step of each run.
  *
- *     c_steps OP DATASET|- ACTIONS_FILE RUNS [NUM_ENVS]
+ *     c_steps OP DATASET|- ACTIONS_FILE RUNS [NUM_ENVS MAX_STEPS]
  *
  * ACTIONS_FILE: one action number a line, -1 for a reset (rlt_env_reset).
- * With NUM_ENVS > 1, a line holds NUM_ENVS actions, one per env (clones of
- * one env), and each line is one batch, as Python's LoopNestVectorEnv
- * makes it: one rlt_env_step_batch steps the envs and resets those at -1
- * (RLT_ENV_ACTION_RESET), writing every observation and mask, then
- * rlt_env_gflops_batch reads the GFLOP/s; it prints nanoseconds per env
- * step (per action read).
+ * With NUM_ENVS (and MAX_STEPS), a line holds NUM_ENVS actions, one per env (clones of
+ * one env), and each line is one step of a vector env (rlt_env_vec, as
+ * Python's LoopNestVectorEnv makes it: episodes truncated at MAX_STEPS,
+ * autoreset at the next step, every output written): the first line is
+ * rlt_env_vec_reset, each later one rlt_env_vec_step, where the -1s must
+ * be the envs whose episode the line before ended (their action is not
+ * read); it prints nanoseconds per env step (per action read).
  * A first untimed pass fills the env's cache, as the Python side's does.
  * Public API only (include/rltune.h), linked against librltune.so.
  */
@@ -68,16 +69,17 @@ static int run(rlt_env *env, const int *actions, int n)
     return 1;
 }
 
-/* One pass over the actions, n_envs at a time (n_envs > 1); false on any
- * failure (printed). */
-static int run_batch(rlt_env **envs, int n_envs, const int *actions, int n)
+/* One pass over the actions, n_envs at a time, through the
+ * vector env `vec`; false on any failure (printed). */
+static int run_batch(rlt_env_vec *vec, int n_envs, const int *actions, int n)
 {
     enum { MAX_ENVS = 1024 };
     static float obs[MAX_ENVS * RLT_ENV_OBS_LEN];
     static unsigned char masks[MAX_ENVS * RLT_ENV_N_ACTIONS];
-    double rewards[MAX_ENVS], gflops[MAX_ENVS];
-    bool dones[MAX_ENVS];
-    int batch[MAX_ENVS];
+    static double rewards[MAX_ENVS], gflops[MAX_ENVS];
+    static bool terminated[MAX_ENVS], truncated[MAX_ENVS], is_legal[MAX_ENVS];
+    static int64_t batch[MAX_ENVS], n_steps[MAX_ENVS];
+    rlt_env_vec_out out = {obs, masks, rewards, terminated, truncated, is_legal, gflops, n_steps};
     rlt_diag d = {0};
     if (n_envs > MAX_ENVS) {
         fprintf(stderr, "c_steps: at most %d envs\n", MAX_ENVS);
@@ -85,26 +87,34 @@ static int run_batch(rlt_env **envs, int n_envs, const int *actions, int n)
     }
     for (int line = 0; line < n / n_envs; line++) {
         const int *a = actions + (size_t)line * n_envs;
-        for (int i = 0; i < n_envs; i++) batch[i] = a[i] < 0 ? RLT_ENV_ACTION_RESET : a[i];
-        if (rlt_env_step_batch(envs, n_envs, batch, rewards, dones, obs, masks, &d) != RLT_STATUS_OK) {
+        for (int i = 0; i < n_envs; i++) {
+            if (line > 0 && (a[i] < 0) != (terminated[i] || truncated[i])) {
+                fprintf(stderr, "c_steps: line %d, env %d: %s, where the vector env %s\n", line + 1, i,
+                        a[i] < 0 ? "a reset" : "an action", a[i] < 0 ? "resets nothing" : "resets");
+                return 0;
+            }
+            batch[i] = a[i] < 0 ? 0 : a[i];
+        }
+        rlt_status st = line == 0 ? rlt_env_vec_reset(vec, NULL, NULL, &out, &d)
+                                  : rlt_env_vec_step(vec, batch, &out, NULL, &d);
+        if (st != RLT_STATUS_OK) {
             fprintf(stderr, "c_steps: line %d: %s\n", line + 1, d.message);
             return 0;
         }
-        rlt_env_gflops_batch(envs, n_envs, gflops);
-        sink += gflops[0] + rewards[0] + dones[0] + masks[0] + obs[0];
+        sink += gflops[0] + rewards[0] + terminated[0] + masks[0] + obs[0];
     }
     return 1;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 && argc != 6) {
-        fprintf(stderr, "usage: c_steps OP DATASET|- ACTIONS_FILE RUNS [NUM_ENVS]\n");
+    if (argc != 5 && argc != 7) {
+        fprintf(stderr, "usage: c_steps OP DATASET|- ACTIONS_FILE RUNS [NUM_ENVS MAX_STEPS]\n");
         return 2;
     }
-    int n_envs = argc == 6 ? atoi(argv[5]) : 1;
-    if (n_envs < 1) {
-        fprintf(stderr, "c_steps: NUM_ENVS must be >= 1, not %s\n", argv[5]);
+    int n_envs = argc == 7 ? atoi(argv[5]) : 1, max_steps = argc == 7 ? atoi(argv[6]) : 0;
+    if (n_envs < 1 || max_steps < 0) {
+        fprintf(stderr, "c_steps: NUM_ENVS must be >= 1 and MAX_STEPS >= 0, not %s and %s\n", argv[5], argv[6]);
         return 2;
     }
     FILE *f = fopen(argv[3], "r");
@@ -143,12 +153,19 @@ int main(int argc, char **argv)
         else if (rlt_env_clone(env, &envs[i], &d) != RLT_STATUS_OK)
             rc = 1;
     }
+    rlt_env_vec *vec = NULL;
+    rlt_env_vec_opts vo = {.max_steps = max_steps};
+    if (rc == 0 && argc == 7 && rlt_env_vec_create(envs, n_envs, &vo, &vec, &d) != RLT_STATUS_OK) {
+        fprintf(stderr, "c_steps: %s\n", d.message);
+        rc = 1;
+    }
     /* the first pass warms: every state into the cache */
     for (int r = -1; r < atoi(argv[4]) && rc == 0; r++) {
         double t0 = now_ns();
-        rc = (n_envs == 1 ? run(env, actions, n) : run_batch(envs, n_envs, actions, n)) ? 0 : 1;
+        rc = (vec ? run_batch(vec, n_envs, actions, n) : run(env, actions, n)) ? 0 : 1;
         if (r >= 0) printf("%.1f\n", (now_ns() - t0) / n);
     }
+    rlt_env_vec_destroy(vec);
     for (int i = n_envs - 1; envs && i >= 1; i--) rlt_env_destroy(envs[i]);
     free(envs);
     rlt_env_destroy(env);

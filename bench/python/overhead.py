@@ -19,12 +19,13 @@ included) is stepped through
   - floor: the least a Python step can do: the three C calls through cffi
     straight, the observation and mask arrays and the info dict, nothing
     checked (what any binding of this C API per step pays);
-  - C batch, N envs: c_steps stepping N clones of the env together, one
-    rlt_env_step_batch per step of all N (resets in it, as
-    RLT_ENV_ACTION_RESET) and rlt_env_gflops_batch: what the vector env
-    asks of C;
+  - C batch, N envs: c_steps stepping N clones of the env together
+    through a C vector env (rlt_env_vec: one rlt_env_vec_step per step of
+    all N, episodes truncated at the sequence's episode length, autoreset
+    at the next step, every output written): what the vector env asks of
+    C;
   - vector env, N envs: gym.make_vec's LoopNestVectorEnv (one
-    rlt_env_step_batch per call, autoreset by gymnasium's rules);
+    rlt_env_vec_step per call, autoreset by gymnasium's rules);
 
 round after round, each in turn, every pass after a warm one that fills the
 env's cache (as a long training run's is). For the N-env rows each env
@@ -219,12 +220,14 @@ def bench_mode(mode: str, args: argparse.Namespace, exe: Path, actions: list[int
         o = view.copy()
         return o, {"action_mask": o[342:].astype(np.int8), "gflops": L.rlt_env_gflops(ptr)}
 
-    def c_pass(path: Path, n_envs: int) -> Callable[[], float]:
-        cmd = [str(exe), args.op, c_arg, str(path), "1", str(n_envs)]
+    def c_pass(path: Path, n_envs: int = 0) -> Callable[[], float]:
+        cmd = [str(exe), args.op, c_arg, str(path), "1"]
+        if n_envs:  # a vector env of n_envs
+            cmd += [str(n_envs), str(args.episode_steps)]
         return lambda: float(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()[0])
 
     passes: dict[str, Callable[[], float]] = {
-        "C (c_steps)": c_pass(actions_file, 1),
+        "C (c_steps)": c_pass(actions_file),
         "gym.make env": lambda: python_pass(gym_env.step, gym_env.reset, actions),
         "LoopNestEnv (unwrapped)": lambda: python_pass(unwrapped.step, unwrapped.reset, actions),
         "LoopTuneEnv (core)": lambda: python_pass(core_step, core_reset, actions),

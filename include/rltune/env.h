@@ -307,6 +307,115 @@ RLT_API rlt_status rlt_env_prefetch(rlt_env *const *envs, const int *actions, in
  * evaluated stays cached, and envs may then be left partly reset. */
 RLT_API rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedules, int n, rlt_diag *diag);
 
+/* ---- vector envs: Gymnasium's vector API in one call a step -------------- */
+
+/* A vector env steps n envs the way a Gymnasium 1.x vector env does, in
+ * one call a step: it keeps each episode's step count, truncates episodes
+ * at a step limit, resets the envs whose episode ended (autoreset), treats
+ * masked actions as no-ops (or refuses them), and writes every output
+ * (observations, masks, rewards, terminated and truncated flags, which
+ * actions were legal, GFLOP/s, step counts) into the caller's arrays. It
+ * is what Python's LoopNestVectorEnv calls, so that what Python does per
+ * step does not grow with n. The envs' states are stepped in place: a
+ * step touches little more of each env's state than what it reads (a few
+ * hundred bytes of its ~9 KiB), so large batches stay fast out of cache. */
+typedef struct rlt_env_vec rlt_env_vec;
+
+/* What a vector env does with an env whose episode ended (terminated or
+ * truncated): Gymnasium's autoreset modes. */
+typedef enum rlt_env_autoreset {
+    RLT_ENV_AUTORESET_NEXT_STEP, /* the next step resets it, its action ignored: reward 0, not terminated or
+                                    truncated, the first observation, step count 0 */
+    RLT_ENV_AUTORESET_SAME_STEP, /* the step that ended it resets it: its rows are the new episode's first
+                                    state's (reward, terminated and truncated are the step's); the ended
+                                    state's go to the step's `final` rows */
+    RLT_ENV_AUTORESET_DISABLED,  /* the caller resets it (rlt_env_vec_reset); stepping a terminated env is
+                                    refused, a truncated one steps on */
+    RLT_ENV_AUTORESET_COUNT
+} rlt_env_autoreset;
+
+/* What a vector env does with an action the env's mask leaves out. */
+typedef enum rlt_env_masked_action {
+    RLT_ENV_MASKED_NOOP,   /* the env stays as it is: reward 0, not legal; it counts as a step */
+    RLT_ENV_MASKED_REFUSE, /* the step is refused with rlt_env_step's error (ILLEGAL_SCHEDULE) */
+    RLT_ENV_MASKED_COUNT
+} rlt_env_masked_action;
+
+/* A vector env's options; all zero: no step limit, NEXT_STEP, NOOP. */
+typedef struct rlt_env_vec_opts {
+    int max_steps; /* > 0: an episode is truncated after this many steps (no-ops count); 0: only stop (or the
+                      envs' own rlt_env_opts.max_steps, which terminates) ends it */
+    rlt_env_autoreset autoreset;
+    rlt_env_masked_action masked_action;
+} rlt_env_vec_opts;
+
+/* Where a vector env's reset and step write, row i env i's; each array
+ * may be NULL when not wanted. */
+typedef struct rlt_env_vec_out {
+    float *obs;           /* n * RLT_ENV_OBS_LEN floats, row i at obs + i * RLT_ENV_OBS_LEN: rlt_env_observe */
+    unsigned char *masks; /* n * RLT_ENV_N_ACTIONS, 1 legal: rlt_env_action_mask */
+    double *rewards;      /* n: rlt_env_step's reward; 0 for a reset or a no-op */
+    bool *terminated;     /* n: the episode ended (stop, or the env's own max_steps) */
+    bool *truncated;      /* n: the episode reached opts.max_steps without terminating */
+    bool *is_legal;       /* n: false where a masked action was a no-op */
+    double *gflops;       /* n: rlt_env_gflops */
+    int64_t *n_steps;     /* n: steps of the episode so far, no-ops included */
+} rlt_env_vec_out;
+
+/* Makes a vector env of envs[0 .. n-1] (borrowed: they must outlive it;
+ * distinct; of any families). Step them only through it while it lives
+ * (it keeps their step counts), and reset them with rlt_env_vec_reset
+ * before the first step. `opts` may be NULL (all zero). Errors:
+ * INVALID_ARGUMENT (n < 1, an env twice, naming both positions, an option
+ * out of range), OUT_OF_MEMORY. Free with rlt_env_vec_destroy. */
+RLT_API rlt_status rlt_env_vec_create(rlt_env *const *envs, int n, const rlt_env_vec_opts *opts, rlt_env_vec **out,
+                                      rlt_diag *diag);
+
+/* Frees the vector env (not its envs). NULL is a no-op. */
+RLT_API void rlt_env_vec_destroy(rlt_env_vec *vec);
+
+/* Starts an episode in every env i with which[i] (which NULL: every env),
+ * as rlt_env_reset_batch does: at the nest of schedules[i] (schedules NULL,
+ * or a NULL entry: the op's default nest; entries of the envs not reset are
+ * not read); their step counts start again and no autoreset is pending.
+ * Then writes every row of `out` (may be NULL): each env's state as it now
+ * stands, reward 0, legal, terminated and truncated as its episode is.
+ * Errors: an env that would be left never reset (INVALID_ARGUMENT, naming
+ * it: the first reset must reset them all), and rlt_env_reset_batch's,
+ * after which envs may be left partly reset; nothing is written then. */
+RLT_API rlt_status rlt_env_vec_reset(rlt_env_vec *vec, const bool *which, const char *const *schedules,
+                                     const rlt_env_vec_out *out, rlt_diag *diag);
+
+/* One step of every env: actions[i] (0 .. RLT_ENV_N_ACTIONS-1) in env i,
+ * as n rlt_env_step calls would take them, in order, with Gymnasium's
+ * rules (opts): an env whose autoreset is pending resets (its action is
+ * not read); a masked action is a no-op (or refused); an episode at
+ * max_steps steps is truncated. Row i of `out` (may be NULL) gets env i's
+ * results, bit for bit those of the single calls (rlt_env_step's reward,
+ * rlt_env_observe, rlt_env_action_mask, rlt_env_gflops). With
+ * RLT_ENV_AUTORESET_SAME_STEP, row i of `final` (may be NULL) gets the
+ * state env i's episode ended in when it ended, and zeros when it did not
+ * (final->obs of an env whose episode ended is that state's observation,
+ * and so on).
+ *
+ * Errors, before any env changes (the first env's that has one, its
+ * position in the message): an action out of range (INVALID_ARGUMENT,
+ * "actions[3] = 17 is out of range: 0..16 (up, down, ...)"), an env never
+ * reset, a masked action with RLT_ENV_MASKED_REFUSE or a terminated env
+ * stepped with RLT_ENV_AUTORESET_DISABLED (rlt_env_step's refusal,
+ * "envs[3] of 8: up: the cursor is on the outermost loop 'i'"); then the
+ * evaluator's or a measurement's failure, or a reset's, which puts every
+ * env back as it was (what was evaluated stays cached); OUT_OF_MEMORY.
+ * (SAME_STEP's resets after the step are made sure of before: their start
+ * states are evaluated first, so they are cache look-ups; only a cache
+ * that could not grow for want of memory could make one fail, the step
+ * then taken.) On failure the rows may have been partly written, and the
+ * message is also each env's rlt_env_last_error. States measured families reach are built
+ * in one batch first (rlt_env_prefetch). Threads: one call at a time per
+ * vector env, and as rlt_env_step for every family in it. */
+RLT_API rlt_status rlt_env_vec_step(rlt_env_vec *vec, const int64_t *actions, const rlt_env_vec_out *out,
+                                    const rlt_env_vec_out *final, rlt_diag *diag);
+
 /* Writes the observation (RLT_ENV_OBS_LEN floats, layout above and in
  * docs/env.md) to out[0 .. RLT_ENV_OBS_LEN-1]. INVALID_ARGUMENT when
  * n_floats is smaller or the env was never reset. */

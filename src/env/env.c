@@ -19,14 +19,18 @@
  *
  * Batches: rlt_env_prefetch and rlt_env_reset_batch evaluate many states
  * together (measured ones built in one batch). rlt_env_step_batch checks
- * every env first, prefetches what measured families reach, computes the
- * next states that may still fail to be evaluated (an evaluator's, a
- * measurement's, a reset's) before any env changes, then steps the rest
- * in place and writes the observations and masks: a failed batch changes
- * no env.
+ * every env first, prefetches what measured families reach, then steps
+ * the envs in order and in place (batch_take), each state moved through
+ * two scratch states by copies of its part in use, the envs whose change
+ * a later failure (an evaluator's, a measurement's, a reset's) would have
+ * to undo packed aside first: a failed batch changes no env. Vector envs
+ * (rlt_env_vec) turn a Gymnasium step's actions into such a batch (resets
+ * where an autoreset is pending, no-ops for masked actions), and keep the
+ * step counts, truncation and the outputs in C.
  */
 #include "env/env.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +66,7 @@ typedef struct env_shared {
     mask_entry *masks;   /* a replay's memo of masks (open addressing, at most half full); owned */
     size_t n_mask_slots, n_masks;
     double peak_gflops;  /* one core's; 0 until the first reset */
+    uint64_t start_hash; /* rlt_nest_hash of the op's default nest, where a plain reset starts */
     cache_entry *slots;  /* open addressing, linear probing; owned */
     size_t n_slots, n_used;
     rlt_env_stats stats;
@@ -403,7 +408,7 @@ rlt_status rlt_env_create(const char *op_spec, const rlt_env_opts *opts, rlt_env
     rlt_nest nest;
     rlt_nest_init(&nest, sh->op);
     state_init(&env->state, &nest);
-    env->state.hash = rlt_nest_hash(&nest);
+    env->state.hash = sh->start_hash = rlt_nest_hash(&nest);
     *out = env;
     return RLT_STATUS_OK;
 
@@ -517,7 +522,7 @@ static rlt_status env_reset(rlt_env *env, rlt_diag *diag)
 {
     rlt_nest nest;
     rlt_nest_init(&nest, env->shared->op);
-    return reset_to(env, &nest, rlt_nest_hash(&nest), diag);
+    return reset_to(env, &nest, env->shared->start_hash, diag);
 }
 
 rlt_status rlt_env_reset(rlt_env *env, rlt_diag *diag)
@@ -544,15 +549,13 @@ rlt_status rlt_env_reset_schedule(rlt_env *env, const char *schedule, rlt_diag *
     return noted(&env, 1, env_reset_schedule(env, schedule, &d), &d, diag);
 }
 
-/* The state env reaches by `action`, into *next; env is left as it was
- * (its family's cache and mask memo may grow). The transition, the new
- * nest's evaluation (the cache, else the evaluator), the history and the
- * next mask. Refusals and failures: rlt_env_step's. */
-static rlt_status step_to(const rlt_env *env, int action, env_state *next, rlt_diag *diag)
+/* The state that `cur` (a state of family sh) reaches by `action`, into
+ * *next; cur is left as it was (the family's cache and mask memo may
+ * grow). The transition, the new nest's evaluation (the cache, else the
+ * evaluator), the history and the next mask. Refusals and failures:
+ * rlt_env_step's. */
+static rlt_status state_step(env_shared *sh, const env_state *cur, int action, env_state *next, rlt_diag *diag)
 {
-    env_shared *sh = env->shared;
-    const env_state *cur = &env->state;
-    if (!env->is_reset) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "call rlt_env_reset before stepping");
     if (cur->is_done)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "the episode is over (stop, or max_steps reached): call rlt_env_reset to start another");
@@ -569,6 +572,13 @@ static rlt_status step_to(const rlt_env *env, int action, env_state *next, rlt_d
     if (sh->opts.max_steps > 0 && next->n_steps >= sh->opts.max_steps) next->is_done = true;
     state_mask(sh, next);
     return RLT_STATUS_OK;
+}
+
+/* The state env reaches by `action`, into *next; env is left as it was. */
+static rlt_status step_to(const rlt_env *env, int action, env_state *next, rlt_diag *diag)
+{
+    if (!env->is_reset) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "call rlt_env_reset before stepping");
+    return state_step(env->shared, &env->state, action, next, diag);
 }
 
 /* The reward of going from env's state to `next`. */
@@ -832,15 +842,19 @@ static rlt_status step_refusal(const rlt_env *env, int action, rlt_diag *diag)
     return step_to(env, action, &scratch, diag);
 }
 
-/* Whether env's step by `action` (checked: step_refusal) may still fail:
- * a reset (its start state is evaluated, and the peak settled, as
- * rlt_env_reset does), or a step to a new nest that an evaluator scores or
- * a measurement times. A replay's steps cannot (the mask keeps them inside
- * the dataset), nor can the steps that keep the nest (cursor moves, stop). */
-static bool step_may_fail(const rlt_env *env, int action)
+/* Whether env's step by `request` (an action that step_refusal let
+ * through, NONE or RESET) may still fail: a reset whose start state no
+ * cache holds yet (it is evaluated, and the peak settled, as rlt_env_reset
+ * does), or a step to a new nest that an evaluator scores or a measurement
+ * times (a measured family's were prefetched, but a cache that could not
+ * grow measures again). A replay's steps cannot (the mask keeps them
+ * inside the dataset), nor can the steps that keep the nest (cursor moves,
+ * stop). */
+static bool step_may_fail(const rlt_env *env, int request)
 {
-    if (action == RLT_ENV_ACTION_RESET) return true;
-    return action >= 0 && env_action_changes_nest(action) && !env->shared->replay;
+    const env_shared *sh = env->shared;
+    if (request == RLT_ENV_ACTION_RESET) return !(sh->peak_gflops > 0 && cache_find(sh, sh->start_hash));
+    return request >= 0 && env_action_changes_nest(request) && !sh->replay;
 }
 
 /* A step the batch may give to rlt_env_prefetch: an action (not NONE or
@@ -889,6 +903,196 @@ static void observe_row(const rlt_env *env, int i, float *obs, unsigned char *ma
         for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) masks[(size_t)i * RLT_ENV_N_ACTIONS + a] = env->state.mask[a];
 }
 
+/* The part of a state that is read, in runs of bytes: the nest's head and
+ * variables in use, its loops in use, its accumulator, the rest of the
+ * state up to the evaluation's message, the message up to its end, and
+ * the rest. Not the nest's layouts: an env's nests never stage a tensor
+ * (env_nest_check_expressible refuses it at a start, no action stages
+ * one), so every state of every env, and a batch's zeroed scratch states,
+ * have rlt_nest_init's. A batch moves states in and out of its scratch
+ * states by these runs, a KiB or less rather than the ~9 KiB of an
+ * assignment: what a step costs a batch whose states are out of cache. */
+typedef struct state_runs {
+    const char *at[6];
+    size_t len[6];
+} state_runs;
+
+static state_runs state_runs_of(const env_state *s)
+{
+    const rlt_nest *n = &s->nest;
+    size_t len = strnlen(s->eval_message, sizeof s->eval_message - 1) + 1;
+    return (state_runs){
+        .at = {(const char *)n, (const char *)&n->n_loops, (const char *)&n->acc_var, (const char *)&s->hash,
+               s->eval_message, (const char *)&s->is_done},
+        .len = {offsetof(rlt_nest, vars) + sizeof n->vars[0] * (size_t)n->n_vars,
+                sizeof n->n_loops + sizeof n->loops[0] * (size_t)n->n_loops, sizeof n->acc_var,
+                offsetof(env_state, eval_message) - offsetof(env_state, hash), len,
+                sizeof *s - offsetof(env_state, is_done)},
+    };
+}
+
+/* Copies the part of src that is read (state_runs_of) into dst; what lies
+ * past it in dst is left as it was. */
+static void state_copy_live(env_state *dst, const env_state *src)
+{
+    state_runs r = state_runs_of(src);
+    for (int k = 0; k < 6; k++) memcpy((char *)dst + (r.at[k] - (const char *)src), r.at[k], r.len[k]);
+}
+
+/* Where a batch of steps writes: row i is env i's; each may be NULL. */
+typedef struct batch_rows {
+    double *rewards;
+    bool *dones;
+    float *obs;
+    unsigned char *masks;
+    double *gflops;
+} batch_rows;
+
+/* Writes row i: `reward`, and the done flag, observation, mask and GFLOP/s
+ * of s, a state of family sh that an episode is in. */
+static void write_row(const env_shared *sh, const env_state *s, double reward, int i, const batch_rows *rows)
+{
+    if (rows->rewards) rows->rewards[i] = reward;
+    if (rows->dones) rows->dones[i] = s->is_done;
+    if (rows->obs) env_observe(s, peak_norm(sh), rows->obs + (size_t)i * RLT_ENV_OBS_LEN);
+    if (rows->masks)
+        for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) rows->masks[(size_t)i * RLT_ENV_N_ACTIONS + a] = s->mask[a];
+    if (rows->gflops) rows->gflops[i] = s->gflops;
+}
+
+/* What state_pack writes at most. */
+#define STATE_PACKED_MAX (sizeof(env_state) + 12 * sizeof(size_t))
+
+/* The part of s that is read, packed into out: each run of state_runs_of
+ * after its offset and length (two size_t); returns the bytes written, at
+ * most STATE_PACKED_MAX. A batch keeps the states it may have to put back
+ * this way, densely, so that they stay in cache. */
+static size_t state_pack(const env_state *s, unsigned char *out)
+{
+    state_runs r = state_runs_of(s);
+    size_t k = 0;
+    for (int i = 0; i < 6; i++) {
+        size_t offset = (size_t)(r.at[i] - (const char *)s);
+        memcpy(out + k, &offset, sizeof offset);
+        memcpy(out + k + sizeof offset, &r.len[i], sizeof r.len[i]);
+        memcpy(out + k + 2 * sizeof offset, r.at[i], r.len[i]);
+        k += 2 * sizeof offset + r.len[i];
+    }
+    return k;
+}
+
+/* Unpacks what state_pack wrote into s, as state_copy_live would copy it. */
+static void state_unpack(env_state *s, const unsigned char *in)
+{
+    size_t k = 0;
+    for (int i = 0; i < 6; i++) {
+        size_t offset, len;
+        memcpy(&offset, in + k, sizeof offset);
+        memcpy(&len, in + k + sizeof offset, sizeof len);
+        memcpy((char *)s + offset, in + k + 2 * sizeof offset, len);
+        k += 2 * sizeof offset + len;
+    }
+}
+
+/* What a batch works in: two scratch states each step goes through, and
+ * what it keeps to put its envs back when a step fails: the state
+ * (state_pack) and reset flag each changed env had, for the envs before
+ * the last step that may fail (`bytes` holds up to STATE_PACKED_MAX a
+ * state). NULL: batch_take makes its own. */
+typedef struct batch_work {
+    env_state *scratch; /* 2, zeroed once: what live copies leave alone is defined */
+    unsigned char *bytes;
+    size_t *offsets;    /* where each env's packed state starts in bytes */
+    bool *was_reset;
+} batch_work;
+
+/* Takes requests[i] in envs[i] (distinct), in order: an action that
+ * step_refusal let through, RLT_ENV_ACTION_NONE or RLT_ENV_ACTION_RESET.
+ * Each env's state is copied into a scratch state (state_copy_live), the
+ * step taken there, and the new state copied back: the batch touches of
+ * each env's state little more than its part in use. Before an env
+ * changes whose step comes before one that may fail (step_may_fail), its
+ * state is packed into `work`; a failure (its env's position prefixed)
+ * puts every changed env back, and what was evaluated stays cached. Rows:
+ * written as each env steps when `is_rows_early` or when no step may
+ * fail; otherwise once every step has been taken, so that a failed call
+ * writes none. `work`'s NULL arrays are allocated here, for the call. */
+static rlt_status batch_take(rlt_env *const *envs, int n, const int *requests, const batch_rows *rows,
+                             bool is_rows_early, batch_work work, rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    int last_risky = -1;
+    for (int i = n - 1; i >= 0 && last_risky < 0; i--)
+        if (step_may_fail(envs[i], requests[i])) last_risky = i;
+    bool is_late = last_risky >= 0 && !is_rows_early;
+    unsigned char *own_bytes = NULL;
+    size_t *own_offsets = NULL, n_undo_bytes = 0;
+    bool *own_was_reset = NULL;
+    double *late_rewards = NULL;
+    env_state *own_scratch = NULL;
+    if (!work.scratch) work.scratch = own_scratch = rlt_calloc(2, sizeof *own_scratch);
+    if (last_risky > 0 && !work.bytes) {
+        work.bytes = own_bytes = rlt_malloc((size_t)last_risky * STATE_PACKED_MAX);
+        work.offsets = own_offsets = rlt_malloc((size_t)last_risky * sizeof *own_offsets);
+        work.was_reset = own_was_reset = rlt_malloc((size_t)last_risky * sizeof *own_was_reset);
+    }
+    if (is_late) late_rewards = rlt_malloc((size_t)n * sizeof *late_rewards);
+    if (!work.scratch || (last_risky > 0 && (!work.bytes || !work.offsets || !work.was_reset)) ||
+        (is_late && !late_rewards)) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory stepping %d envs", n);
+        goto cleanup;
+    }
+    env_state *cur = &work.scratch[0], *next = &work.scratch[1];
+    for (int i = 0; i < n; i++) {
+        rlt_env *env = envs[i];
+        int r = requests[i];
+        const env_state *now = &env->state;
+        double reward = 0;
+        if (r != RLT_ENV_ACTION_NONE) {
+            if (r == RLT_ENV_ACTION_RESET) {
+                rlt_nest nest;
+                rlt_nest_init(&nest, env->shared->op);
+                st = start_state(env, &nest, env->shared->start_hash, next, diag);
+            } else {
+                state_copy_live(cur, &env->state);
+                st = state_step(env->shared, cur, r, next, diag);
+            }
+            if (st != RLT_STATUS_OK) {
+                RLT_ASSERT(i <= last_risky); /* the others were checked and evaluate nothing new */
+                rlt_diag_prefix(diag, "envs[%d] of %d", i, n);
+                for (int k = i - 1; k >= 0; k--) {
+                    if (requests[k] == RLT_ENV_ACTION_NONE) continue;
+                    state_unpack(&envs[k]->state, work.bytes + work.offsets[k]);
+                    envs[k]->is_reset = work.was_reset[k];
+                }
+                goto cleanup;
+            }
+            if (i < last_risky) {
+                work.offsets[i] = n_undo_bytes;
+                n_undo_bytes += state_pack(r == RLT_ENV_ACTION_RESET ? &env->state : cur, work.bytes + n_undo_bytes);
+                work.was_reset[i] = env->is_reset;
+            }
+            if (r != RLT_ENV_ACTION_RESET) reward = step_reward(env, next);
+            state_copy_live(&env->state, next);
+            env->is_reset = true;
+            now = next;
+        }
+        if (is_late)
+            late_rewards[i] = reward;
+        else
+            write_row(env->shared, now, reward, i, rows);
+    }
+    for (int i = 0; is_late && i < n; i++) write_row(envs[i]->shared, &envs[i]->state, late_rewards[i], i, rows);
+
+cleanup:
+    rlt_free(late_rewards);
+    rlt_free(own_was_reset);
+    rlt_free(own_offsets);
+    rlt_free(own_bytes);
+    rlt_free(own_scratch);
+    return st;
+}
+
 static rlt_status env_step_batch(rlt_env *const *envs, int n, const int *actions, double *rewards, bool *dones,
                                  float *obs, unsigned char *masks, rlt_diag *diag)
 {
@@ -904,50 +1108,8 @@ static rlt_status env_step_batch(rlt_env *const *envs, int n, const int *actions
         }
     }
     if ((st = prefetch_measured(envs, actions, n, diag)) != RLT_STATUS_OK) return st;
-    /* The steps that may still fail, those that ask an evaluator or
-     * measure (a prefetched state is taken again when the cache could not
-     * grow), go first, into `next`, before any env changes; the others
-     * cannot fail once checked and step in place. */
-    int n_risky = 0;
-    for (int i = 0; i < n; i++) n_risky += step_may_fail(envs[i], actions[i]);
-    env_state *next = NULL;
-    if (n_risky > 0 && !(next = rlt_malloc((size_t)n_risky * sizeof *next)))
-        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory stepping %d envs", n);
-    for (int i = 0, k = 0; i < n; i++) {
-        if (!step_may_fail(envs[i], actions[i])) continue;
-        if (actions[i] == RLT_ENV_ACTION_RESET) {
-            rlt_nest nest;
-            rlt_nest_init(&nest, envs[i]->shared->op);
-            st = start_state(envs[i], &nest, rlt_nest_hash(&nest), &next[k++], diag);
-        } else {
-            st = step_to(envs[i], actions[i], &next[k++], diag);
-        }
-        if (st != RLT_STATUS_OK) {
-            rlt_diag_prefix(diag, "envs[%d] of %d", i, n);
-            goto cleanup;
-        }
-    }
-    for (int i = 0, k = 0; i < n; i++) {
-        rlt_env *env = envs[i];
-        double reward = 0;
-        if (actions[i] == RLT_ENV_ACTION_RESET) {
-            env->state = next[k++];
-            env->is_reset = true;
-        } else if (step_may_fail(env, actions[i])) {
-            reward = step_reward(env, &next[k]);
-            env->state = next[k++];
-        } else if (actions[i] != RLT_ENV_ACTION_NONE) {
-            rlt_status step_st = env_step(env, actions[i], &reward, NULL, NULL);
-            RLT_ASSERT(step_st == RLT_STATUS_OK); /* checked above, and no evaluator or measurement */
-        }
-        if (rewards) rewards[i] = reward;
-        if (dones) dones[i] = env->state.is_done;
-        observe_row(env, i, obs, masks);
-    }
-
-cleanup:
-    rlt_free(next);
-    return st;
+    batch_rows rows = {.rewards = rewards, .dones = dones, .obs = obs, .masks = masks};
+    return batch_take(envs, n, actions, &rows, false, (batch_work){0}, diag);
 }
 
 rlt_status rlt_env_step_batch(rlt_env *const *envs, int n, const int *actions, double *rewards, bool *dones,
@@ -974,6 +1136,293 @@ void rlt_env_gflops_batch(rlt_env *const *envs, int n, double *out)
 {
     RLT_ASSERT(n >= 0 && (n == 0 || (envs && out)));
     for (int i = 0; i < n; i++) out[i] = rlt_env_gflops(envs[i]);
+}
+
+/* ---- vector envs ---------------------------------------------------------- */
+
+struct rlt_env_vec {
+    int n;
+    rlt_env_vec_opts opts;
+    rlt_env **envs;      /* borrowed */
+    int64_t *n_steps;    /* steps of each episode, no-ops included */
+    bool *needs_reset;   /* NEXT_STEP: the episode ended, the next step resets the env */
+    int *requests;       /* a step's: the action, NONE (a no-op) or RESET per env */
+    bool *is_legal;      /* a step's */
+    double *rewards;     /* a step's */
+    bool *dones;         /* a step's: each env's done flag after it (dense: read without the envs' states) */
+    batch_work work;     /* batch_take's: 2 scratch states, n packed states, offsets and flags */
+};
+
+rlt_status rlt_env_vec_create(rlt_env *const *envs, int n, const rlt_env_vec_opts *opts, rlt_env_vec **out,
+                              rlt_diag *diag)
+{
+    rlt_env_vec_opts o = opts ? *opts : (rlt_env_vec_opts){0};
+    *out = NULL;
+    if (n < 1 || !envs)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "a vector env needs 1 env or more, got %d", n);
+    if (o.max_steps < 0 || (unsigned)o.autoreset >= RLT_ENV_AUTORESET_COUNT ||
+        (unsigned)o.masked_action >= RLT_ENV_MASKED_COUNT)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "vector env options out of range: max_steps %d (>= 0), autoreset %d (0..%d), masked_action %d "
+                        "(0..%d)",
+                        o.max_steps, (int)o.autoreset, RLT_ENV_AUTORESET_COUNT - 1, (int)o.masked_action,
+                        RLT_ENV_MASKED_COUNT - 1);
+    rlt_status st = batch_envs_distinct(envs, n, diag);
+    if (st != RLT_STATUS_OK) return st;
+    rlt_env_vec *v = rlt_calloc(1, sizeof *v);
+    if (!v) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making a vector env of %d envs", n);
+    v->n = n;
+    v->opts = o;
+    v->envs = rlt_malloc((size_t)n * sizeof *v->envs);
+    v->n_steps = rlt_calloc((size_t)n, sizeof *v->n_steps);
+    v->needs_reset = rlt_calloc((size_t)n, sizeof *v->needs_reset);
+    v->requests = rlt_malloc((size_t)n * sizeof *v->requests);
+    v->is_legal = rlt_malloc((size_t)n * sizeof *v->is_legal);
+    v->rewards = rlt_malloc((size_t)n * sizeof *v->rewards);
+    v->dones = rlt_malloc((size_t)n * sizeof *v->dones);
+    v->work.scratch = rlt_calloc(2, sizeof *v->work.scratch);
+    v->work.bytes = rlt_malloc((size_t)n * STATE_PACKED_MAX);
+    v->work.offsets = rlt_malloc((size_t)n * sizeof *v->work.offsets);
+    v->work.was_reset = rlt_malloc((size_t)n * sizeof *v->work.was_reset);
+    if (!v->envs || !v->n_steps || !v->needs_reset || !v->requests || !v->is_legal || !v->rewards || !v->dones ||
+        !v->work.scratch || !v->work.bytes || !v->work.offsets || !v->work.was_reset) {
+        rlt_env_vec_destroy(v);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making a vector env of %d envs", n);
+    }
+    memcpy(v->envs, envs, (size_t)n * sizeof *v->envs);
+    *out = v;
+    return RLT_STATUS_OK;
+}
+
+void rlt_env_vec_destroy(rlt_env_vec *vec)
+{
+    if (!vec) return;
+    rlt_free(vec->work.was_reset);
+    rlt_free(vec->work.offsets);
+    rlt_free(vec->work.bytes);
+    rlt_free(vec->work.scratch);
+    rlt_free(vec->dones);
+    rlt_free(vec->rewards);
+    rlt_free(vec->is_legal);
+    rlt_free(vec->requests);
+    rlt_free(vec->needs_reset);
+    rlt_free(vec->n_steps);
+    rlt_free(vec->envs);
+    rlt_free(vec);
+}
+
+/* Writes row i of `out` for env i as it stands (reset), with the flags and
+ * counts given; terminated is the env's done flag. */
+static void vec_write_row(const rlt_env_vec *v, int i, double reward, bool is_truncated, bool is_legal,
+                          const rlt_env_vec_out *out)
+{
+    const rlt_env *env = v->envs[i];
+    batch_rows rows = {.rewards = out->rewards, .dones = out->terminated, .obs = out->obs, .masks = out->masks,
+                       .gflops = out->gflops};
+    write_row(env->shared, &env->state, reward, i, &rows);
+    if (out->truncated) out->truncated[i] = is_truncated;
+    if (out->is_legal) out->is_legal[i] = is_legal;
+    if (out->n_steps) out->n_steps[i] = v->n_steps[i];
+}
+
+/* Whether env i's episode is truncated: max_steps steps, not terminated. */
+static bool vec_is_truncated(const rlt_env_vec *v, int i)
+{
+    return v->opts.max_steps > 0 && v->n_steps[i] >= v->opts.max_steps && !v->envs[i]->state.is_done;
+}
+
+static rlt_status vec_reset(rlt_env_vec *v, const bool *which, const char *const *schedules,
+                            const rlt_env_vec_out *out, rlt_diag *diag)
+{
+    rlt_status st = RLT_STATUS_OK;
+    int n = v->n, n_reset = 0;
+    for (int i = 0; i < n; i++) {
+        if (!which || which[i]) {
+            n_reset++;
+        } else if (!v->envs[i]->is_reset) {
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                            "envs[%d] of %d was never reset: the first reset of a vector env must reset every env", i,
+                            n);
+        }
+    }
+    rlt_env **envs = rlt_malloc((size_t)(n_reset ? n_reset : 1) * sizeof *envs);
+    const char **scheds = rlt_malloc((size_t)(n_reset ? n_reset : 1) * sizeof *scheds);
+    if (!envs || !scheds) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory resetting %d envs", n_reset);
+        goto cleanup;
+    }
+    for (int i = 0, k = 0; i < n; i++) {
+        if (which && !which[i]) continue;
+        envs[k] = v->envs[i];
+        scheds[k++] = schedules ? schedules[i] : NULL;
+    }
+    if ((st = env_reset_batch(envs, scheds, n_reset, diag)) != RLT_STATUS_OK) goto cleanup;
+    for (int i = 0; i < n; i++) {
+        if (which && !which[i]) continue;
+        v->n_steps[i] = 0;
+        v->needs_reset[i] = false;
+    }
+    for (int i = 0; out && i < n; i++) vec_write_row(v, i, 0, vec_is_truncated(v, i), true, out);
+
+cleanup:
+    rlt_free(scheds);
+    rlt_free(envs);
+    return st;
+}
+
+rlt_status rlt_env_vec_reset(rlt_env_vec *vec, const bool *which, const char *const *schedules,
+                             const rlt_env_vec_out *out, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(vec->envs, vec->n, vec_reset(vec, which, schedules, out, &d), &d, diag);
+}
+
+/* The list of action names, for messages: "up, down, ..., stop". */
+static void action_names_list(char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int a = 0; a < RLT_ENV_N_ACTIONS && len < cap; a++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", a ? ", " : "", rlt_env_action_name(a));
+}
+
+/* Turns the step's actions into batch_take's requests (RESET where an
+ * autoreset is pending, NONE for a masked action's no-op), refusing what
+ * the options refuse; nothing changes. */
+static rlt_status vec_requests(rlt_env_vec *v, const int64_t *actions, rlt_diag *diag)
+{
+    int n = v->n;
+    for (int i = 0; i < n; i++) {
+        if (v->needs_reset[i] || (actions[i] >= 0 && actions[i] < RLT_ENV_N_ACTIONS)) continue;
+        char names[256];
+        action_names_list(names, sizeof names);
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "actions[%d] = %" PRId64 " is out of range: 0..%d (%s)", i,
+                        actions[i], RLT_ENV_N_ACTIONS - 1, names);
+    }
+    for (int i = 0; i < n; i++) {
+        const rlt_env *env = v->envs[i];
+        v->is_legal[i] = true;
+        if (v->needs_reset[i]) {
+            v->requests[i] = RLT_ENV_ACTION_RESET;
+            continue;
+        }
+        int a = (int)actions[i];
+        if (env->is_reset && !env->state.is_done && env->state.mask[a]) {
+            v->requests[i] = a;
+        } else if (env->is_reset && !env->state.is_done && v->opts.masked_action == RLT_ENV_MASKED_NOOP) {
+            v->requests[i] = RLT_ENV_ACTION_NONE;
+            v->is_legal[i] = false;
+        } else {
+            rlt_status st = env->is_reset ? step_refusal(env, a, diag)
+                                          : rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                                                     "call rlt_env_vec_reset before stepping");
+            RLT_ASSERT(st != RLT_STATUS_OK); /* the mask is what rlt_env_step takes */
+            rlt_diag_prefix(diag, "envs[%d] of %d", i, n);
+            return st;
+        }
+    }
+    return RLT_STATUS_OK;
+}
+
+/* SAME_STEP: makes sure that every env's reset after the step is a cache
+ * look-up (the start state evaluated, the peak settled), so that it cannot
+ * fail once envs have stepped; nothing changes. */
+static rlt_status vec_starts_ready(const rlt_env_vec *v, rlt_diag *diag)
+{
+    for (int i = 0; i < v->n; i++) {
+        const rlt_env *env = v->envs[i];
+        if (!step_may_fail(env, RLT_ENV_ACTION_RESET)) continue;
+        env_state scratch;
+        rlt_nest nest;
+        rlt_nest_init(&nest, env->shared->op);
+        rlt_status st = start_state(env, &nest, env->shared->start_hash, &scratch, diag);
+        if (st != RLT_STATUS_OK) {
+            rlt_diag_prefix(diag, "envs[%d] of %d: the start state its reset would reach", i, v->n);
+            return st;
+        }
+    }
+    return RLT_STATUS_OK;
+}
+
+/* SAME_STEP: env i's episode ended in this step: its rows go to `final`,
+ * it starts again, and its rows of `out` become the new start's (reward,
+ * terminated and truncated stay the step's). */
+static rlt_status vec_restart(rlt_env_vec *v, int i, const rlt_env_vec_out *out, const rlt_env_vec_out *final,
+                              rlt_diag *diag)
+{
+    rlt_env *env = v->envs[i];
+    bool is_terminated = env->state.is_done, is_truncated = vec_is_truncated(v, i);
+    if (final) vec_write_row(v, i, v->rewards[i], is_truncated, v->is_legal[i], final);
+    env_state next;
+    rlt_nest nest;
+    rlt_nest_init(&nest, env->shared->op);
+    rlt_status st = start_state(env, &nest, env->shared->start_hash, &next, diag);
+    if (st != RLT_STATUS_OK) {
+        rlt_diag_prefix(diag, "envs[%d] of %d: its reset after the step", i, v->n);
+        return st;
+    }
+    state_copy_live(&env->state, &next);
+    v->n_steps[i] = 0;
+    vec_write_row(v, i, v->rewards[i], is_truncated, true, out);
+    if (out->terminated) out->terminated[i] = is_terminated;
+    return RLT_STATUS_OK;
+}
+
+/* Zeros in every row of `out`. */
+static void vec_out_zero(const rlt_env_vec_out *out, int n)
+{
+    size_t k = (size_t)n;
+    if (out->obs) memset(out->obs, 0, k * RLT_ENV_OBS_LEN * sizeof *out->obs);
+    if (out->masks) memset(out->masks, 0, k * RLT_ENV_N_ACTIONS);
+    if (out->rewards) memset(out->rewards, 0, k * sizeof *out->rewards);
+    if (out->terminated) memset(out->terminated, 0, k * sizeof *out->terminated);
+    if (out->truncated) memset(out->truncated, 0, k * sizeof *out->truncated);
+    if (out->is_legal) memset(out->is_legal, 0, k * sizeof *out->is_legal);
+    if (out->gflops) memset(out->gflops, 0, k * sizeof *out->gflops);
+    if (out->n_steps) memset(out->n_steps, 0, k * sizeof *out->n_steps);
+}
+
+static rlt_status vec_step(rlt_env_vec *v, const int64_t *actions, const rlt_env_vec_out *out,
+                           const rlt_env_vec_out *final, rlt_diag *diag)
+{
+    RLT_ASSERT(actions);
+    static const rlt_env_vec_out none = {0};
+    if (!out) out = &none;
+    int n = v->n;
+    bool is_same_step = v->opts.autoreset == RLT_ENV_AUTORESET_SAME_STEP;
+    rlt_status st = vec_requests(v, actions, diag);
+    if (st == RLT_STATUS_OK && is_same_step) st = vec_starts_ready(v, diag);
+    if (st == RLT_STATUS_OK) st = prefetch_measured(v->envs, v->requests, n, diag);
+    batch_rows rows = {
+        .rewards = v->rewards, .dones = v->dones, .obs = out->obs, .masks = out->masks, .gflops = out->gflops};
+    if (st == RLT_STATUS_OK) st = batch_take(v->envs, n, v->requests, &rows, true, v->work, diag);
+    if (st != RLT_STATUS_OK) return st;
+    if (is_same_step && final) vec_out_zero(final, n);
+    for (int i = 0; i < n; i++) {
+        v->n_steps[i] = v->requests[i] == RLT_ENV_ACTION_RESET ? 0 : v->n_steps[i] + 1;
+        bool is_terminated = v->dones[i];
+        bool is_truncated = v->opts.max_steps > 0 && v->n_steps[i] >= v->opts.max_steps && !is_terminated;
+        if (out->rewards) out->rewards[i] = v->rewards[i];
+        if (out->terminated) out->terminated[i] = is_terminated;
+        if (out->truncated) out->truncated[i] = is_truncated;
+        if (out->is_legal) out->is_legal[i] = v->is_legal[i];
+        if (out->n_steps) out->n_steps[i] = v->n_steps[i];
+        bool has_ended = is_terminated || is_truncated;
+        v->needs_reset[i] = has_ended && v->opts.autoreset == RLT_ENV_AUTORESET_NEXT_STEP;
+        if (has_ended && is_same_step && (st = vec_restart(v, i, out, final, diag)) != RLT_STATUS_OK) return st;
+    }
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_env_vec_step(rlt_env_vec *vec, const int64_t *actions, const rlt_env_vec_out *out,
+                            const rlt_env_vec_out *final, rlt_diag *diag)
+{
+    rlt_diag d;
+    d.status = RLT_STATUS_OK;
+    d.message[0] = '\0';
+    return noted(vec->envs, vec->n, vec_step(vec, actions, out, final, &d), &d, diag);
 }
 
 rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag)

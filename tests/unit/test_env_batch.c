@@ -1,5 +1,5 @@
-/* Unit tests of batched steps (rlt_env_step_batch, rlt_env_observe_batch;
- * include/rltune/env.h):
+/* Unit tests of batched steps (rlt_env_step_batch, rlt_env_observe_batch,
+ * rlt_env_vec_*; include/rltune/env.h):
  *  - a batch equals n single calls bit for bit (rewards, done flags,
  *    observations, masks, the states reached), over seeded random rollouts
  *    with RLT_ENV_ACTION_NONE and resets (RLT_ENV_ACTION_RESET in the
@@ -16,7 +16,15 @@
  *    the batched GFLOP/s rlt_env_gflops;
  *  - measured envs: the states a batch reaches are built together and
  *    measured once;
- *  - out of memory at every allocation of a batch.
+ *  - out of memory at every allocation of a batch;
+ *  - vector envs (rlt_env_vec): each autoreset mode equals single calls
+ *    doing Gymnasium's rules (resets, no-ops for masked actions, step
+ *    limits), bit for bit, with the final rows of SAME_STEP; what they
+ *    refuse (actions out of range, a masked action when strict, a
+ *    terminated env when not autoresetting, an env never reset) names the
+ *    env and changes nothing; an evaluator's failure puts every env back,
+ *    a reset in the same step too; create and reset refuse what they
+ *    cannot do; out of memory at every allocation.
  *
  * Only the test that says it measures compiles anything. */
 #include <criterion/criterion.h>
@@ -516,6 +524,486 @@ Test(env_batch, out_of_memory_at_every_allocation)
             cr_assert_eq(rlt_env_state_hash(envs[i]) != hashes[i], has_succeeded, "allocation %ld: env %d", n, i);
         rlt_env_destroy(envs[1]);
         rlt_env_destroy(envs[0]);
+    }
+    cr_assert(has_succeeded);
+    assert_no_leaks();
+}
+
+/* ---- vector envs (rlt_env_vec) -------------------------------------------- */
+
+#define MAX_VEC 12
+
+/* Every output of a vector env's call, and a row's view of them. */
+typedef struct vec_rows {
+    float obs[MAX_VEC * RLT_ENV_OBS_LEN];
+    unsigned char masks[MAX_VEC * RLT_ENV_N_ACTIONS];
+    double rewards[MAX_VEC];
+    bool terminated[MAX_VEC], truncated[MAX_VEC], is_legal[MAX_VEC];
+    double gflops[MAX_VEC];
+    int64_t n_steps[MAX_VEC];
+} vec_rows;
+
+static rlt_env_vec_out out_of(vec_rows *r)
+{
+    return (rlt_env_vec_out){r->obs,     r->masks,  r->rewards, r->terminated, r->truncated,
+                             r->is_legal, r->gflops, r->n_steps};
+}
+
+/* Fills every output with a byte that no result has: rows written are told apart. */
+static void rows_poison(vec_rows *r) { memset(r, 0xa5, sizeof *r); }
+
+/* Row i of `got` against what the single env `twin` gives now, with the
+ * reward, flags and count the test kept for it. */
+static void assert_row(const vec_rows *got, int i, const rlt_env *twin, double reward, bool is_terminated,
+                       bool is_truncated, bool is_legal, int64_t n_steps, const char *what)
+{
+    float want_obs[RLT_ENV_OBS_LEN];
+    bool want_mask[RLT_ENV_N_ACTIONS];
+    cr_assert_eq(rlt_env_observe(twin, want_obs, RLT_ENV_OBS_LEN, NULL), RLT_STATUS_OK);
+    rlt_env_action_mask(twin, want_mask);
+    cr_assert_eq(memcmp(&got->obs[(size_t)i * RLT_ENV_OBS_LEN], want_obs, sizeof want_obs), 0, "%s: observation",
+                 what);
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++)
+        cr_assert_eq(got->masks[i * RLT_ENV_N_ACTIONS + a], (unsigned char)want_mask[a], "%s: mask[%s]", what,
+                     rlt_env_action_name(a));
+    cr_assert_eq(memcmp(&got->rewards[i], &reward, sizeof reward), 0, "%s: reward %.17g, want %.17g", what,
+                 got->rewards[i], reward);
+    cr_assert_eq(got->terminated[i], is_terminated, "%s: terminated", what);
+    cr_assert_eq(got->truncated[i], is_truncated, "%s: truncated", what);
+    cr_assert_eq(got->is_legal[i], is_legal, "%s: is_legal", what);
+    double gflops = rlt_env_gflops(twin);
+    cr_assert_eq(memcmp(&got->gflops[i], &gflops, sizeof gflops), 0, "%s: gflops", what);
+    cr_assert_eq(got->n_steps[i], n_steps, "%s: n_steps %lld, want %lld", what, (long long)got->n_steps[i],
+                 (long long)n_steps);
+}
+
+/* Row i of `got` is all zeros (a final row of an env whose episode did not end). */
+static void assert_row_zero(const vec_rows *got, int i, const char *what)
+{
+    for (int k = 0; k < RLT_ENV_OBS_LEN; k++) cr_assert_eq(got->obs[(size_t)i * RLT_ENV_OBS_LEN + k], 0.0f, "%s", what);
+    for (int a = 0; a < RLT_ENV_N_ACTIONS; a++) cr_assert_eq(got->masks[i * RLT_ENV_N_ACTIONS + a], 0, "%s", what);
+    cr_assert(!got->terminated[i] && !got->truncated[i] && !got->is_legal[i] && got->gflops[i] == 0.0 &&
+                  got->n_steps[i] == 0,
+              "%s", what);
+}
+
+/* A random action for env: mostly a legal one (stop one time in six), one
+ * time in eight any action, legal or not. */
+static int64_t random_vec_action(const rlt_env *env, rlt_rng *rng)
+{
+    bool mask[RLT_ENV_N_ACTIONS];
+    rlt_env_action_mask(env, mask);
+    int legal[RLT_ENV_N_ACTIONS], n = 0;
+    for (int a = 0; a < RLT_ENV_ACTION_STOP; a++)
+        if (mask[a]) legal[n++] = a;
+    if (n == 0 || rlt_rng_below(rng, 8) == 0) return (int64_t)rlt_rng_below(rng, RLT_ENV_N_ACTIONS);
+    if (mask[RLT_ENV_ACTION_STOP] && rlt_rng_below(rng, 6) == 0) return RLT_ENV_ACTION_STOP;
+    return legal[rlt_rng_below(rng, (uint64_t)n)];
+}
+
+/* Steps `envs` through a vector env (opts) and `twins` (the same states)
+ * one by one with single calls, doing what Gymnasium's rules say (the
+ * test's own reading of them), for n_rounds of seeded random actions, and
+ * checks every output row and state bit for bit. */
+static void vec_agrees_with_single_calls(rlt_env **envs, rlt_env **twins, int n, const rlt_env_vec_opts *opts,
+                                         int n_rounds, uint64_t seed)
+{
+    cr_assert(n <= MAX_VEC);
+    rlt_env_vec *vec = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_vec_create(envs, n, opts, &vec, &d), RLT_STATUS_OK, "%s", d.message);
+    static vec_rows got, final;
+    rlt_env_vec_out out = out_of(&got), fin = out_of(&final);
+    rows_poison(&got);
+    cr_assert_eq(rlt_env_vec_reset(vec, NULL, NULL, &out, &d), RLT_STATUS_OK, "%s", d.message);
+    int64_t n_steps[MAX_VEC] = {0};
+    bool needs_reset[MAX_VEC] = {false};
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(rlt_env_reset(twins[i], &d), RLT_STATUS_OK, "%s", d.message);
+        assert_row(&got, i, twins[i], 0.0, false, false, true, 0, "reset");
+    }
+    rlt_rng rng;
+    rlt_rng_seed(&rng, seed);
+    int n_ended = 0, n_noops = 0, n_autoresets = 0;
+    for (int round = 0; round < n_rounds; round++) {
+        char what[64];
+        /* DISABLED: the caller resets the envs whose episode ended, some of them */
+        if (opts->autoreset == RLT_ENV_AUTORESET_DISABLED) {
+            bool which[MAX_VEC];
+            bool has_any = false;
+            for (int i = 0; i < n; i++) {
+                bool has_ended = rlt_env_is_done(twins[i]) ||
+                                 (opts->max_steps > 0 && n_steps[i] >= opts->max_steps);
+                which[i] = has_ended && (rlt_env_is_done(twins[i]) || rlt_rng_below(&rng, 2));
+                has_any |= which[i];
+            }
+            if (has_any) {
+                rows_poison(&got);
+                cr_assert_eq(rlt_env_vec_reset(vec, which, NULL, &out, &d), RLT_STATUS_OK, "%s", d.message);
+                for (int i = 0; i < n; i++) {
+                    if (which[i]) {
+                        cr_assert_eq(rlt_env_reset(twins[i], &d), RLT_STATUS_OK, "%s", d.message);
+                        n_steps[i] = 0;
+                    }
+                    snprintf(what, sizeof what, "round %d env %d: reset", round, i);
+                    bool is_trunc = opts->max_steps > 0 && n_steps[i] >= opts->max_steps;
+                    assert_row(&got, i, twins[i], 0.0, rlt_env_is_done(twins[i]), is_trunc, true, n_steps[i],
+                               what);
+                }
+            }
+        }
+        int64_t actions[MAX_VEC];
+        for (int i = 0; i < n; i++) actions[i] = needs_reset[i] ? 1000 + i : random_vec_action(twins[i], &rng);
+        rows_poison(&got);
+        rows_poison(&final);
+        cr_assert_eq(rlt_env_vec_step(vec, actions, &out, &fin, &d), RLT_STATUS_OK, "round %d: %s", round,
+                     d.message);
+        for (int i = 0; i < n; i++) {
+            rlt_env *twin = twins[i];
+            double reward = 0;
+            bool is_legal = true;
+            if (needs_reset[i]) {
+                cr_assert_eq(rlt_env_reset(twin, &d), RLT_STATUS_OK, "%s", d.message);
+                n_steps[i] = 0;
+                n_autoresets++;
+            } else {
+                bool mask[RLT_ENV_N_ACTIONS];
+                rlt_env_action_mask(twin, mask);
+                if (mask[actions[i]]) {
+                    cr_assert_eq(rlt_env_step(twin, (int)actions[i], &reward, NULL, &d), RLT_STATUS_OK, "%s",
+                                 d.message);
+                } else {
+                    is_legal = false; /* a no-op */
+                    n_noops++;
+                }
+                n_steps[i]++;
+            }
+            bool is_term = rlt_env_is_done(twin);
+            bool is_trunc = opts->max_steps > 0 && n_steps[i] >= opts->max_steps && !is_term;
+            bool has_ended = is_term || is_trunc;
+            n_ended += has_ended;
+            needs_reset[i] = has_ended && opts->autoreset == RLT_ENV_AUTORESET_NEXT_STEP;
+            snprintf(what, sizeof what, "round %d env %d (%s)", round, i,
+                     actions[i] >= 1000 ? "autoreset" : rlt_env_action_name((int)actions[i]));
+            if (opts->autoreset == RLT_ENV_AUTORESET_SAME_STEP) {
+                if (has_ended) {
+                    assert_row(&final, i, twin, reward, is_term, is_trunc, is_legal, n_steps[i], what);
+                    cr_assert_eq(rlt_env_reset(twin, &d), RLT_STATUS_OK, "%s", d.message);
+                    n_steps[i] = 0;
+                    is_legal = true;
+                } else {
+                    assert_row_zero(&final, i, what);
+                }
+            }
+            assert_row(&got, i, twin, reward, is_term, is_trunc, is_legal, n_steps[i], what);
+            cr_assert_eq(rlt_env_state_hash(envs[i]), rlt_env_state_hash(twin), "%s", what);
+            cr_assert_eq(rlt_env_cursor(envs[i]), rlt_env_cursor(twin), "%s", what);
+            cr_assert_eq(rlt_env_n_steps(envs[i]), rlt_env_n_steps(twin), "%s", what);
+        }
+    }
+    cr_assert_gt(n_ended, n_rounds / 4);
+    cr_assert_gt(n_noops, 0);
+    cr_assert(opts->autoreset != RLT_ENV_AUTORESET_NEXT_STEP || n_autoresets > 0);
+    rlt_env_vec_destroy(vec);
+}
+
+static void vec_replay_and_evaluated_agree(rlt_env_autoreset autoreset)
+{
+    enum { N = 9 };
+    static const char *const spec = "conv2d:N=1,C=3,H=9,W=8,K=4,R=3,S=3,stride=2,pad=1";
+    fake_eval fv = {0}, ft = {0};
+    rlt_env *envs[N], *twins[N];
+    for (int i = 0; i < N; i++) {
+        /* a replay family of four, a family of one evaluated env and two clones, two replays alone */
+        if (i == 0 || i >= 7) {
+            envs[i] = replay_env();
+            twins[i] = replay_env();
+        } else if (i < 4) {
+            envs[i] = clone_of(envs[0]);
+            twins[i] = clone_of(twins[0]);
+        } else if (i == 4) {
+            envs[i] = fake_env(spec, &fv, 0);
+            twins[i] = fake_env(spec, &ft, 0);
+        } else {
+            envs[i] = clone_of(envs[4]);
+            twins[i] = clone_of(twins[4]);
+        }
+    }
+    rlt_env_vec_opts opts = {.max_steps = 6, .autoreset = autoreset};
+    vec_agrees_with_single_calls(envs, twins, N, &opts, 150, 3 + (uint64_t)autoreset);
+    cr_assert_eq(fv.n_calls, ft.n_calls, "the evaluator was asked %d times, single steps asked %d", fv.n_calls,
+                 ft.n_calls);
+    for (int i = N - 1; i >= 0; i--) {
+        rlt_env_destroy(envs[i]);
+        rlt_env_destroy(twins[i]);
+    }
+}
+
+Test(env_vec, next_step_autoreset_equals_single_calls_bit_for_bit)
+{
+    vec_replay_and_evaluated_agree(RLT_ENV_AUTORESET_NEXT_STEP);
+}
+
+Test(env_vec, same_step_autoreset_equals_single_calls_with_the_final_rows)
+{
+    vec_replay_and_evaluated_agree(RLT_ENV_AUTORESET_SAME_STEP);
+}
+
+Test(env_vec, disabled_autoreset_equals_single_calls_and_the_callers_resets)
+{
+    vec_replay_and_evaluated_agree(RLT_ENV_AUTORESET_DISABLED);
+}
+
+Test(env_vec, a_step_limit_of_the_envs_own_terminates)
+{
+    fake_eval f = {0}, ft = {0};
+    rlt_env *envs[3], *twins[3];
+    envs[0] = fake_env("matmul:M=24,N=20,K=12", &f, 3);
+    twins[0] = fake_env("matmul:M=24,N=20,K=12", &ft, 3);
+    for (int i = 1; i < 3; i++) {
+        envs[i] = clone_of(envs[0]);
+        twins[i] = clone_of(twins[0]);
+    }
+    rlt_env_vec_opts opts = {.max_steps = 5};
+    vec_agrees_with_single_calls(envs, twins, 3, &opts, 60, 9);
+    for (int i = 2; i >= 0; i--) {
+        rlt_env_destroy(envs[i]);
+        rlt_env_destroy(twins[i]);
+    }
+}
+
+/* The state of each env, to tell that nothing changed. */
+typedef struct vec_snapshot {
+    uint64_t hash[N_REF];
+    int cursor[N_REF], n_steps[N_REF];
+    bool is_done[N_REF], is_reset[N_REF];
+} vec_snapshot;
+
+static vec_snapshot snapshot(rlt_env *const *envs)
+{
+    vec_snapshot s;
+    for (int i = 0; i < N_REF; i++) {
+        s.hash[i] = rlt_env_state_hash(envs[i]);
+        s.cursor[i] = rlt_env_cursor(envs[i]);
+        s.n_steps[i] = rlt_env_n_steps(envs[i]);
+        s.is_done[i] = rlt_env_is_done(envs[i]);
+        s.is_reset[i] = rlt_env_is_reset(envs[i]);
+    }
+    return s;
+}
+
+static void assert_unchanged(rlt_env *const *envs, const vec_snapshot *before, const char *what)
+{
+    vec_snapshot now = snapshot(envs);
+    cr_assert_eq(memcmp(&now, before, sizeof now), 0, "%s: an env changed", what);
+}
+
+/* The vector env's step fails with `status`, a message starting with
+ * `prefix` and holding `words`, and no env changes. */
+static void assert_vec_refused(rlt_env_vec *vec, rlt_env *const *envs, const int64_t *actions, rlt_status status,
+                               const char *prefix, const char *words)
+{
+    vec_snapshot before = snapshot(envs);
+    static vec_rows got;
+    rlt_env_vec_out out = out_of(&got);
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_vec_step(vec, actions, &out, NULL, &d), status, "%s: %s", rlt_status_str(status),
+                 d.message);
+    cr_assert_eq(strncmp(d.message, prefix, strlen(prefix)), 0, "message '%s', wanted it to start '%s'", d.message,
+                 prefix);
+    cr_assert_not_null(strstr(d.message, words), "message '%s' lacks '%s'", d.message, words);
+    for (int i = 0; i < N_REF; i++) cr_assert_str_eq(rlt_env_last_error(envs[i]), d.message);
+    assert_unchanged(envs, &before, d.message);
+}
+
+Test(env_vec, refusals_name_the_env_and_change_nothing)
+{
+    fake_eval f = {0};
+    rlt_env *envs[N_REF];
+    refusal_envs(&f, envs);
+    rlt_env_vec *vec = NULL, *strict = NULL, *disabled = NULL;
+    rlt_diag d = {0};
+    rlt_env_vec_opts o = {.max_steps = 0};
+    cr_assert_eq(rlt_env_vec_create(envs, N_REF, &o, &vec, &d), RLT_STATUS_OK, "%s", d.message);
+    o.masked_action = RLT_ENV_MASKED_REFUSE;
+    cr_assert_eq(rlt_env_vec_create(envs, N_REF, &o, &strict, &d), RLT_STATUS_OK, "%s", d.message);
+    o = (rlt_env_vec_opts){.autoreset = RLT_ENV_AUTORESET_DISABLED};
+    cr_assert_eq(rlt_env_vec_create(envs, N_REF, &o, &disabled, &d), RLT_STATUS_OK, "%s", d.message);
+
+    /* out of range, whatever else: the first one, named with its value and the actions */
+    int64_t actions[N_REF] = {RLT_ENV_ACTION_DOWN, RLT_ENV_ACTION_UP, 17, -1};
+    assert_vec_refused(vec, envs, actions, RLT_STATUS_INVALID_ARGUMENT, "actions[2] = 17 is out of range: 0..16 (",
+                       "up, down, swap_up");
+    actions[2] = INT64_MIN;
+    assert_vec_refused(vec, envs, actions, RLT_STATUS_INVALID_ARGUMENT, "actions[2] = -9223372036854775808 is",
+                       "split_256, merge, unroll, vectorize, parallel, stop)");
+    actions[2] = RLT_ENV_ACTION_DOWN;
+    actions[3] = RLT_ENV_ACTION_UP;
+
+    /* a masked action (the cursors are on the outermost loop: up): refused by a strict vector env, with
+       rlt_env_step's message */
+    rlt_env *scratch = clone_of(envs[1]);
+    rlt_diag single = {0};
+    cr_assert_eq(rlt_env_step(scratch, RLT_ENV_ACTION_UP, NULL, NULL, &single), RLT_STATUS_ILLEGAL_SCHEDULE);
+    rlt_env_destroy(scratch);
+    assert_vec_refused(strict, envs, actions, RLT_STATUS_ILLEGAL_SCHEDULE, "envs[1] of 4: ", single.message);
+
+    /* a terminated env is refused where no autoreset starts it again */
+    cr_assert_eq(rlt_env_step(envs[2], RLT_ENV_ACTION_STOP, NULL, NULL, NULL), RLT_STATUS_OK);
+    actions[1] = RLT_ENV_ACTION_DOWN;
+    assert_vec_refused(disabled, envs, actions, RLT_STATUS_INVALID_ARGUMENT, "envs[2] of 4: ", "the episode is over");
+
+    /* ... by the others too (it ended outside them: no autoreset is pending) */
+    assert_vec_refused(vec, envs, actions, RLT_STATUS_INVALID_ARGUMENT, "envs[2] of 4: ", "the episode is over");
+
+    /* reset, the vector env that takes masked actions as no-ops takes them: up in envs 2 and 3 */
+    bool which[N_REF] = {false, false, true, false};
+    cr_assert_eq(rlt_env_vec_reset(vec, which, NULL, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    actions[2] = RLT_ENV_ACTION_UP;
+    static vec_rows got;
+    rlt_env_vec_out out = out_of(&got);
+    cr_assert_eq(rlt_env_vec_step(vec, actions, &out, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(got.is_legal[0] && got.is_legal[1] && !got.is_legal[2] && !got.is_legal[3]);
+    cr_assert(got.rewards[3] == 0.0 && got.n_steps[3] == 1 && rlt_env_cursor(envs[3]) == 0);
+    cr_assert(rlt_env_cursor(envs[0]) == 1 && rlt_env_cursor(envs[2]) == 0 && got.n_steps[2] == 1);
+
+    rlt_env_vec_destroy(disabled);
+    rlt_env_vec_destroy(strict);
+    rlt_env_vec_destroy(vec);
+    destroy_all(envs);
+}
+
+Test(env_vec, a_failure_in_a_step_puts_every_env_back_resets_included)
+{
+    fake_eval f = {0};
+    rlt_env *envs[N_REF];
+    refusal_envs(&f, envs);
+    rlt_env_vec *vec = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_vec_create(envs, N_REF, NULL, &vec, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_env_vec_reset(vec, NULL, NULL, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    /* env 0 stops: its autoreset is pending; envs 1 and 2 step to states of their own */
+    int64_t actions[N_REF] = {RLT_ENV_ACTION_STOP, RLT_ENV_ACTION_SPLIT_2, RLT_ENV_ACTION_DOWN, RLT_ENV_ACTION_DOWN};
+    cr_assert_eq(rlt_env_vec_step(vec, actions, NULL, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(rlt_env_is_done(envs[0]));
+    /* then: env 0 resets, envs 1 and 2 reach new states, env 3 a state the evaluator cannot score */
+    int64_t next[N_REF] = {RLT_ENV_ACTION_SPLIT_4, RLT_ENV_ACTION_SPLIT_4, RLT_ENV_ACTION_SPLIT_8,
+                           RLT_ENV_ACTION_SPLIT_8};
+    f.fail_at_call = f.n_calls + 3;
+    assert_vec_refused(vec, envs, next, RLT_STATUS_IO_ERROR, "envs[3] of 4: ", "the fake evaluator is broken");
+    cr_assert(rlt_env_is_done(envs[0]), "env 0's reset was undone");
+    /* mended: the step is taken, the reset with it, the states evaluated before not asked for again */
+    f.fail_at_call = 0;
+    int n_calls = f.n_calls;
+    static vec_rows got;
+    rlt_env_vec_out out = out_of(&got);
+    cr_assert_eq(rlt_env_vec_step(vec, next, &out, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(f.n_calls - n_calls, 1);
+    cr_assert(!rlt_env_is_done(envs[0]) && got.n_steps[0] == 0 && got.rewards[0] == 0.0 && got.n_steps[1] == 2);
+    rlt_env_vec_destroy(vec);
+    destroy_all(envs);
+}
+
+Test(env_vec, create_and_reset_refuse_what_they_cannot_do)
+{
+    fake_eval f = {0};
+    rlt_env *envs[N_REF];
+    refusal_envs(&f, envs);
+    rlt_env_vec *vec = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_vec_create(envs, 0, NULL, &vec, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert_null(vec);
+    rlt_env *twice[N_REF] = {envs[0], envs[1], envs[2], envs[1]};
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_env_vec_create(twice, N_REF, NULL, &vec, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(d.message, "envs[1] and envs[3] of 4 are the same env"), "%s", d.message);
+    rlt_env_vec_opts bad[] = {{.max_steps = -1}, {.autoreset = RLT_ENV_AUTORESET_COUNT},
+                              {.masked_action = RLT_ENV_MASKED_COUNT}};
+    for (size_t k = 0; k < RLT_ARRAY_LEN(bad); k++) {
+        d = (rlt_diag){0};
+        cr_assert_eq(rlt_env_vec_create(envs, N_REF, &bad[k], &vec, &d), RLT_STATUS_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(d.message, "vector env options out of range"), "%s", d.message);
+    }
+
+    /* a fresh env must be reset by the first reset, and stepping it before is refused */
+    rlt_env *fresh = NULL;
+    rlt_env_opts o = {.peak_gflops = PEAK, .evaluate = fake_evaluate, .evaluate_ctx = &f};
+    cr_assert_eq(rlt_env_create("matmul:M=8,N=8,K=8", &o, &fresh, NULL), RLT_STATUS_OK);
+    rlt_env *with_fresh[N_REF] = {envs[0], fresh, envs[2], envs[3]};
+    cr_assert_eq(rlt_env_vec_create(with_fresh, N_REF, NULL, &vec, &d), RLT_STATUS_OK, "%s", d.message);
+    int64_t actions[N_REF] = {RLT_ENV_ACTION_DOWN, RLT_ENV_ACTION_DOWN, RLT_ENV_ACTION_DOWN, RLT_ENV_ACTION_DOWN};
+    assert_vec_refused(vec, with_fresh, actions, RLT_STATUS_INVALID_ARGUMENT, "envs[1] of 4: ",
+                       "call rlt_env_vec_reset before stepping");
+    bool which[N_REF] = {true, false, true, true};
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_env_vec_reset(vec, which, NULL, NULL, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(d.message, "envs[1] of 4 was never reset"), "%s", d.message);
+    cr_assert(!rlt_env_is_reset(fresh) && rlt_env_cursor(envs[0]) == 0);
+
+    /* a schedule that cannot start an episode resets no env */
+    const char *schedules[N_REF] = {NULL, "split i 2", "tile i 2", NULL};
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_env_vec_reset(vec, NULL, schedules, NULL, &d), RLT_STATUS_PARSE_ERROR);
+    cr_assert_not_null(strstr(d.message, "unknown step 'tile'"), "%s", d.message);
+    cr_assert(!rlt_env_is_reset(fresh));
+
+    /* from schedules (a NULL one: the default nest), and a subset: every row is written */
+    schedules[2] = "split i 4";
+    cr_assert_eq(rlt_env_vec_reset(vec, NULL, schedules, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_env_vec_step(vec, actions, NULL, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    static vec_rows got;
+    rlt_env_vec_out out = out_of(&got);
+    rows_poison(&got);
+    which[1] = false;
+    cr_assert_eq(rlt_env_vec_reset(vec, which, schedules, &out, &d), RLT_STATUS_OK, "%s", d.message);
+    for (int i = 0; i < N_REF; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "env %d", i);
+        assert_row(&got, i, with_fresh[i], 0.0, false, false, true, which[i] ? 0 : 1, what);
+    }
+    cr_assert(rlt_env_cursor(fresh) == 1 && rlt_env_cursor(envs[2]) == 0);
+    rlt_env *twin = fake_env("matmul:M=24,N=20,K=12", &f, 0);
+    cr_assert_eq(rlt_env_reset_schedule(twin, "split i 4", NULL), RLT_STATUS_OK);
+    cr_assert_eq(rlt_env_state_hash(envs[2]), rlt_env_state_hash(twin));
+    rlt_env_destroy(twin);
+    rlt_env_vec_destroy(vec);
+    rlt_env_vec_destroy(NULL);
+    rlt_env_destroy(fresh);
+    destroy_all(envs);
+}
+
+Test(env_vec, out_of_memory_at_every_allocation)
+{
+    bool has_succeeded = false;
+    for (long n = 1; n < 200 && !has_succeeded; n++) {
+        fake_eval f = {0};
+        rlt_env *envs[3] = {fake_env("matmul:M=24,N=20,K=12", &f, 0), NULL, NULL};
+        envs[1] = clone_of(envs[0]);
+        envs[2] = clone_of(envs[0]);
+        int64_t actions[3] = {RLT_ENV_ACTION_SPLIT_2, RLT_ENV_ACTION_SPLIT_4, RLT_ENV_ACTION_STOP};
+        rlt_env_vec *vec = NULL;
+        rlt_env_vec_opts o = {.autoreset = RLT_ENV_AUTORESET_SAME_STEP};
+        static vec_rows got, final;
+        rlt_env_vec_out out = out_of(&got), fin = out_of(&final);
+        rlt_alloc_fail_after(n);
+        rlt_status st = rlt_env_vec_create(envs, 3, &o, &vec, NULL);
+        if (st == RLT_STATUS_OK) st = rlt_env_vec_reset(vec, NULL, NULL, &out, NULL);
+        uint64_t hashes[3] = {rlt_env_state_hash(envs[0]), rlt_env_state_hash(envs[1]), rlt_env_state_hash(envs[2])};
+        if (st == RLT_STATUS_OK) {
+            st = rlt_env_vec_step(vec, actions, &out, &fin, NULL);
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(rlt_env_state_hash(envs[i]) != hashes[i], st == RLT_STATUS_OK, "allocation %ld: env %d",
+                             n, i);
+        }
+        rlt_alloc_fail_after(0);
+        cr_assert(st == RLT_STATUS_OK || st == RLT_STATUS_OUT_OF_MEMORY, "allocation %ld: %s", n,
+                  rlt_status_str(st));
+        has_succeeded = st == RLT_STATUS_OK;
+        if (has_succeeded) /* env 2 stopped, and started again in the same step */
+            cr_assert(final.terminated[2] && final.n_steps[2] == 1 && got.terminated[2] && got.n_steps[2] == 0 &&
+                      !rlt_env_is_done(envs[2]));
+        rlt_env_vec_destroy(vec);
+        for (int i = 2; i >= 0; i--) rlt_env_destroy(envs[i]);
     }
     cr_assert(has_succeeded);
     assert_no_leaks();
