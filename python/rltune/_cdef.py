@@ -322,6 +322,38 @@ typedef struct rlt_env_stats {
     int64_t n_cached;
 } rlt_env_stats;
 
+typedef struct rlt_env_vec rlt_env_vec;
+
+typedef enum rlt_env_autoreset {
+    RLT_ENV_AUTORESET_NEXT_STEP,
+    RLT_ENV_AUTORESET_SAME_STEP,
+    RLT_ENV_AUTORESET_DISABLED,
+    RLT_ENV_AUTORESET_COUNT
+} rlt_env_autoreset;
+
+typedef enum rlt_env_masked_action {
+    RLT_ENV_MASKED_NOOP,
+    RLT_ENV_MASKED_REFUSE,
+    RLT_ENV_MASKED_COUNT
+} rlt_env_masked_action;
+
+typedef struct rlt_env_vec_opts {
+    int max_steps;
+    rlt_env_autoreset autoreset;
+    rlt_env_masked_action masked_action;
+} rlt_env_vec_opts;
+
+typedef struct rlt_env_vec_out {
+    float *obs;
+    unsigned char *masks;
+    double *rewards;
+    bool *terminated;
+    bool *truncated;
+    bool *is_legal;
+    double *gflops;
+    int64_t *n_steps;
+} rlt_env_vec_out;
+
 /* rltune/session.h: datasets */
 #define RLT_DATASET_DEFAULT_SAMPLES 4096
 #define RLT_DATASET_MAX_SAMPLES 1000000
@@ -727,6 +759,10 @@ rlt_status rlt_env_reset_batch(rlt_env *const *envs, const char *const *schedule
 rlt_status rlt_env_step_batch(rlt_env *const *envs, int n, const int *actions, double *rewards, bool *dones, float *obs, unsigned char *masks, rlt_diag *diag);
 rlt_status rlt_env_observe_batch(rlt_env *const *envs, int n, float *obs, unsigned char *masks, rlt_diag *diag);
 void rlt_env_gflops_batch(rlt_env *const *envs, int n, double *out);
+rlt_status rlt_env_vec_create(rlt_env *const *envs, int n, const rlt_env_vec_opts *opts, rlt_env_vec **out, rlt_diag *diag);
+void rlt_env_vec_destroy(rlt_env_vec *vec);
+rlt_status rlt_env_vec_reset(rlt_env_vec *vec, const bool *which, const char *const *schedules, const rlt_env_vec_out *out, rlt_diag *diag);
+rlt_status rlt_env_vec_step(rlt_env_vec *vec, const int64_t *actions, const rlt_env_vec_out *out, const rlt_env_vec_out *final, rlt_diag *diag);
 rlt_status rlt_env_observe(const rlt_env *env, float *out, size_t n_floats, rlt_diag *diag);
 void rlt_env_observation_bounds(float low[359], float high[359]);
 void rlt_env_action_mask(const rlt_env *env, bool mask[17]);
@@ -872,6 +908,8 @@ STRUCTS = (
     "rlt_env_eval_result",
     "rlt_env_opts",
     "rlt_env_stats",
+    "rlt_env_vec_opts",
+    "rlt_env_vec_out",
     "rlt_dataset_info",
     "rlt_dataset_opts",
     "rlt_dataset_result",

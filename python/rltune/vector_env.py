@@ -1,6 +1,7 @@
 """rltune/LoopNest-v0 as a Gymnasium vector env: num_envs LoopTune envs
-stepped by one C call (rlt_env_step_batch), so Python's fixed cost per
-call is shared by all of them.
+stepped by one C call a step (rlt_env_vec_step, a C vector env that keeps
+the step counts, truncates, autoresets and writes every output), so that
+what Python does per step does not grow with num_envs.
 
     import gymnasium as gym, rltune
     envs = gym.make_vec("rltune/LoopNest-v0", num_envs=64, op="matmul:M=32,N=32,K=32",
@@ -21,6 +22,7 @@ new states of a step together (compilers in parallel).
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -30,13 +32,74 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ._lib import check, cstr, ffi, lib, new_diag
-from .env import ACTION_NAMES, ACTION_NONE, ACTION_RESET, N_ACTIONS, OBS_LEN, Evaluator, LoopTuneEnv
-from .errors import InvalidArgumentError, RltuneError
+from .env import ACTION_NAMES, N_ACTIONS, OBS_LEN, Evaluator, LoopTuneEnv
+from .errors import InvalidArgumentError
 from .gym_env import _make_core, _observation_bounds
 
 ObsBatch = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
+
+_INT64 = np.dtype(np.int64)
+_INT64_MAX = np.iinfo(np.int64).max
+_AUTORESET_C = {
+    AutoresetMode.NEXT_STEP: "RLT_ENV_AUTORESET_NEXT_STEP",
+    AutoresetMode.SAME_STEP: "RLT_ENV_AUTORESET_SAME_STEP",
+    AutoresetMode.DISABLED: "RLT_ENV_AUTORESET_DISABLED",
+}
+_INFO_KEYS = ("action_mask", "gflops", "is_legal", "n_steps")
+_POOL_MAX = 3  # sets of output arrays a copying vector env recycles
+
+
+def _vec_out(*arrays: Optional[np.ndarray]) -> tuple[Any, list[Any]]:
+    """An rlt_env_vec_out of these arrays (obs, masks, rewards, terminated,
+    truncated, is_legal, gflops, n_steps; None: NULL), and the buffers that
+    must outlive it."""
+    out = ffi.new("rlt_env_vec_out *")
+    keep: list[Any] = []
+    types = ("float[]", "unsigned char[]", "double[]", "bool[]", "bool[]", "bool[]", "double[]", "int64_t[]")
+    names = ("obs", "masks", "rewards", "terminated", "truncated", "is_legal", "gflops", "n_steps")
+    for name, ctype, array in zip(names, types, arrays):
+        if array is not None:
+            buf = ffi.from_buffer(ctype, array)
+            keep.append(buf)
+            setattr(out, name, buf)
+    return out, keep
+
+
+class _Outputs:
+    """One set of a vector env's output arrays, with the rlt_env_vec_out
+    that C writes them through."""
+
+    __slots__ = ("obs", "masks", "rewards", "terminated", "truncated", "is_legal", "gflops", "n_steps", "arrays",
+                 "c", "_keep", "_counts")
+
+    def __init__(self, n: int) -> None:
+        self.obs = np.zeros((n, OBS_LEN), dtype=np.float32)
+        self.masks = np.zeros((n, N_ACTIONS), dtype=np.int8)  # 1 legal
+        self.rewards = np.zeros(n, dtype=np.float64)
+        self.terminated = np.zeros(n, dtype=np.bool_)
+        self.truncated = np.zeros(n, dtype=np.bool_)
+        self.is_legal = np.ones(n, dtype=np.bool_)
+        self.gflops = np.zeros(n, dtype=np.float64)
+        self.n_steps = np.zeros(n, dtype=np.int64)
+        self.arrays = (self.obs, self.masks, self.rewards, self.terminated, self.truncated, self.is_legal,
+                       self.gflops, self.n_steps)
+        self.c, self._keep = _vec_out(*self.arrays)
+        self._counts = self._ref_counts()
+
+    def _ref_counts(self) -> Optional[list[int]]:
+        """How many references each array has (None where Python does not
+        count them)."""
+        if not hasattr(sys, "getrefcount"):
+            return None
+        return [sys.getrefcount(a) for a in self.arrays]
+
+    def is_free(self) -> bool:
+        """Whether nothing holds any of the arrays but the set itself (no
+        result, view or buffer of them is alive): they may be written
+        again."""
+        return self._counts is not None and self._ref_counts() == self._counts
 
 
 class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[Any]]):
@@ -49,9 +112,10 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
     min_repeat_ms, timeout_s, data_seed, peak_gflops, render_mode), applied
     to every sub-env; autoreset_mode (gymnasium's AutoresetMode or its
     value: "NextStep", the default, "SameStep" or "Disabled"); copy (True:
-    step and reset return arrays of their own; False: arrays that the next
-    call overwrites). Bad values raise ValueError (rltune's message for a
-    bad op or dataset).
+    step and reset return arrays of their own, never written again while
+    anything holds them or a view of them, and recycled once nothing does;
+    False: arrays that the next call overwrites). Bad values raise
+    ValueError (rltune's message for a bad op or dataset).
 
     step(actions) takes num_envs actions (ints in 0..16) and returns the
     observations (num_envs, 359) float32, rewards (float64), terminated and
@@ -123,43 +187,46 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
 
-        # What every call reuses: the envs as a C array and as addresses
-        # (numpy picks the subsets to reset), the C outputs' arrays with
-        # their cffi views, and the step's scratch arrays.
+        # The C vector env (it keeps the step counts and autoresets, and
+        # writes every output), and the actions as int64 for arrays that
+        # are not C-contiguous int64 already.
         self._lib = lib()
         self._diag = new_diag()
         ptrs = [core._h() for core in self._cores]
-        self._envs_c = ffi.new("rlt_env *[]", ptrs)
-        self._addrs = np.array([int(ffi.cast("uintptr_t", p)) for p in ptrs], dtype=np.uintp)
+        envs_c = ffi.new("rlt_env *[]", ptrs)
+        opts = ffi.new("rlt_env_vec_opts *")
+        opts.max_steps = self.max_steps
+        opts.autoreset = getattr(self._lib, _AUTORESET_C[mode])
+        is_strict = illegal_action == "raise"
+        opts.masked_action = self._lib.RLT_ENV_MASKED_REFUSE if is_strict else self._lib.RLT_ENV_MASKED_NOOP
+        vec = ffi.new("rlt_env_vec **")
+        check(self._lib.rlt_env_vec_create(envs_c, n, opts, vec, self._diag), self._diag)
+        # The vector env only borrows the C envs (its destroy does not touch
+        # them), so it may be freed before or after them.
+        self._vec = ffi.gc(vec[0], self._lib.rlt_env_vec_destroy)
+        self._vec_step = self._lib.rlt_env_vec_step
         self._shape = (n,)
-        self._actions = np.zeros(n, dtype=np.intc)
-        self._actions_c = ffi.from_buffer("int[]", self._actions)
-        self._rewards = np.zeros(n, dtype=np.float64)
-        self._rewards_c = ffi.from_buffer("double[]", self._rewards)
-        self._terminated = np.zeros(n, dtype=np.bool_)
-        self._terminated_c = ffi.from_buffer("bool[]", self._terminated)
-        self._truncated = np.zeros(n, dtype=np.bool_)
-        self._obs = np.zeros((n, OBS_LEN), dtype=np.float32)  # the observations when copy is False
-        self._obs_c = ffi.from_buffer("float[]", self._obs)
-        self._masks = np.zeros((n, N_ACTIONS), dtype=np.int8)  # 1 legal: rlt_env_step_batch's masks
-        self._masks_c = ffi.from_buffer("unsigned char[]", self._masks)
-        self._masks_flat = self._masks.reshape(-1)
-        self._gflops = np.zeros(n, dtype=np.float64)
-        self._gflops_c = ffi.from_buffer("double[]", self._gflops)
-        self._n_steps = np.zeros(n, dtype=np.int64)
-        self._autoreset = np.zeros(n, dtype=np.bool_)
-        self._n_autoreset = 0
-        self._in_range = np.zeros(n, dtype=np.bool_)
-        self._index = np.zeros(n, dtype=np.intp)
-        self._row_offsets = np.arange(n, dtype=np.intp) * N_ACTIONS
-        # constants as arrays: a ufunc on two arrays costs less than on an
-        # array and a Python number
-        self._n_actions_u64 = np.full(n, N_ACTIONS, dtype=np.uint64)
-        self._n_actions_uint = np.full(n, N_ACTIONS, dtype=np.uintc)
-        self._max_steps = np.full(n, self.max_steps, dtype=np.int64)
-        self._resets = np.full(n, ACTION_RESET, dtype=np.intc)
-        self._ones = np.ones(n, dtype=np.int64)
-        self._zeros = np.zeros(n, dtype=np.int64)
+        self._obs_shape = (n, OBS_LEN)
+        self._actions = np.zeros(n, dtype=np.int64)
+        self._actions_c = ffi.from_buffer("int64_t[]", self._actions)
+        # Where C writes: with copy False the env's own arrays, returned as
+        # they are; with copy True, a set of arrays that no earlier result
+        # holds any more (recycled: returned as they are), else a new
+        # observation array and the env's own others, returned as copies.
+        self._own = _Outputs(n)
+        self._pool: list[_Outputs] = []
+        self._final: Optional[tuple[np.ndarray, ...]] = None
+        self._final_c = ffi.NULL
+        if mode == AutoresetMode.SAME_STEP:  # where the ended episodes' last states go
+            self._final = (
+                np.zeros(self._obs_shape, dtype=np.float32),
+                np.zeros((n, N_ACTIONS), dtype=np.int8),
+                np.zeros(n, dtype=np.float64),
+                np.zeros(n, dtype=np.bool_),
+                np.zeros(n, dtype=np.int64),
+            )
+            fo, fm, fg, fl, fn = self._final
+            self._final_c, self._final_keep = _vec_out(fo, fm, None, None, None, fl, fg, fn)
         self._everyone = np.ones(n, dtype=np.bool_)
         self._everyone.flags.writeable = False
         self._is_reset = False
@@ -179,7 +246,7 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
             raise ValueError(f"seed must be an int or None, not {seed!r}")
         options = dict(options or {})
         which = self._reset_mask(options.pop("reset_mask", None))
-        schedules = self._schedules(options.pop("schedule", None), which)
+        schedules = self._schedules(options.pop("schedule", None))
         if options:
             raise ValueError(
                 f"unknown reset option(s) {sorted(options)}: LoopNest-v0 takes 'schedule' and 'reset_mask'"
@@ -188,73 +255,49 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
         if seed is not None:
             self.action_space.seed(int(seed))
             self.single_action_space.seed(int(seed))
-        idx = which.nonzero()[0]
-        self._reset_envs(idx, schedules)
-        self._terminated[idx] = False
-        self._truncated[idx] = False
-        self._is_reset = True
-        obs, obs_c = self._obs_buffer()
-        st = self._lib.rlt_env_observe_batch(self._envs_c, self.num_envs, obs_c, self._masks_c, self._diag)
+        keep: list[Any] = []
+        which_c = ffi.NULL if which is None else ffi.from_buffer("bool[]", which)
+        sched_c = ffi.NULL
+        if schedules is not None:
+            sched_c = ffi.new("const char *[]", [cstr(s, keep) for s in schedules])
+        out, obs = self._outputs()
+        st = self._lib.rlt_env_vec_reset(self._vec, which_c, sched_c, out.c, self._diag)
         if st:
             self._raise(st)
-        info = self._info(np.ones(self.num_envs, dtype=np.bool_), which)
-        if len(idx) < self.num_envs:  # the info is of the envs reset (zeros elsewhere, as SyncVectorEnv has it)
-            for key in ("action_mask", "gflops", "is_legal", "n_steps"):
+        self._is_reset = True
+        present = self._everyone if which is None else which
+        info = self._info(out, present)
+        if which is not None:  # the info is of the envs reset (zeros elsewhere, as SyncVectorEnv has it)
+            for key in _INFO_KEYS:
                 info[key] = np.where(which.reshape((-1,) + (1,) * (info[key].ndim - 1)), info[key], 0).astype(
                     info[key].dtype
                 )
         return obs, info
 
     def step(self, actions: Any) -> tuple[ObsBatch, npt.NDArray[np.float64], BoolArray, BoolArray, dict[str, Any]]:
-        """Steps every sub-env with one rlt_env_step_batch call (see the
+        """Steps every sub-env with one rlt_env_vec_step call (see the
         class's doc for autoreset)."""
-        # The hot path: numpy on whole arrays (a fraction of a microsecond a
-        # call, whatever num_envs) and one C call; no Python per sub-env,
-        # except for masked actions.
+        # The hot path: a few checks, one C call that does everything, the
+        # info dict. No numpy arithmetic and nothing per sub-env.
         a = actions if type(actions) is np.ndarray else np.asarray(actions)
-        if a.shape != self._shape or a.dtype.kind not in "iu":
-            raise ValueError(f"actions must be {self.num_envs} ints (shape ({self.num_envs},)), not {actions!r}")
-        if not self._is_reset:
-            if self.closed:
-                raise ValueError("the env is closed")
-            raise InvalidArgumentError("step before reset: call reset() first", status="INVALID_ARGUMENT", code=1)
-        acts = self._actions
-        acts[:] = a
-        if a.dtype.itemsize == 8:  # checked before the cast to C's int could wrap it
-            in_range = np.less(a.view(np.uint64), self._n_actions_u64, out=self._in_range)
+        if a.dtype is _INT64 and a.shape == self._shape and self._is_reset:
+            if a.flags.c_contiguous:
+                actions_c = ffi.from_buffer("int64_t[]", a)
+            else:
+                np.copyto(self._actions, a)
+                actions_c = self._actions_c
         else:
-            in_range = np.less(acts.view(np.uintc), self._n_actions_uint, out=self._in_range)
-        np.add(self._row_offsets, acts, out=self._index)
-        is_legal = np.logical_and(in_range, self._masks_flat.take(self._index, mode="clip"))
-        resets = self._n_autoreset and self.autoreset_mode == AutoresetMode.NEXT_STEP
-        if resets:  # the sub-envs whose episode ended start again, their actions ignored
-            np.copyto(acts, self._resets, where=self._autoreset)
-            np.logical_or(is_legal, self._autoreset, out=is_legal)
-        if np.count_nonzero(is_legal) != self.num_envs:
-            self._refuse_or_skip(a, in_range, is_legal)
-        obs, obs_c = self._obs_buffer()
-        st = self._lib.rlt_env_step_batch(
-            self._envs_c, self.num_envs, self._actions_c, self._rewards_c, self._terminated_c, obs_c, self._masks_c,
-            self._diag,
-        )
+            actions_c = self._actions_from(a, actions)
+        out, obs = self._outputs()
+        st = self._vec_step(self._vec, actions_c, out.c, self._final_c, self._diag)
         if st:
             self._raise(st)
-        n_steps = np.add(self._n_steps, self._ones, out=self._n_steps)
-        if resets:
-            np.copyto(n_steps, self._zeros, where=self._autoreset)
-        terminated, truncated = self._terminated, self._truncated
-        if self.max_steps:
-            np.greater_equal(n_steps, self._max_steps, out=truncated)
-            np.greater(truncated, terminated, out=truncated)  # and not terminated
-        if self.autoreset_mode != AutoresetMode.DISABLED:
-            np.logical_or(terminated, truncated, out=self._autoreset)
-            self._n_autoreset = np.count_nonzero(self._autoreset)
-        info = self._info(is_legal, self._everyone)
-        if self.autoreset_mode == AutoresetMode.SAME_STEP and self._n_autoreset:
-            self._same_step_reset(obs, info)
-        if not self.copy:
-            return obs, self._rewards, terminated, truncated, info
-        return obs, self._rewards.copy(), terminated.copy(), truncated.copy(), info
+        info = self._info(out, self._everyone)
+        if self._final is not None:
+            self._same_step_info(out, info)
+        if out is not self._own or not self.copy:
+            return obs, out.rewards, out.terminated, out.truncated, info
+        return obs, out.rewards.copy(), out.terminated.copy(), out.truncated.copy(), info
 
     def render(self) -> Optional[tuple[str, ...]]:
         """With render_mode "ansi", each sub-env's loop tree and GFLOP/s."""
@@ -264,6 +307,7 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
 
     def close_extras(self, **kwargs: Any) -> None:
         self._is_reset = False  # step and reset refuse from now on: the C envs are freed
+        ffi.release(self._vec)  # rlt_env_vec_destroy, before the envs it borrows
         for core in self._cores:
             core.close()
 
@@ -277,13 +321,38 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
 
     # ---- helpers ------------------------------------------------------------
 
-    def _obs_buffer(self) -> tuple[ObsBatch, Any]:
-        """Where the C call writes the observations: a new array (copy),
-        written in place rather than copied after, or the env's own."""
+    def _actions_from(self, a: npt.NDArray[Any], actions: Any) -> Any:
+        """The actions as C takes them (int64), from any other array: its
+        shape and dtype checked, values past int64 refused, step before
+        reset refused."""
+        if a.shape != self._shape or a.dtype.kind not in "iu":
+            raise ValueError(f"actions must be {self.num_envs} ints (shape ({self.num_envs},)), not {actions!r}")
+        if not self._is_reset:
+            if self.closed:
+                raise ValueError("the env is closed")
+            raise InvalidArgumentError("step before reset: call reset() first", status="INVALID_ARGUMENT", code=1)
+        if a.dtype.kind == "u" and a.dtype.itemsize == 8 and a.max() > _INT64_MAX:  # past what int64 holds
+            bad = int(np.flatnonzero(a > _INT64_MAX)[0])
+            names = ", ".join(ACTION_NAMES)
+            raise ValueError(f"actions[{bad}] = {a[bad]} is out of range: 0..{N_ACTIONS - 1} ({names})")
+        np.copyto(self._actions, a, casting="unsafe")
+        return self._actions_c
+
+    def _outputs(self) -> tuple[_Outputs, ObsBatch]:
+        """Where the next call writes (see __init__): the set of arrays,
+        and the observations' array."""
+        own = self._own
         if not self.copy:
-            return self._obs, self._obs_c
-        obs = np.empty((self.num_envs, OBS_LEN), dtype=np.float32)
-        return obs, ffi.from_buffer("float[]", obs)
+            return own, own.obs
+        for out in self._pool:
+            if out.is_free():
+                return out, out.obs
+        if len(self._pool) < _POOL_MAX and own._counts is not None:
+            self._pool.append(_Outputs(self.num_envs))
+            return self._pool[-1], self._pool[-1].obs
+        obs = np.empty(own.obs.shape, dtype=np.float32)
+        own.c.obs = ffi.from_buffer("float[]", obs)  # alive for the call: obs holds the memory
+        return own, obs
 
     def _raise(self, status: int) -> None:
         """Raises a failed call's error from the diag, and clears it:
@@ -295,93 +364,43 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
             d.status = 0
             d.message[0] = b"\0"
 
-    def _refuse_or_skip(self, a: npt.NDArray[Any], in_range: BoolArray, is_legal: BoolArray) -> None:
-        """The actions the batch cannot take as given: one out of range
-        raises ValueError; a masked one is a step that changes nothing
-        (is_legal False), or with illegal_action="raise" raises
-        IllegalScheduleError. Nothing changes before an error is raised."""
-        if np.count_nonzero(in_range) != self.num_envs:
-            bad = int((~in_range).nonzero()[0][0])
-            raise ValueError(
-                f"actions[{bad}] = {a[bad]} is out of range: 0..{N_ACTIONS - 1} ({', '.join(ACTION_NAMES)})"
-            )
-        refused = ~is_legal
-        if self.autoreset_mode == AutoresetMode.DISABLED:
-            # a terminated sub-env (not reset) goes to the C call, which
-            # refuses it as rlt_env_step does: the episode is over
-            refused &= ~self._terminated
-        illegal = refused.nonzero()[0]
-        if len(illegal) and self.illegal_action == "raise":
-            self._raise_illegal(int(illegal[0]), int(self._actions[illegal[0]]))
-        self._actions[illegal] = ACTION_NONE
-
-    def _raise_illegal(self, i: int, action: int) -> None:
-        """illegal_action="raise": the error rlt_env_step gives for sub-env
-        i's masked action (taken on a clone, so no env changes), naming it."""
-        scratch = self._cores[i].clone()
-        try:
-            scratch.step(action)
-        except RltuneError as e:
-            raise type(e)(f"envs[{i}] of {self.num_envs}: {e.message}", status=e.status, code=e.code) from None
-        finally:
-            scratch.close()
-        raise AssertionError(f"sub-env {i}: {ACTION_NAMES[action]} is masked, yet rlt_env_step took it")
-
-    def _reset_mask(self, mask: Any) -> BoolArray:
-        """Which sub-envs a reset starts: all, or options["reset_mask"]."""
+    def _reset_mask(self, mask: Any) -> Optional[BoolArray]:
+        """Which sub-envs a reset starts: all (None), or options["reset_mask"]."""
         if mask is None:
-            return np.ones(self.num_envs, dtype=np.bool_)
+            return None
         if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != self._shape:
             raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), not {mask!r}")
         if not mask.any():
             raise ValueError("options['reset_mask'] must select at least one sub-env")
-        return mask.copy()
+        return np.ascontiguousarray(mask).copy()
 
-    def _schedules(self, schedule: Any, which: BoolArray) -> Optional[list[Optional[str]]]:
-        """options["schedule"] as one entry per sub-env that resets; None
-        when every one starts at the default nest."""
+    def _schedules(self, schedule: Any) -> Optional[list[Optional[str]]]:
+        """options["schedule"] as one entry per sub-env; None when every
+        one starts at the default nest."""
         if schedule is None:
             return None
         if isinstance(schedule, str):
-            return [schedule] * int(np.count_nonzero(which))
+            return [schedule] * self.num_envs
         if (
             isinstance(schedule, Sequence)
             and len(schedule) == self.num_envs
             and all(s is None or isinstance(s, str) for s in schedule)
         ):
-            return [schedule[i] for i in which.nonzero()[0]]
+            return list(schedule)
         raise ValueError(
             f"options['schedule'] must be a schedule's text or a sequence of {self.num_envs} (str or None), "
             f"not {schedule!r}"
         )
 
-    def _reset_envs(self, idx: IndexArray, schedules: Optional[list[Optional[str]]]) -> None:
-        """rlt_env_reset_batch of the sub-envs idx (ascending, distinct);
-        their step counts and autoreset flags start again. A schedule that
-        cannot start an episode resets no env (its error says which)."""
-        if len(idx) == self.num_envs:
-            envs = self._envs_c
-        else:
-            envs = ffi.from_buffer("rlt_env *[]", self._addrs[idx])
-        keep: list[Any] = []
-        sched_c = ffi.NULL
-        if schedules is not None:
-            sched_c = ffi.new("const char *[]", [cstr(s, keep) for s in schedules])
-        st = self._lib.rlt_env_reset_batch(envs, sched_c, len(idx), self._diag)
-        if st:
-            self._raise(st)
-        self._n_steps[idx] = 0
-        self._autoreset[idx] = False
-        self._n_autoreset = np.count_nonzero(self._autoreset)
-
-    def _info(self, is_legal: BoolArray, present: BoolArray) -> dict[str, Any]:
+    def _info(self, out: _Outputs, present: BoolArray) -> dict[str, Any]:
         """The sub-envs' infos (LoopNest-v0's), batched as gymnasium's
-        vector envs batch them: a "_key" mask beside each key."""
-        self._lib.rlt_env_gflops_batch(self._envs_c, self.num_envs, self._gflops_c)
-        if not self.copy:
-            masks, gflops, n_steps = self._masks, self._gflops, self._n_steps
+        vector envs batch them: a "_key" mask beside each key. Copies when
+        `out` is the env's own and copy is True."""
+        if out is self._own and self.copy:
+            masks, gflops, is_legal = out.masks.copy(), out.gflops.copy(), out.is_legal.copy()
+            n_steps = out.n_steps.copy()
         else:
-            masks, gflops, n_steps = self._masks.copy(), self._gflops.copy(), self._n_steps.copy()
+            masks, gflops, is_legal, n_steps = out.masks, out.gflops, out.is_legal, out.n_steps
         return {
             "action_mask": masks,
             "_action_mask": present,
@@ -393,34 +412,21 @@ class LoopNestVectorEnv(VectorEnv[ObsBatch, npt.NDArray[np.int64], npt.NDArray[A
             "_n_steps": present,
         }
 
-    def _same_step_reset(self, obs: ObsBatch, info: dict[str, Any]) -> None:
+    def _same_step_info(self, out: _Outputs, info: dict[str, Any]) -> None:
         """AutoresetMode.SAME_STEP: the sub-envs whose episode just ended
-        hand their last observation and info over in info["final_obs"] and
-        info["final_info"] (gymnasium's layout: None and zeros for the
-        others) and start again; their rows of the observation and of info
-        become their first state's."""
-        done = self._autoreset.copy()
-        idx = done.nonzero()[0]
+        (and that C started again) hand their last observation and info
+        over in info["final_obs"] and info["final_info"] (gymnasium's
+        layout: None and zeros for the others)."""
+        done = np.logical_or(out.terminated, out.truncated)
+        if not done.any():
+            return
+        assert self._final is not None
+        f_obs, f_masks, f_gflops, f_legal, f_n_steps = self._final
         final_obs = np.full(self.num_envs, None, dtype=object)
-        for i in idx:
-            final_obs[i] = obs[i].copy()
+        for i in done.nonzero()[0]:
+            final_obs[i] = f_obs[i].copy()
         final_info: dict[str, Any] = {}
-        for key in ("action_mask", "gflops", "is_legal", "n_steps"):
-            value = info[key]
-            kept = np.zeros_like(value)
-            kept[idx] = value[idx]
-            final_info[key], final_info["_" + key] = kept, done
-        self._reset_envs(idx, None)
-        fresh = np.empty((len(idx), OBS_LEN), dtype=np.float32)
-        masks = np.empty((len(idx), N_ACTIONS), dtype=np.int8)
-        envs = ffi.from_buffer("rlt_env *[]", self._addrs[idx])
-        st = self._lib.rlt_env_observe_batch(
-            envs, len(idx), ffi.from_buffer("float[]", fresh), ffi.from_buffer("unsigned char[]", masks), self._diag
-        )
-        if st:
-            self._raise(st)
-        obs[idx] = fresh
-        self._masks[idx] = masks
-        info.update(self._info(info["is_legal"] | done, self._everyone))
+        for key, value in zip(_INFO_KEYS, (f_masks, f_gflops, f_legal, f_n_steps)):
+            final_info[key], final_info["_" + key] = value.copy(), done
         info["final_obs"], info["_final_obs"] = final_obs, done
         info["final_info"], info["_final_info"] = final_info, done

@@ -37,7 +37,7 @@ def _compiler() -> str:
 
 def _constants() -> dict[str, int]:
     values: dict[str, int] = {}
-    for enum in ("rlt_status", "rlt_session_option", "rlt_env_action", "rlt_elem", "rlt_net_origin", "rlt_graph_reward"):
+    for enum in ("rlt_status", "rlt_session_option", "rlt_env_action", "rlt_env_autoreset", "rlt_env_masked_action", "rlt_elem", "rlt_net_origin", "rlt_graph_reward"):
         for value, name in ffi.typeof(enum).elements.items():
             values[name] = value
     for name, value in re.findall(r"#define (\w+) (-?\d+)", _cdef.TYPES):

@@ -1,14 +1,16 @@
 """rltune/LoopNest-v0's vector form, LoopNestVectorEnv (one
-rlt_env_step_batch per step): made by gym.make_vec; step for step the same
+rlt_env_vec_step per step): made by gym.make_vec; step for step the same
 as gymnasium's SyncVectorEnv of LoopNest-v0 envs (every autoreset mode,
 masked actions, truncation) and as the same rollouts done env by env;
-masks batched; seeded rollouts repeat; errors as LoopNest-v0's, nothing
-changed by a refused step. Gymnasium has no checker for vector envs: the
-SyncVectorEnv comparison stands in for one."""
+masks batched; seeded rollouts repeat; actions of any int dtype and
+layout; errors as LoopNest-v0's, nothing changed by a refused step.
+Gymnasium has no checker for vector envs: the SyncVectorEnv comparison
+stands in for one."""
 
 from __future__ import annotations
 
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +238,8 @@ def test_a_masked_action_is_a_noop_in_its_env_or_raises_naming_it() -> None:
         (np.array([0, 2**32 + 1, 2]), r"actions\[1\] = 4294967297 is out of range"),
         (np.array([0, 1, 2**32 + 1], dtype=np.uint64), r"actions\[2\] = 4294967297 is out of range"),
         (np.array([0, 255, 1], dtype=np.uint8), r"actions\[1\] = 255 is out of range"),
+        (np.array([0, 2**63, 1], dtype=np.uint64), r"actions\[1\] = 9223372036854775808 is out of range"),
+        (np.array([0, -(2**63), 1]), r"actions\[1\] = -9223372036854775808 is out of range"),
     ],
 )
 def test_bad_actions_raise_value_error_and_change_nothing(actions: Any, words: str) -> None:
@@ -245,6 +249,42 @@ def test_bad_actions_raise_value_error_and_change_nothing(actions: Any, words: s
     with pytest.raises(ValueError, match=words):
         env.step(actions)
     assert state_of(env) == before and (env.step(np.array([DOWN, DOWN, DOWN]))[4]["n_steps"] == 1).all()
+    env.close()
+
+
+def test_actions_of_any_int_dtype_and_layout_step_alike(replay: str) -> None:
+    def rollout(convert: Any) -> list[Any]:
+        env = make_vec(4, op=OP, measure=replay, max_steps=4)
+        obs, info = env.reset(seed=5)
+        rng = np.random.default_rng(5)
+        trace = [obs]
+        for _ in range(20):
+            actions = pick_actions(rng, info["action_mask"], p_any=0.2)
+            obs, rewards, terminated, truncated, info = env.step(convert(actions))
+            trace += [obs, rewards, terminated, truncated, info]
+        env.close()
+        return trace
+
+    want = rollout(lambda a: a)
+    for convert in (
+        lambda a: a.astype(np.int32),
+        lambda a: a.astype(np.uint8),
+        lambda a: a.astype(np.uint64),
+        lambda a: [int(x) for x in a],
+        lambda a: np.repeat(a, 2)[::2],  # not contiguous
+        lambda a: a.astype(">i8"),  # not native
+    ):
+        assert_same(rollout(convert), want, "the same actions as int64")
+
+
+def test_an_autoreset_ignores_the_action_of_the_env_it_resets() -> None:
+    env = make_vec(3, op=TINY, **SCORED)
+    env.reset(seed=0)
+    _, _, terminated, _, _ = env.step(np.array([STOP, DOWN, DOWN]))
+    assert terminated.tolist() == [True, False, False]
+    obs, rewards, terminated, truncated, info = env.step(np.array([N_ACTIONS + 5, UP, UP]))  # env 0's is not read
+    assert info["n_steps"].tolist() == [0, 2, 2] and rewards[0] == 0.0 and not terminated.any()
+    assert info["action_mask"][0, STOP] == 1
     env.close()
 
 
@@ -366,6 +406,37 @@ def test_returned_arrays_are_the_callers_unless_copy_is_false(copy: bool) -> Non
     assert isinstance(frames, tuple) and len(frames) == 2 and "GFLOP/s" in frames[0]
     env.close()
     assert env.closed
+
+
+def test_copied_results_stay_as_they_were_while_anything_holds_them(replay: str) -> None:
+    """copy=True recycles the arrays of results nothing holds any more: a
+    result (or a view of one, or one of its arrays) that is kept is never
+    written again."""
+    env = make_vec(6, op=OP, measure=replay, max_steps=3)
+    obs, info = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    kept: list[tuple[Any, Any]] = []  # (what is held, a copy of it then)
+    for t in range(40):
+        result = env.step(pick_actions(rng, info["action_mask"]))
+        info = result[4]
+        held: Any = (result[0][1:3], result[1], result[4]["n_steps"], result)[t % 4]  # a view, arrays, all of it
+        kept.append((held, [np.copy(x) for x in held] if isinstance(held, tuple) else np.copy(held)))
+        if t % 3 == 0:
+            kept.pop(0)  # some are let go, and their arrays recycled
+    for held, then in kept:
+        if isinstance(held, tuple):
+            for x, y in zip(held[:4], then[:4]):
+                np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_array_equal(held, then)
+    env.close()
+    # a result nothing holds is written again, not allocated anew
+    env = make_vec(2, op=OP, measure=replay)
+    env.reset(seed=0)
+    rewards = weakref.ref(env.step(np.full(2, DOWN))[1])
+    again = env.step(np.full(2, UP))[1]  # (not in the assert: pytest's would hold the first one meanwhile)
+    assert again is rewards()
+    env.close()
 
 
 def test_measured_live_states_are_built_together_and_shared() -> None:
