@@ -467,6 +467,42 @@ FOP_INLINE float pool_one(const fop_pool *p, const float *xc, int64_t h0, int64_
     return p->is_max ? best : sum;
 }
 
+/* dst[0..n) = the n_rows kernel rows from a (row_step apart) reduced
+ * column by column: their max or their sum, in row order (the 3x3
+ * window's three rows in one pass). */
+FOP_INLINE void pool_reduce_rows(const fop_pool *p, float *restrict dst, const float *a, int64_t row_step,
+                                 int64_t n_rows, int64_t n)
+{
+    const float *restrict r0 = a;
+    if (n_rows == 1) {
+        for (int64_t j = 0; j < n; j++) dst[j] = r0[j];
+        return;
+    }
+    const float *restrict r1 = a + row_step;
+    if (n_rows == 3) {
+        const float *restrict r2 = r1 + row_step;
+        if (p->is_max)
+            for (int64_t j = 0; j < n; j++) {
+                float m = r1[j] > r0[j] ? r1[j] : r0[j];
+                dst[j] = r2[j] > m ? r2[j] : m;
+            }
+        else
+            for (int64_t j = 0; j < n; j++) dst[j] = (r0[j] + r1[j]) + r2[j];
+        return;
+    }
+    if (p->is_max)
+        for (int64_t j = 0; j < n; j++) dst[j] = r1[j] > r0[j] ? r1[j] : r0[j];
+    else
+        for (int64_t j = 0; j < n; j++) dst[j] = r0[j] + r1[j];
+    for (int64_t k = 2; k < n_rows; k++) {
+        const float *restrict r = a + k * row_step;
+        if (p->is_max)
+            for (int64_t j = 0; j < n; j++) dst[j] = r[j] > dst[j] ? r[j] : dst[j];
+        else
+            for (int64_t j = 0; j < n; j++) dst[j] += r[j];
+    }
+}
+
 /* The interior of one output row, [ow_lo, ow_hi), from its kernel rows
  * (the first at r0, `n_rows` of them `row_step` apart): separably, the
  * kernel rows reduced into a row on the stack (contiguous loops), then
@@ -483,18 +519,7 @@ FOP_INLINE void pool_interior(const fop_pool *p, float *restrict y, const float 
     float tmp[RLT_FAST_OP_POOL_TMP];
     for (int64_t i0 = 0; i0 < n_in; i0 += chunk) {
         int64_t nb = FOP_MIN(chunk, n_in - i0), span = (nb - 1) * p->sw + (p->kw - 1) * p->dw + 1;
-        const float *restrict a = r0 + i0 * p->sw, *restrict b = a + row_step;
-        if (p->is_max)
-            for (int64_t j = 0; j < span; j++) tmp[j] = b[j] > a[j] ? b[j] : a[j];
-        else
-            for (int64_t j = 0; j < span; j++) tmp[j] = a[j] + b[j];
-        for (int64_t k = 2; k < n_rows; k++) {
-            const float *restrict r = a + k * row_step;
-            if (p->is_max)
-                for (int64_t j = 0; j < span; j++) tmp[j] = r[j] > tmp[j] ? r[j] : tmp[j];
-            else
-                for (int64_t j = 0; j < span; j++) tmp[j] += r[j];
-        }
+        pool_reduce_rows(p, tmp, r0 + i0 * p->sw, row_step, n_rows, span);
         pool_row_interior(p, y + i0, tmp, nb, true);
     }
 }
@@ -508,33 +533,7 @@ FOP_INLINE void pool_interior(const fop_pool *p, float *restrict y, const float 
 FOP_INLINE void pool_padded_row(const fop_pool *p, float *restrict y, float *restrict tmp, int64_t n_cols,
                                 const float *r, int64_t row_step, int64_t n_rows)
 {
-    float *restrict v = tmp + p->pw;
-    const float *restrict a = r;
-    if (n_rows == 1) {
-        for (int64_t j = 0; j < n_cols; j++) v[j] = a[j];
-    } else if (n_rows == 3) { /* the common 3x3 window: one pass */
-        const float *restrict b = a + row_step, *restrict c = b + row_step;
-        if (p->is_max)
-            for (int64_t j = 0; j < n_cols; j++) {
-                float m = b[j] > a[j] ? b[j] : a[j];
-                v[j] = c[j] > m ? c[j] : m;
-            }
-        else
-            for (int64_t j = 0; j < n_cols; j++) v[j] = (a[j] + b[j]) + c[j];
-    } else {
-        const float *restrict b = a + row_step;
-        if (p->is_max)
-            for (int64_t j = 0; j < n_cols; j++) v[j] = b[j] > a[j] ? b[j] : a[j];
-        else
-            for (int64_t j = 0; j < n_cols; j++) v[j] = a[j] + b[j];
-        for (int64_t k = 2; k < n_rows; k++) {
-            const float *restrict c = a + k * row_step;
-            if (p->is_max)
-                for (int64_t j = 0; j < n_cols; j++) v[j] = c[j] > v[j] ? c[j] : v[j];
-            else
-                for (int64_t j = 0; j < n_cols; j++) v[j] += c[j];
-        }
-    }
+    pool_reduce_rows(p, tmp + p->pw, r, row_step, n_rows, n_cols);
     pool_row_interior(p, y, tmp, p->ow, true);
 }
 
