@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh machine: installs what it needs, builds
 # the release and the sanitizer builds, runs every test in both (unit,
 # golden, property, fuzz-corpus replay, CLI end to end), checks the installed
-# library (scripts/check-install.sh), then runs each fuzz
+# library (scripts/check-install.sh) and the Python package installed into a
+# fresh venv (scripts/check-python-install.sh), then runs each fuzz
 # target for FUZZ_SECONDS (default 20; scripts/fuzz.sh, build-fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,8 @@ echo "== tests: release build"
 (cd build && ctest --output-on-failure)
 echo "== install: the library as a program outside rltune uses it"
 scripts/check-install.sh build
+echo "== install: the Python package into a fresh virtual environment, on the installed library"
+scripts/check-python-install.sh build
 echo "== tests: the Python package (python/tests, in .venv)"
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation ./python
 RLTUNE_LIB="$PWD/build/librltune.so" .venv/bin/python -m pytest python/tests -q
