@@ -8,8 +8,9 @@
  *
  *     build/bench_pools [--samples N]
  *
- * Per pool and ISA build (AVX2 is what the plans choose: the pools' isa_max;
- * AVX-512 for comparison): the median ms per call of each way, their
+ * Per pool and ISA build (the plans choose AVX2 for pools but the 3-wide,
+ * stride-2 MaxPools, which take AVX-512 and its intrinsic way by padded
+ * rows, pool_row_3s2_avx512): the median ms per call of each way, their
  * ratio, and whether the outputs are bit-identical (they must be: the
  * inputs are whole numbers, so AveragePool's sums are exact in either
  * order). One thread, pinned by the caller (taskset -c 1).

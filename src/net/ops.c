@@ -314,9 +314,8 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
     NEW_OP(op, FOP_POOL, extra);
     /* Pools run rows of a few dozen outputs, where 16 lanes spend their
      * time in the tails: AVX2 measured 10% faster than AVX-512 on
-     * ResNet's and SqueezeNet's MaxPools. */
+     * ResNet's and SqueezeNet's MaxPools (but see padded_row below). */
     op->isa_max = FOP_ISA_AVX2;
-    op->isa = RLT_MIN(op->isa, op->isa_max);
     fop_pool *p = &op->u.pool;
     *p = (fop_pool){.is_max = is_max,
                      .planes = x->dims[0] * x->dims[1],
@@ -335,6 +334,10 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
      * column 0 and the last starts at or before column iw - 1. */
     p->padded_row = p->dw == 1 && p->pw <= p->kw - 1 && (p->ow - 1) * p->sw - p->pw <= p->iw - 1 &&
                     (p->ow - 1) * p->sw + p->kw <= RLT_FAST_OP_POOL_TMP;
+    /* AVX-512 for a MaxPool 3 wide with stride 2 by padded rows: its way
+     * there has no tails (ops_run.c, pool_row_3s2_avx512). */
+    if (is_max && p->padded_row && p->kw == 3 && p->sw == 2) op->isa_max = FOP_ISA_AVX512F;
+    op->isa = RLT_MIN(op->isa, op->isa_max);
     if (!is_max) {
         float *div = (float *)op->extra;
         for (int dim = 0; dim < 2; dim++) {

@@ -14,7 +14,9 @@
  * plan's isa picks one (8 or 16 lanes instead of 4: 2-4x on the maths). No
  * FMA and no reassociation in any (C11 mode does not contract; the
  * reductions' partial sums are spelled out), so all give the same bits.
- * The data movement is memory-bound and compiled once.
+ * One row kind has intrinsics of its own, which only the AVX-512 build
+ * calls: a 3-wide, stride-2 MaxPool's (pool_row_3s2_avx512). The data
+ * movement is memory-bound and compiled once.
  */
 #include "ops_run.h"
 
@@ -42,6 +44,7 @@
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define FOP_HAS_X86 1
+#include <immintrin.h>
 #endif
 
 /* GNU C vector types (not intrinsics: the compiler maps them to the ISA at
@@ -537,16 +540,88 @@ FOP_INLINE void pool_padded_row(const fop_pool *p, float *restrict y, float *res
     pool_row_interior(p, y, tmp, p->ow, true);
 }
 
+/* ---- MaxPool 3 wide, stride 2, in AVX-512 registers ------------------------------ */
+
+#ifdef FOP_HAS_X86
+#define FOP_AVX512 __attribute__((target("avx512f"))) static inline
+
+/* Columns [16 j, 16 j + 16) of the n_rows (1-3) kernel rows from r,
+ * row_step apart, reduced as pool_reduce_rows does (b > a ? b : a in the
+ * same order, which _mm512_max_ps(b, a) is to the bit, NaN and signed
+ * zeros included); the columns from n_cols on are -inf (the right pads,
+ * and nothing past the row is read: masked loads). */
+FOP_AVX512 __m512 pool_cols16(const float *r, int64_t row_step, int64_t n_rows, int64_t n_cols, int64_t j)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    int64_t c = 16 * j, left = n_cols - 16 * j;
+    if (left <= 0) return ninf;
+    __mmask16 k = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    __m512 m = _mm512_mask_loadu_ps(ninf, k, r + c);
+    if (n_rows > 1) m = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, k, r + row_step + c), m);
+    if (n_rows > 2) m = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, k, r + 2 * row_step + c), m);
+    return m;
+}
+
+/* The 16 floats from lane `by` of a:b (a first). */
+#define FOP_SHIFT16(b, a, by) \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (by)))
+
+/* One output row of a MaxPool 3 wide with stride 2 whose padded row (pw
+ * = 0 or 1 pads on the left, -inf) holds n_cols input columns, from its
+ * n_rows kernel rows: the padded row's 16-column pieces t[j] made in
+ * registers as they are needed, y[i] = max(t[2i], t[2i + 1], t[2i + 2])
+ * (max_row3_first's order) 16 at a time, the last piece stored masked. No
+ * tails, no stack row (whose store and reload at another offset the CPU
+ * cannot forward), nothing read or written outside the rows. */
+__attribute__((target("avx512f"))) static void pool_row_3s2_avx512(float *restrict y, int64_t ow, const float *r,
+                                                                   int64_t row_step, int64_t n_rows, int64_t n_cols,
+                                                                   int64_t pw)
+{
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    __m512 prev = _mm512_set1_ps(-INFINITY), v;
+    int64_t j = 0;
+    /* t[j]: columns [16 j - pw, 16 j - pw + 16) */
+#define FOP_NEXT_PIECE(t)                                             \
+    do {                                                              \
+        v = pool_cols16(r, row_step, n_rows, n_cols, j++);            \
+        (t) = pw ? FOP_SHIFT16(v, prev, 15) : v;                      \
+        prev = v;                                                     \
+    } while (0)
+    __m512 t0, t1, t2;
+    FOP_NEXT_PIECE(t0);
+    for (int64_t i = 0; i < ow; i += 16) {
+        FOP_NEXT_PIECE(t1);
+        FOP_NEXT_PIECE(t2);
+        __m512 e = _mm512_permutex2var_ps(t0, evens, t1), o = _mm512_permutex2var_ps(t0, odds, t1);
+        __m512 e2 = _mm512_permutex2var_ps(FOP_SHIFT16(t1, t0, 2), evens, FOP_SHIFT16(t2, t1, 2));
+        __m512 m = _mm512_max_ps(e2, _mm512_max_ps(o, e));
+        if (ow - i >= 16) _mm512_storeu_ps(y + i, m);
+        else _mm512_mask_storeu_ps(y + i, (__mmask16)((1u << (ow - i)) - 1), m);
+        t0 = t2;
+    }
+#undef FOP_NEXT_PIECE
+}
+#endif
+
 /* Planes [c0, c1) by padded rows (fop_pool.padded_row): twice as fast as
  * the edges apart on ResNet's and SqueezeNet's 3x3 MaxPools, whose rows
- * of 13-56 outputs leave little to share a row's fixed costs. */
-FOP_INLINE void run_pool_padded(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1)
+ * of 13-56 outputs leave little to share a row's fixed costs. Their
+ * MaxPools (3 wide, stride 2, at most one pad on the left) go further in
+ * the AVX-512 build: pool_row_3s2_avx512, in registers. */
+FOP_INLINE void run_pool_padded(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1, int isa)
 {
     const fop_pool *p = &op->u.pool;
     float tmp[RLT_FAST_OP_POOL_TMP] __attribute__((aligned(64)));
     float fill = p->is_max ? -INFINITY : 0.0f;
     int64_t span = (p->ow - 1) * p->sw + p->kw;   /* the row's windows reach tmp[span - 1] */
     int64_t n_cols = FOP_MIN(p->iw, span - p->pw); /* input columns [0, n_cols) land in tmp */
+    bool is_3s2 = false; /* pool_row_3s2_avx512 */
+#ifdef FOP_HAS_X86
+    is_3s2 = isa == FOP_ISA_AVX512F && p->is_max && p->kw == 3 && p->sw == 2 && p->pw <= 1;
+#else
+    (void)isa;
+#endif
     for (int64_t k = 0; k < p->pw; k++) tmp[k] = fill;
     for (int64_t k = p->pw + n_cols; k < span; k++) tmp[k] = fill;
     int64_t last_h = (p->kh - 1) * p->dh;
@@ -564,8 +639,15 @@ FOP_INLINE void run_pool_padded(const rlt_fast_op *op, const float *x, float *y,
                     n_rows = kh - k_first + 1;
                 }
             }
+            const float *r = n_rows > 0 ? xc + (h0 + k_first * p->dh) * p->iw : NULL;
+#ifdef FOP_HAS_X86
+            if (is_3s2 && n_rows > 0 && n_rows <= 3) {
+                pool_row_3s2_avx512(y, p->ow, r, p->dh * p->iw, n_rows, n_cols, p->pw);
+                continue; /* a MaxPool's row is done */
+            }
+#endif
             if (n_rows > 0) {
-                pool_padded_row(p, y, tmp, n_cols, xc + (h0 + k_first * p->dh) * p->iw, p->dh * p->iw, n_rows);
+                pool_padded_row(p, y, tmp, n_cols, r, p->dh * p->iw, n_rows);
             } else { /* no kernel row inside the input: empty windows */
                 for (int64_t ow = 0; ow < p->ow; ow++) y[ow] = p->is_max ? -FLT_MAX : 0.0f;
             }
@@ -582,11 +664,11 @@ FOP_INLINE void run_pool_padded(const rlt_fast_op *op, const float *x, float *y,
 }
 
 /* Planes (N * C) [c0, c1). */
-FOP_INLINE void run_pool(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1)
+FOP_INLINE void run_pool(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1, int isa)
 {
     const fop_pool *p = &op->u.pool;
     if (p->padded_row) {
-        run_pool_padded(op, x, y, c0, c1);
+        run_pool_padded(op, x, y, c0, c1, isa);
         return;
     }
     int64_t n_in = p->ow_hi - p->ow_lo;
@@ -870,15 +952,16 @@ static void fill_ones(void *mask, int fill, int64_t n)
 /* ---- dispatch ------------------------------------------------------------------- */
 
 /* The ops that compute, built three times on x86 (see the top of the
- * file), over units [lo, hi) of rlt_fast_op_units. */
-FOP_INLINE void run_compute(const rlt_fast_op *op, void *const *vals, int64_t lo, int64_t hi)
+ * file), over units [lo, hi) of rlt_fast_op_units; isa is the build's (a
+ * constant in each), for the code written for one ISA alone. */
+FOP_INLINE void run_compute(const rlt_fast_op *op, void *const *vals, int64_t lo, int64_t hi, int isa)
 {
     const float *x = vals[op->x];
     float *y = vals[op->y];
     switch (op->kind) {
     case FOP_UNARY: run_unary(op, x + lo, y + lo, hi - lo); break;
     case FOP_BINARY: run_binary(op, x, vals[op->x2], y, lo, hi); break;
-    case FOP_POOL: run_pool(op, x, y, lo, hi); break;
+    case FOP_POOL: run_pool(op, x, y, lo, hi, isa); break;
     case FOP_GLOBAL_POOL:
     case FOP_REDUCE_MEAN: run_means(&op->u.rows, x, y, lo, hi); break;
     case FOP_SOFTMAX: run_softmax(&op->u.rows, x, y, lo, hi); break;
@@ -895,20 +978,20 @@ FOP_INLINE void run_compute(const rlt_fast_op *op, void *const *vals, int64_t lo
 
 static void run_compute_baseline(const rlt_fast_op *op, void *const *vals, int64_t lo, int64_t hi)
 {
-    run_compute(op, vals, lo, hi);
+    run_compute(op, vals, lo, hi, FOP_ISA_BASELINE);
 }
 
 #ifdef FOP_HAS_X86
 __attribute__((target("avx2"))) static void run_compute_avx2(const rlt_fast_op *op, void *const *vals, int64_t lo,
                                                              int64_t hi)
 {
-    run_compute(op, vals, lo, hi);
+    run_compute(op, vals, lo, hi, FOP_ISA_AVX2);
 }
 
 __attribute__((target("avx512f"))) static void run_compute_avx512f(const rlt_fast_op *op, void *const *vals,
                                                                    int64_t lo, int64_t hi)
 {
-    run_compute(op, vals, lo, hi);
+    run_compute(op, vals, lo, hi, FOP_ISA_AVX512F);
 }
 #endif
 
