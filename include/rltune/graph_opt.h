@@ -82,6 +82,8 @@ typedef struct rlt_graph_opt_options {
     bool is_verbose;     /* a line per rewrite tried, on stderr */
     struct rlt_graph_policy *policy; /* search "rl": the policy rolled out (borrowed) */
     int horizon;         /* search "rl": steps at most (default 20, 0 = that) */
+    bool cold_weights;   /* kernels costed as tune --model times them (rlt_run_opts.cold_weights): the
+                            cold records, seeds measured cold (default); false: warm */
 } rlt_graph_opt_options;
 
 RLT_API void rlt_graph_opt_options_init(rlt_graph_opt_options *o);

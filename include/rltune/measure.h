@@ -63,14 +63,18 @@ typedef struct rlt_run_opts {
                               longer is timed by the fastest of them, one sample:
                               tuning does not spend careful timing on clearly slow
                               candidates */
-    bool cold_weights;    /* evict the kernel's weights (the op's is_weight
-                             tensors and the workspace with their packed
-                             stages) from every cache level before each timed
-                             call, and time each call alone: a network's view,
-                             where every layer's weights come from memory
-                             (AutoTVM's enable_cpu_cache_flush). Times differ
-                             from warm ones: records keep the two apart
-                             (rlt_record_target.is_weights_cold) */
+    bool cold_weights;    /* time the kernel cold, as a layer of a network
+                             runs: before each timed call (each timed alone)
+                             its weights (the op's is_weight tensors), the
+                             workspace with their packed stages, and its
+                             output are evicted from every cache level, so
+                             that the weights come from memory and every
+                             line written is read from memory first; the
+                             other inputs stay in the caches, as the layer
+                             before leaves them (AutoTVM's
+                             enable_cpu_cache_flush evicts everything).
+                             Times differ from warm ones: records keep the
+                             two apart (rlt_record_target.is_weights_cold) */
 } rlt_run_opts;
 
 /* One nest's measurement. */

@@ -60,12 +60,6 @@ RLT_API int rlt_model_opset(const rlt_model *m);
  * folded tables), each once. */
 RLT_API int64_t rlt_model_weights_bytes(const rlt_model *m);
 
-/* Whether a run of the network finds its layers' weights in memory rather
- * than in a cache: its weights exceed this machine's last-level cache
- * (rlt_machine.llc_bytes). Then each kernel should be timed, and chosen,
- * with its weights evicted first (rlt_run_opts.cold_weights), which is
- * what `rltune tune --model` and `run --model` do unless told otherwise. */
-RLT_API bool rlt_model_weights_are_cold(const rlt_model *m);
 RLT_API int rlt_model_n_nodes(const rlt_model *m);
 RLT_API int rlt_model_n_inputs(const rlt_model *m);
 RLT_API int rlt_model_n_outputs(const rlt_model *m);
@@ -158,12 +152,13 @@ typedef struct rlt_net_options {
     int n_threads;        /* threads kernels are compiled for, looked up under and run with (>= 1) */
     rlt_build_opts build; /* compiler, flags, kernel cache (as for tuning: records are looked up
                              under the target these make) */
-    bool cold_weights;    /* schedules from the records timed with their weights evicted from the
-                             caches (rlt_run_opts.cold_weights), a task without any from the warm
-                             ones; rlt_model_weights_are_cold says when a network wants them */
+    bool cold_weights;    /* schedules from the records timed cold, as the network runs its
+                             kernels (rlt_run_opts.cold_weights: weights, workspace and output
+                             evicted before every call), a task without any from the warm ones;
+                             false: the warm ones only */
 } rlt_net_options;
 
-/* Defaults: no database, 1 thread, the default compiler. */
+/* Defaults: no database, 1 thread, the default compiler, cold records first. */
 RLT_API void rlt_net_options_init(rlt_net_options *o);
 
 /* Compiles m (borrowed: it must outlive the net). Errors: INVALID_ARGUMENT
@@ -328,7 +323,8 @@ typedef struct rlt_model_tune_options {
                          of the other tasks of their op kind in db_path unless this is set */
 } rlt_model_tune_options;
 
-/* Defaults: the session's (xgb-rank, batches of 16, ...), 1000 trials,
+/* Defaults: the session's (xgb-rank, batches of 16, ...) but kernels timed
+ * cold, as the network runs them (session.run.cold_weights), 1000 trials,
  * transfer on, db_path NULL (to be set). */
 RLT_API void rlt_model_tune_options_init(rlt_model_tune_options *o);
 

@@ -36,8 +36,9 @@ typedef struct rlt_record_target {
     int vector_floats;         /* the widest vector register, in floats: 16 with AVX-512 */
     int n_threads;             /* run-time threads, >= 1 */
     bool is_weights_prepacked; /* weights staged once, untimed (false: staged and timed on every call) */
-    bool is_weights_cold;      /* and evicted from the caches before every timed call
-                                  (rlt_run_opts.cold_weights; implies is_weights_prepacked) */
+    bool is_weights_cold;      /* and evicted from the caches, with the workspace and the
+                                  output, before every timed call (rlt_run_opts.cold_weights;
+                                  implies is_weights_prepacked) */
     int codegen;               /* the version of the code measured; 0 = from before versions */
     char cc[384];              /* the compiler command line */
 } rlt_record_target;

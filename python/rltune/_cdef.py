@@ -622,6 +622,7 @@ typedef struct rlt_graph_opt_options {
     bool is_verbose;
     struct rlt_graph_policy *policy;
     int horizon;
+    bool cold_weights;
 } rlt_graph_opt_options;
 
 typedef struct rlt_graph_opt_step {
@@ -821,7 +822,6 @@ const char *rlt_model_last_error(const rlt_model *m);
 char *rlt_model_text(const rlt_model *m);
 int rlt_model_opset(const rlt_model *m);
 int64_t rlt_model_weights_bytes(const rlt_model *m);
-bool rlt_model_weights_are_cold(const rlt_model *m);
 int rlt_model_n_nodes(const rlt_model *m);
 int rlt_model_n_inputs(const rlt_model *m);
 int rlt_model_n_outputs(const rlt_model *m);

@@ -175,10 +175,12 @@ def graph_opt(
     db_path: Optional[str | os.PathLike[str]] = None,
     threads: int = 1,
     seed: int = 1,
+    cold_weights: bool = True,
 ) -> tuple[Model, GraphOptResult]:
     """Searches rewrites of model's graph (rlt_model_graph_opt): "greedy",
-    "taso", "rl" (with policy) or "none". Returns the best graph as a new
-    Model and what the search did."""
+    "taso", "rl" (with policy) or "none", its kernels costed cold (as
+    ModelTuning times them; `cold_weights=False`: warm). Returns the best
+    graph as a new Model and what the search did."""
     L = lib()
     o = ffi.new("rlt_graph_opt_options *")
     L.rlt_graph_opt_options_init(o)
@@ -190,6 +192,7 @@ def graph_opt(
     o.time_limit_s = time_limit_s
     o.n_threads = threads
     o.seed = seed
+    o.cold_weights = cold_weights
     if db_path is not None:
         keep.append(ffi.new("char[]", os.fsencode(db_path)))
         o.db_path = keep[-1]

@@ -56,7 +56,7 @@ class RunOptions:
     n_threads: int = 0
     no_pin: bool = False
     slow_cutoff_ms: float = 0.0
-    cold_weights: bool = False  # evict the weights from the caches before every timed call
+    cold_weights: bool = False  # evict the weights, workspace and output from the caches before every timed call
 
     def _fill(self, c: Any) -> None:
         for f in fields(self):

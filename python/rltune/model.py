@@ -290,14 +290,6 @@ class Model(Handle):
         return int(lib().rlt_model_weights_bytes(self._h()))
 
     @property
-    def weights_are_cold(self) -> bool:
-        """The weights exceed this machine's last-level cache: a run
-        finds each layer's weights in memory, so kernels are best timed
-        and chosen cold (RunOptions.cold_weights), as compile() and
-        ModelTuning do by default."""
-        return bool(lib().rlt_model_weights_are_cold(self._h()))
-
-    @property
     def inputs(self) -> tuple[ModelTensor, ...]:
         """The graph inputs, what run() and evaluate() take, in order."""
         self._h()
@@ -390,16 +382,14 @@ class Model(Handle):
         db_path: Optional[str | os.PathLike[str]] = None,
         n_threads: int = 1,
         build: Optional[BuildOptions] = None,
-        cold_weights: Optional[bool] = None,
+        cold_weights: bool = True,
     ) -> "Net":
         """The model compiled to a program that runs in this process
         (rlt_model_compile): each task's schedule from the best record of
         `db_path` on this target (the target of `n_threads` and `build`;
-        with `cold_weights`, the records timed cold first: by default when
-        weights_are_cold), else its op's without the epilogue, else a
-        rule-built seed."""
-        if cold_weights is None:
-            cold_weights = self.weights_are_cold
+        the records timed cold first, as ModelTuning times them, unless
+        `cold_weights` is False: then the warm ones only), else its op's
+        without the epilogue, else a rule-built seed."""
         return Net(self, db_path=db_path, n_threads=n_threads, build=build, cold_weights=cold_weights)
 
     def tune(self, **options: Any) -> "ModelTuning":
@@ -426,7 +416,7 @@ class Net(Handle):
         db_path: Optional[str | os.PathLike[str]] = None,
         n_threads: int = 1,
         build: Optional[BuildOptions] = None,
-        cold_weights: bool = False,
+        cold_weights: bool = True,
     ) -> None:
         L = lib()
         keep: list[Any] = []
@@ -596,9 +586,9 @@ class ModelTuning(Handle):
     network's (rlt_model_tune_options), the others every task's session's
     (named as rlt_session_options' fields, as Session takes them); None
     keeps rltune's defaults (xgb-rank, batches of 16, 1000 trials).
-    `cold_weights` times every kernel with its weights evicted first
-    (RunOptions.cold_weights, set over `run`'s); None: when the model's
-    weights_are_cold, as `rltune tune --model` decides.
+    `cold_weights` (default True, as `rltune tune --model`) times every
+    kernel cold, as the network runs it: its weights, workspace and output
+    evicted before each call (RunOptions.cold_weights, set over `run`'s).
 
         with ModelTuning(m, tuner="random", n_trials=64, db_path="r.db") as t:
             while not t.is_done:
@@ -624,7 +614,7 @@ class ModelTuning(Handle):
         no_transfer: Optional[bool] = None,
         tuner_config_path: Optional[str | os.PathLike[str]] = None,
         tuner_options: Optional[str] = None,
-        cold_weights: Optional[bool] = None,
+        cold_weights: bool = True,
     ) -> None:
         L = lib()
         o = ffi.new("rlt_model_tune_options *")
@@ -650,7 +640,7 @@ class ModelTuning(Handle):
             build._fill(s.build, keep)
         if run is not None:
             run._fill(s.run)
-        s.run.cold_weights = model.weights_are_cold if cold_weights is None else cold_weights
+        s.run.cold_weights = cold_weights
         out = ffi.new("rlt_model_tuning **")
         d = new_diag()
         check(L.rlt_model_tuning_open(model._h(), o, out, d), d)

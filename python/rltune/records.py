@@ -28,7 +28,7 @@ class RecordTarget:
     is_weights_prepacked: bool
     codegen: int
     cc: str
-    is_weights_cold: bool = False  # timed with the weights evicted (key "weights=cold")
+    is_weights_cold: bool = False  # timed with weights, workspace and output evicted (key "weights=cold")
 
     @classmethod
     def _from_c(cls, t: Any) -> "RecordTarget":

@@ -431,19 +431,18 @@ def test_cold_tuning_files_apart_and_compiles_cold_first(cnn: Model, x: np.ndarr
     weights = 3 * 8 * 9 + 4 * 8 * 8 * 9 + 8 * 16 + 16 * 9
     biases = 8 + 4 * 8 + 16
     assert cnn.weights_bytes == 4 * (weights + biases + 16 * 10 + 10 + 2)
-    m = rltune.machine()
-    assert m.llc_bytes == 0 or (m.llc_bytes > cnn.weights_bytes and not cnn.weights_are_cold)
     db = tmp_path / "cold.db"
     with ModelTuning(cnn, tuner="random", batch_size=2, n_trials=12, n_final=0, seed=3, db_path=db, build=BUILD,
-                     run=RUN, cold_weights=True) as t:
+                     run=RUN) as t:  # cold by default
         t.run()
         tasks = t.tasks()
     assert all(k.n_trials > 0 and math.isfinite(k.best_ms) for k in tasks)
-    # the cold records serve a cold compile, and only that
+    # the cold records serve a cold compile (the default), and only that
     cold = cnn.compile(db_path=db, build=BUILD, cold_weights=True)
     assert [nt.origin for nt in cold.tasks()] == ["record"] * len(tasks)
-    warm = cnn.compile(db_path=db, build=BUILD)
+    warm = cnn.compile(db_path=db, build=BUILD, cold_weights=False)
     assert [nt.origin for nt in warm.tasks()] == ["seed"] * len(tasks)
+    assert [nt.origin for nt in cnn.compile(db_path=db, build=BUILD).tasks()] == ["record"] * len(tasks)
     _close(cold.run(x)[0], cnn.evaluate(x)[0])
     with rltune.Database(db, read_only=True) as records:
         targets = {r.target for r in records.history()}

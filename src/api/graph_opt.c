@@ -68,6 +68,7 @@ void rlt_graph_opt_options_init(rlt_graph_opt_options *o)
     o->budget = 200;
     o->n_threads = 1;
     o->seed = 1;
+    o->cold_weights = true;
 }
 
 /* The search's cost: the cost model's, in milliseconds. */
@@ -164,6 +165,7 @@ rlt_status rlt_model_graph_opt(rlt_model *m, const rlt_rules *rules, const rlt_g
     co.n_threads = o->n_threads;
     co.build = o->build;
     co.seed = o->seed;
+    co.cold_weights = o->cold_weights;
     rlt_gcost *cost = NULL;
     rlt_gopt_result gr = {0};
     rlt_diag d = {0};

@@ -101,13 +101,6 @@ int64_t rlt_model_weights_bytes(const rlt_model *m)
     return bytes;
 }
 
-bool rlt_model_weights_are_cold(const rlt_model *m)
-{
-    rlt_machine machine;
-    rlt_machine_detect(&machine);
-    return machine.llc_bytes > 0 && rlt_model_weights_bytes(m) > machine.llc_bytes;
-}
-
 int rlt_model_n_inputs(const rlt_model *m) { return m->graph->n_inputs; }
 
 int rlt_model_n_outputs(const rlt_model *m) { return m->graph->n_outputs; }
@@ -314,6 +307,7 @@ void rlt_net_options_init(rlt_net_options *o)
 {
     memset(o, 0, sizeof *o);
     o->n_threads = 1;
+    o->cold_weights = true;
 }
 
 rlt_status rlt_model_compile(rlt_model *m, const rlt_net_options *o, rlt_net **out, rlt_diag *diag)

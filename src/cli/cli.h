@@ -69,9 +69,9 @@ extern const rlt_cli_cmd rlt_cli_cmd_graph_train;
  * exit code (2 for a bad file, 3 when out of memory) when it cannot. */
 int rlt_cli_model_load(const char *path, rlt_model **out);
 
-/* Whether a model's kernels are timed and chosen cold (run, tune --model):
- * --cold, --warm, or neither: cold when rlt_model_weights_are_cold. Says
- * which on stdout ("weights:   ..."), unless is_quiet. */
+/* Whether a model's kernels are timed and chosen cold (run, tune and
+ * export --model): cold unless --warm. Says which on stdout ("weights:
+ * ..."), unless is_quiet. */
 bool rlt_cli_model_cold(const rlt_cli_args *args, const rlt_model *m, bool is_quiet);
 
 /* `rltune tune --model`: the network's tasks tuned from one budget of
@@ -81,11 +81,12 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *o, i
 
 /* `--graph-opt SEARCH` of run and tune --model: replaces *model_io by its
  * graph after the search (the shipped rules, verified, and for rl the
- * shipped policy; costs from db_path's
- * records at n_threads), printing one line on stdout unless is_quiet.
- * Returns the exit code (the error printed). (cmd_graph_opt.c) */
-int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db_path, int n_threads, bool is_quiet,
-                            rlt_model **model_io);
+ * shipped policy; costs from db_path's records at n_threads, cold ones
+ * when is_cold, as rlt_cli_model_cold says), printing one line on stdout
+ * unless is_quiet. Returns the exit code (the error printed).
+ * (cmd_graph_opt.c) */
+int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db_path, int n_threads, bool is_cold,
+                            bool is_quiet, rlt_model **model_io);
 
 /* Reads a whole text file, or stdin for "-" ("<stdin>" in messages): at most
  * 64 MiB and no NUL byte (PARSE_ERROR), so that parsers see all of it.

@@ -33,7 +33,7 @@ static const rlt_cli_opt export_opts[] = {
     {"model", "FILE", "export a whole ONNX network instead, compiled as 'rltune run' compiles it"},
     {"embed-weights", NULL, "--model: compile the weights into the library instead of NAME.weights (small models)"},
     {"seed", "S", "--model: seed of the example's random input (default 0)"},
-    {"warm", NULL, "--model: the records timed with the weights in the caches, whatever the model's size"},
+    {"warm", NULL, "--model: take only the records timed warm (by default the cold ones first, as 'rltune run')"},
 };
 
 /* "rltune_" and the model file's name without its directory and ".onnx",
@@ -74,7 +74,7 @@ static int run_export_model(const rlt_cli_args *args, const char *dir)
         return RLT_CLI_EXIT_USAGE;
     }
     if (rlt_cli_args_has(args, "cold") && rlt_cli_args_has(args, "warm")) {
-        rlt_cli_error("--cold and --warm contradict each other: give one (or neither, to let the model's size decide)");
+        rlt_cli_error("--cold and --warm contradict each other: give one (or neither: cold)");
         return RLT_CLI_EXIT_USAGE;
     }
     if (rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK ||

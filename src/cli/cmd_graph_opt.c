@@ -29,6 +29,7 @@ static const rlt_cli_opt graph_opt_opts[] = {
     {"budget", "N", "taso: graphs expanded; greedy: rewrites applied (default 200)"},
     {"time-limit", "S", "stop searching after S seconds (default: none)"},
     {"db", "FILE", "records database: kernels' times from their best records; measured seeds stored"},
+    {"warm", NULL, "cost and run kernels warm: warm records, seeds timed warm (default: cold, as tune --model)"},
     {"threads", "N", "the network's threads (default 1)"},
     {"out", "FILE", "write the optimised graph here as ONNX"},
     {"repeat", "R", "timed runs of each network (default 10)"},
@@ -71,6 +72,7 @@ static int time_model(rlt_model *m, const gopt_view *v, rlt_array **in, rlt_arra
     rlt_net_options_init(&o);
     o.db_path = v->o.db_path;
     o.n_threads = v->o.n_threads;
+    o.cold_weights = v->o.cold_weights;
     rlt_status st = rlt_model_compile(m, &o, &net, &d);
     if (st == RLT_STATUS_OK) {
         rlt_net_timing_options to;
@@ -250,13 +252,14 @@ static int read_options(const rlt_cli_args *args, gopt_view *v)
     v->o.seed = (uint64_t)seed;
     v->o.is_verbose = rlt_cli_args_has(args, "verbose");
     v->o.db_path = rlt_cli_args_get(args, "db");
+    v->o.cold_weights = !rlt_cli_args_has(args, "warm");
     v->repeat = (int)repeat;
     v->out_path = rlt_cli_args_get(args, "out");
     return RLT_CLI_EXIT_OK;
 }
 
-int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db_path, int n_threads, bool is_quiet,
-                            rlt_model **model_io)
+int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db_path, int n_threads, bool is_cold,
+                            bool is_quiet, rlt_model **model_io)
 {
     rlt_diag d = {0};
     rlt_rules *rules = NULL;
@@ -273,6 +276,7 @@ int rlt_cli_graph_opt_apply(const char *search, const char *path, const char *db
     o.search = search;
     o.db_path = db_path;
     o.n_threads = n_threads;
+    o.cold_weights = is_cold;
     rlt_graph_policy *policy = NULL;
     rlt_status st = rlt_rules_load(NULL, &rules, &d);
     if (st == RLT_STATUS_OK) st = rlt_rules_verify(rules, o.seed, &d);

@@ -28,8 +28,8 @@ static const rlt_cli_opt measure_opts[] = {
     {"min-repeat-ms", "X", "shortest sample in milliseconds when --number is 0, above 0 (default 20)"},
     {"timeout", "S", "time limit in seconds for the whole kernel run, above 0 (default 10)"},
     {"no-pin", NULL, "do not pin the measuring process to one CPU"},
-    {"cold", NULL, "evict the kernel's weights and workspace from the caches before each timed call (one call a sample): "
-                   "the time a network sees with its weights coming from memory"},
+    {"cold", NULL, "evict the kernel's weights, workspace and output from the caches before each timed call (one call "
+                   "a sample): the time a layer of a network takes, its weights and output buffer out of the caches"},
     {"best", NULL, "measure the op's best recorded kernel ('rltune best') with its compiler, not a --schedule"},
     {"db", "FILE", "with --best: the records database (default rltune.db in the working directory)"},
     {"all-targets", NULL, "with --best: search the records of every target, not only this machine's"},

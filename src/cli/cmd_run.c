@@ -30,9 +30,9 @@ static const rlt_cli_opt run_opts[] = {
     {"cc", "CMD", "compiler for the kernels (default $RLTUNE_CC, else gcc): part of the records' target"},
     {"cflags", "FLAGS", "compiler flags (default \"" RLT_DEFAULT_CFLAGS "\")"},
     {"graph-opt", "SEARCH", "first rewrite the graph with rltune's substitutions: greedy, taso, rl or none"},
-    {"cold", NULL, "take the schedules timed cold (tune --model --cold) first; the default when the model's "
-                   "weights exceed the last-level cache"},
-    {"warm", NULL, "take the schedules timed with the weights in the caches, whatever the model's size"},
+    {"cold", NULL, "take the schedules timed cold (as tune --model times them) first, warm ones where a task "
+                   "has none (the default)"},
+    {"warm", NULL, "take only the schedules timed warm, with the weights and output in the caches"},
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 
@@ -274,7 +274,7 @@ static int run_run(const rlt_cli_args *args)
     }
     if ((rc = read_numbers(args, &r)) != RLT_CLI_EXIT_OK) return rc;
     if (rlt_cli_args_has(args, "cold") && rlt_cli_args_has(args, "warm")) {
-        rlt_cli_error("--cold and --warm contradict each other: give one (or neither, to let the model's size decide)");
+        rlt_cli_error("--cold and --warm contradict each other: give one (or neither: cold)");
         return RLT_CLI_EXIT_USAGE;
     }
     rc = RLT_CLI_EXIT_USAGE;
@@ -313,7 +313,8 @@ static int run_run(const rlt_cli_args *args)
     /* a rewritten graph is checked against the original graph's reference */
     if (rlt_cli_args_has(args, "graph-opt") &&
         (rc = rlt_cli_graph_opt_apply(rlt_cli_args_get(args, "graph-opt"), r.path, r.db_path, r.n_threads,
-                                      rlt_cli_args_has(args, "json"), &r.model)) != RLT_CLI_EXIT_OK)
+                                      rlt_cli_model_cold(args, r.model, true), rlt_cli_args_has(args, "json"),
+                                      &r.model)) != RLT_CLI_EXIT_OK)
         goto cleanup;
     rc = RLT_CLI_EXIT_INTERNAL;
     rlt_net_options o;

@@ -28,8 +28,8 @@ static const rlt_cli_opt tune_opts[] = {
     {"model", "FILE", "tune a whole ONNX model instead: its tasks share --trials (see 'rltune tasks')"},
     {"no-transfer", NULL, "--model: do not warm-start xgb / xgb-rank / ppo from the model's other tasks' records"},
     {"graph-opt", "SEARCH", "--model: first rewrite the graph with rltune's substitutions (greedy, taso, rl, none)"},
-    {"warm", NULL, "--model: time kernels with their weights in the caches even when the model's weights exceed "
-                   "the last-level cache (then --cold is the default)"},
+    {"warm", NULL, "--model: time kernels warm, their weights and output in the caches from the call before "
+                   "(--cold, as the network runs them, is the default with --model)"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"tuner", "NAME", "random, grid, ga, xgb, xgb-rank (default), the learning agents ga-dqn, dqn, bandit, ppo, "
@@ -270,8 +270,7 @@ static int run_tune(const rlt_cli_args *args)
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "warm") && rlt_cli_args_has(args, "cold")) {
-        rlt_cli_error("--cold and --warm contradict each other: give one (or neither, to let the model's size "
-                      "decide)");
+        rlt_cli_error("--cold and --warm contradict each other: give one (or neither: cold)");
         goto cleanup;
     }
     if ((rc = measure_mode_get(args, &replay_path)) != RLT_CLI_EXIT_OK) goto cleanup;

@@ -124,8 +124,8 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *so, 
     }
     if ((rc = rlt_cli_model_load(path, &m)) != RLT_CLI_EXIT_OK) return rc;
     if (rlt_cli_args_has(args, "graph-opt") &&
-        (rc = rlt_cli_graph_opt_apply(rlt_cli_args_get(args, "graph-opt"), path, so->db_path, so->n_threads, is_json,
-                                      &m)) != RLT_CLI_EXIT_OK)
+        (rc = rlt_cli_graph_opt_apply(rlt_cli_args_get(args, "graph-opt"), path, so->db_path, so->n_threads,
+                                      rlt_cli_model_cold(args, m, true), is_json, &m)) != RLT_CLI_EXIT_OK)
         goto cleanup;
     rc = RLT_CLI_EXIT_USAGE;
     rlt_model_tune_options o;

@@ -267,20 +267,14 @@ int rlt_cli_env_start(const rlt_cli_args *args, const rlt_op *op, const rlt_env_
 
 bool rlt_cli_model_cold(const rlt_cli_args *args, const rlt_model *m, bool is_quiet)
 {
-    bool is_cold = rlt_cli_args_has(args, "cold") ? true
-                   : rlt_cli_args_has(args, "warm") ? false
-                                                    : rlt_model_weights_are_cold(m);
+    bool is_cold = !rlt_cli_args_has(args, "warm");
     if (is_quiet) return is_cold;
-    rlt_machine machine;
-    rlt_machine_detect(&machine);
-    double mib = (double)rlt_model_weights_bytes(m) / (1 << 20), llc_mib = (double)machine.llc_bytes / (1 << 20);
-    const char *why = rlt_cli_args_has(args, "cold") ? "--cold" : rlt_cli_args_has(args, "warm") ? "--warm" : NULL;
-    char llc[64];
-    if (machine.llc_bytes > 0) snprintf(llc, sizeof llc, "the %.0f MiB last-level cache", llc_mib);
-    else snprintf(llc, sizeof llc, "a last-level cache of unknown size");
-    printf("weights:   %.1f MiB, %s %s: kernels timed %s (%s)\n", mib, mib > llc_mib && machine.llc_bytes > 0 ? "over" : "within", llc,
-           is_cold ? "cold, their weights evicted from the caches before every call" : "warm, their weights in the caches",
-           why ? why : is_cold ? "--warm for the other way" : "--cold for the other way");
+    double mib = (double)rlt_model_weights_bytes(m) / (1 << 20);
+    printf("weights:   %.1f MiB: kernels timed %s (%s)\n", mib,
+           is_cold ? "cold, as the network runs them: weights, workspace and output evicted from the caches before "
+                     "every call"
+                   : "warm, their weights and output in the caches from the call before",
+           rlt_cli_args_has(args, "warm") ? "--warm" : "--warm for the other way");
     return is_cold;
 }
 

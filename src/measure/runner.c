@@ -565,9 +565,13 @@ static double time_calls_ns(kernel_fn kernel, float *const *tensors, void *ws, i
     return (double)(rlt_time_ns() - start);
 }
 
-/* What a cold call must find in memory, not in a cache: the op's weights
- * and the workspace (their packed stages, and scratch a network's own
- * occurrence of the kernel would not have touched either). */
+/* What a cold call must find in memory, not in a cache, as a layer of a
+ * network finds it: the op's weights and the workspace (their packed
+ * stages, and scratch the network's own occurrence of the kernel last
+ * touched a whole run ago), and the output, whose buffer the network last
+ * wrote as long ago (a write to a line not in the caches reads it from
+ * memory first). Not the other inputs: in a network the layer before has
+ * just written them. */
 typedef struct cold_set {
     const void *base[RLT_MAX_TENSORS + 1];
     size_t bytes[RLT_MAX_TENSORS + 1];
@@ -793,6 +797,7 @@ static void kernel_child(void *arg, int fd)
         for (int t = 0; t < w->n_inputs; t++)
             if (op->tensors[t].is_weight) cold_set_add(&cold, tensors[t], w->input_map_bytes[t]);
         cold_set_add(&cold, ws.data, ws_bytes);
+        cold_set_add(&cold, out_data, (size_t)w->n_out * sizeof(float));
     }
     if (!time_kernel(c, kernel, tensors, ws.data, c->cold_weights ? &cold : NULL, start_ns, first_ns, r)) {
         rlt_run_result_set_message(r, "out of memory for %d timing samples", c->repeat);

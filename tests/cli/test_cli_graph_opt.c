@@ -127,6 +127,27 @@ Test(cli_graph_opt, greedy_rewrites_checks_and_writes)
     assert_has(r.out, "remove_dropout", "stdout");
     assert_has(r.out, ": OK", "stdout");
     cli_run_free(&r);
+    /* the seeds were timed cold, as tune --model times kernels: their
+     * records are cold ones, and --warm times (and files) warm ones */
+    r = CLI("tasks", "--model", model_path, "--json");
+    assert_ok(&r);
+    cJSON *j = json_parse_object_line(r.out);
+    char spec[512];
+    snprintf(spec, sizeof spec, "%s", json_string_at(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0), "spec"));
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    r = CLI("best", "--op", spec, "--db", db_path, "--cold");
+    assert_ok(&r);
+    cli_run_free(&r);
+    r = CLI("best", "--op", spec, "--db", db_path);
+    cr_expect_neq(r.exit_code, 0, "no warm record of %s yet: %s", spec, r.out);
+    cli_run_free(&r);
+    r = CLI("graph-opt", "--model", model_path, "--search", "greedy", "--db", db_path, "--warm", "--no-measure");
+    assert_ok(&r);
+    cli_run_free(&r);
+    r = CLI("best", "--op", spec, "--db", db_path);
+    assert_ok(&r);
+    cli_run_free(&r);
 }
 
 Test(cli_graph_opt, taso_json)

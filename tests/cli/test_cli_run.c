@@ -65,7 +65,7 @@ Test(cli_run, json_and_profile)
     cr_expect_gt(json_number_at(j, "peak_memory_bytes"), 0);
     cr_expect_eq(json_number_at(j, "tasks_tuned"), 0);
     cr_expect_eq(json_number_at(j, "tasks_untuned"), 5);
-    cr_expect_not(json_bool_at(j, "cold_weights"), "a model of a few KB is run with its warm records");
+    cr_expect(json_bool_at(j, "cold_weights"), "a model is compiled from its cold records first, whatever its size");
     cJSON *tasks = cJSON_GetObjectItem(j, "tasks");
     cr_assert(cJSON_IsArray(tasks) && cJSON_GetArraySize(tasks) == 5, "%s", r.out);
     cr_expect_str_eq(json_string_at(cJSON_GetArrayItem(tasks, 0), "spec"), STEM);
@@ -193,7 +193,8 @@ Test(cli_run, tune_model_then_run)
     assert_has(r.out, "] round   1  trials ", "stdout");
     assert_has(r.out, " from the records, ", "stdout");
     assert_has(r.out, "run the network with 'rltune run --model ", "stdout");
-    assert_has(r.out, "kernels timed warm, their weights in the caches (--cold for the other way)", "stdout");
+    assert_has(r.out, "kernels timed cold, as the network runs them: weights, workspace and output evicted from the "
+                      "caches before every call (--warm for the other way)", "stdout");
     cli_run_free(&r);
 
     r = CLI("run", "--model", model_path, "--db", db, "--repeat", "1", "--json");
@@ -204,20 +205,29 @@ Test(cli_run, tune_model_then_run)
     cJSON_Delete(j);
     cli_run_free(&r);
 
-    /* cold: no cold records yet, so the warm ones stand in; a cold round
-     * of every task then files cold records, which a cold run takes */
-    r = CLI("run", "--model", model_path, "--db", db, "--repeat", "1", "--cold");
-    assert_ok(&r);
-    assert_has(r.out, "(5 tuned from ", "stdout");
-    assert_has(r.out, ", cold records first, 0 from seeds)", "stdout");
-    cli_run_free(&r);
-    r = CLI("tune", "--model", model_path, "--trials", "5", "--batch", "1", "--tuner", "random", "--final", "0",
-            "--seeds", "0", "--db", db, "--cold", "--json");
+    /* warm: the records above are cold, so a warm run has none and takes
+     * the seeds; a warm round of every task then files warm records (not
+     * counting the cold ones toward its budget), which a warm run takes */
+    r = CLI("run", "--model", model_path, "--db", db, "--repeat", "1", "--warm", "--json");
     assert_ok(&r);
     j = json_parse_object_line(r.out);
-    cr_expect(json_bool_at(j, "cold_weights"));
-    cr_expect_eq(json_number_at(j, "recorded"), 0, "the warm records do not count toward a cold budget");
+    cr_expect_not(json_bool_at(j, "cold_weights"));
+    cr_expect_eq(json_number_at(j, "tasks_tuned"), 0, "no warm record");
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    r = CLI("tune", "--model", model_path, "--trials", "5", "--batch", "1", "--tuner", "random", "--final", "0",
+            "--seeds", "0", "--db", db, "--warm", "--json");
+    assert_ok(&r);
+    j = json_parse_object_line(r.out);
+    cr_expect_not(json_bool_at(j, "cold_weights"));
+    cr_expect_eq(json_number_at(j, "recorded"), 0, "the cold records do not count toward a warm budget");
     cr_expect_geq(json_number_at(j, "trials"), 5);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    r = CLI("run", "--model", model_path, "--db", db, "--repeat", "1", "--warm", "--json");
+    assert_ok(&r);
+    j = json_parse_object_line(r.out);
+    cr_expect_eq(json_number_at(j, "tasks_tuned"), 5, "the warm records");
     cJSON_Delete(j);
     cli_run_free(&r);
 }
