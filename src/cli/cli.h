@@ -210,8 +210,9 @@ int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *
     {"repeat", "N", "timed samples per candidate, at least 1 (default 3)"},                               \
     {"min-repeat-ms", "X", "shortest timed sample in milliseconds, above 0 (default 10)"},                \
     {"timeout", "S", "time limit in seconds for one candidate's run, above 0 (default 10)"},              \
-    {"cold", NULL, "time each candidate with its weights evicted from the caches before every call, as a "   \
-                   "large network's layers find them; records file under weights=cold"}
+    {"cold", NULL, "time each candidate cold, as a network's layer runs: its weights, workspace and output "  \
+                   "evicted from the caches before every call (the default with --model); records file under "    \
+                   "weights=cold"}
 
 /* Reads RLT_CLI_MEASURE_OPTS into o->batch_size, n_threads, build and run;
  * options not given keep o's values (rlt_session_options_init's defaults).
