@@ -490,6 +490,14 @@ static rlt_status start_state(const rlt_env *env, const rlt_nest *nest, uint64_t
     return RLT_STATUS_OK;
 }
 
+/* start_state at the op's default nest, where a plain reset starts. */
+static rlt_status default_start_state(const rlt_env *env, env_state *out, rlt_diag *diag)
+{
+    rlt_nest nest;
+    rlt_nest_init(&nest, env->shared->op);
+    return start_state(env, &nest, env->shared->start_hash, out, diag);
+}
+
 /* Starts env's episode at `nest`, whose rlt_nest_hash is `hash`. */
 static rlt_status reset_to(rlt_env *env, const rlt_nest *nest, uint64_t hash, rlt_diag *diag)
 {
@@ -1050,9 +1058,7 @@ static rlt_status batch_take(rlt_env *const *envs, int n, const int *requests, c
         double reward = 0;
         if (r != RLT_ENV_ACTION_NONE) {
             if (r == RLT_ENV_ACTION_RESET) {
-                rlt_nest nest;
-                rlt_nest_init(&nest, env->shared->op);
-                st = start_state(env, &nest, env->shared->start_hash, next, diag);
+                st = default_start_state(env, next, diag);
             } else {
                 state_copy_live(cur, &env->state);
                 st = state_step(env->shared, cur, r, next, diag);
@@ -1335,9 +1341,7 @@ static rlt_status vec_starts_ready(const rlt_env_vec *v, rlt_diag *diag)
         const rlt_env *env = v->envs[i];
         if (!step_may_fail(env, RLT_ENV_ACTION_RESET)) continue;
         env_state scratch;
-        rlt_nest nest;
-        rlt_nest_init(&nest, env->shared->op);
-        rlt_status st = start_state(env, &nest, env->shared->start_hash, &scratch, diag);
+        rlt_status st = default_start_state(env, &scratch, diag);
         if (st != RLT_STATUS_OK) {
             rlt_diag_prefix(diag, "envs[%d] of %d: the start state its reset would reach", i, v->n);
             return st;
@@ -1356,9 +1360,7 @@ static rlt_status vec_restart(rlt_env_vec *v, int i, const rlt_env_vec_out *out,
     bool is_terminated = env->state.is_done, is_truncated = vec_is_truncated(v, i);
     if (final) vec_write_row(v, i, v->rewards[i], is_truncated, v->is_legal[i], final);
     env_state next;
-    rlt_nest nest;
-    rlt_nest_init(&nest, env->shared->op);
-    rlt_status st = start_state(env, &nest, env->shared->start_hash, &next, diag);
+    rlt_status st = default_start_state(env, &next, diag);
     if (st != RLT_STATUS_OK) {
         rlt_diag_prefix(diag, "envs[%d] of %d: its reset after the step", i, v->n);
         return st;
