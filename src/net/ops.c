@@ -334,9 +334,10 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
      * column 0 and the last starts at or before column iw - 1. */
     p->padded_row = p->dw == 1 && p->pw <= p->kw - 1 && (p->ow - 1) * p->sw - p->pw <= p->iw - 1 &&
                     (p->ow - 1) * p->sw + p->kw <= RLT_FAST_OP_POOL_TMP;
-    /* AVX-512 for a MaxPool 3 wide with stride 2 by padded rows: its way
-     * there has no tails (ops_run.c, pool_row_3s2_avx512). */
-    if (is_max && p->padded_row && p->kw == 3 && p->sw == 2) op->isa_max = FOP_ISA_AVX512F;
+    /* AVX-512 for a MaxPool 3 wide with stride 2 and at most one pad on
+     * the left by padded rows: its way there has no tails (ops_run.c,
+     * pool_row_3s2_avx512, which run_pool_padded takes on the same terms). */
+    if (is_max && p->padded_row && p->kw == 3 && p->sw == 2 && p->pw <= 1) op->isa_max = FOP_ISA_AVX512F;
     op->isa = RLT_MIN(op->isa, op->isa_max);
     if (!is_max) {
         float *div = (float *)op->extra;
