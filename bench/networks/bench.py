@@ -3,7 +3,7 @@
 
     bench.py [--models resnet18,mobilenet_v2,squeezenet1_1,bert_layer] [--threads 1,2]
              [--dir /tmp/models] [--db FILE] [--tune-trials N] [--repeat R] [--rltune build/rltune]
-             [--onednn [build/bench_dnnl_net]] [--json OUT.json]
+             [--onednn [build/bench_dnnl_net]] [--layout nchw|nchwc] [--json OUT.json]
 
 For every model (written by make_models.py into --dir when absent, seed 0):
 
@@ -86,6 +86,8 @@ def main() -> int:
     ap.add_argument("--onednn", nargs="?", const=str(ROOT / "build" / "bench_dnnl_net"), default=None,
                     help="also time the network as a chain of oneDNN primitives (bench_dnnl_net; "
                          "default build/bench_dnnl_net)")
+    ap.add_argument("--layout", default=None,
+                    help="rltune's --layout for tune and run (nchw or nchwc; default: rltune's default)")
     ap.add_argument("--json", help="write every number to this file")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
@@ -112,7 +114,8 @@ def main() -> int:
                 assert args.db, "--tune-trials needs --db"
                 t0 = time.time()
                 tune = run_json([args.rltune, "tune", "--model", str(onnx_path), "--trials", str(args.tune_trials),
-                                 "--tuner", args.tuner, "--threads", str(t), "--db", args.db, "--json"])
+                                 "--tuner", args.tuner, "--threads", str(t), "--db", args.db, "--json"]
+                                + (["--layout", args.layout] if args.layout else []))
                 cell["tune_wall_s"] = time.time() - t0
                 cell["tune_trials"] = tune["trials"] + tune["recorded"]
                 cell["tune_latency_estimate_ms"] = tune["latency_ms"]
@@ -123,6 +126,8 @@ def main() -> int:
                             "--threads", str(t), "--repeat", str(args.repeat), "--json"]
             if args.db:
                 cmd += ["--db", args.db]
+            if args.layout:
+                cmd += ["--layout", args.layout]
             dnnl_cmd = pin(t) + [str(onednn), str(onnx_path), "--input", str(x), "--check", str(y_ort),
                                  "--threads", str(t), "--repeat", str(args.repeat), "--json"]
             ort_runs, rl_runs, dnnl_runs = [], [], []

@@ -89,6 +89,18 @@ typedef struct rlt_task {
  * OUT_OF_MEMORY (kept as m's last error). */
 RLT_API rlt_status rlt_model_tasks(rlt_model *m, rlt_task **out, int *out_n, rlt_diag *diag);
 
+/* The same with activations in blocks of channel_block channels where the
+ * layout rules allow (rlt_net_options.channel_block): the tasks a network
+ * compiled so runs, conv2d's specs with iblock= / oblock=. 0 is
+ * rlt_model_tasks. Errors: INVALID_ARGUMENT (a block outside 0..64),
+ * OUT_OF_MEMORY. */
+RLT_API rlt_status rlt_model_tasks_blocked(rlt_model *m, int channel_block, rlt_task **out, int *out_n,
+                                           rlt_diag *diag);
+
+/* The channel block of this machine's blocked layout: the floats of its
+ * widest vector register (16 with AVX-512, 8 with AVX2, else 4). */
+RLT_API int rlt_model_channel_block(void);
+
 /* Nodes that are not tasks, grouped by (op type, reason): the network's
  * other kernels. */
 typedef struct rlt_other_kernel {
@@ -156,9 +168,19 @@ typedef struct rlt_net_options {
                              kernels (rlt_run_opts.cold_weights: weights, workspace and output
                              evicted before every call), a task without any from the warm ones;
                              false: the warm ones only */
+    int channel_block;    /* activations in blocks of this many channels, innermost (NCHWc), where
+                             every node that touches them can run so (docs/net.md, "Blocked
+                             layouts"); the conv2d tasks' specs say iblock= / oblock=. 0: NCHW
+                             throughout. rlt_model_channel_block gives the machine's.
+                             RLT_NET_BLOCK_AUTO: the layout (NCHW, or the machine's block) whose
+                             tasks' records estimate the lower latency; NCHW unless the blocked
+                             one is fully tuned and faster */
 } rlt_net_options;
 
-/* Defaults: no database, 1 thread, the default compiler, cold records first. */
+#define RLT_NET_BLOCK_AUTO (-1)
+
+/* Defaults: no database, 1 thread, the default compiler, cold records first,
+ * the layout chosen from the records (RLT_NET_BLOCK_AUTO). */
 RLT_API void rlt_net_options_init(rlt_net_options *o);
 
 /* Compiles m (borrowed: it must outlive the net). Errors: INVALID_ARGUMENT
@@ -222,6 +244,12 @@ RLT_API void rlt_net_step_get(const rlt_net *n, int i, rlt_net_step *out);
  * added beside the model's weights: weights transposed or scaled, biases,
  * kernels' workspaces (packed weights). */
 RLT_API int64_t rlt_net_activation_bytes(const rlt_net *n);
+/* The channel block the net was compiled with (auto resolved; 0: NCHW). */
+RLT_API int rlt_net_channel_block(const rlt_net *n);
+/* With RLT_NET_BLOCK_AUTO, the records' latency estimates it chose by:
+ * est_ms[0] NCHW, est_ms[1] blocked (infinite: a task untuned); NaN when
+ * the layout was given. */
+RLT_API void rlt_net_layout_estimates(const rlt_net *n, double est_ms[2]);
 RLT_API int64_t rlt_net_extra_bytes(const rlt_net *n);
 /* Wall time the compile took, in seconds. */
 RLT_API double rlt_net_compile_s(const rlt_net *n);
@@ -321,6 +349,8 @@ typedef struct rlt_model_tune_options {
                          nothing (>= 1; whole rounds: the last may pass it by less than a batch) */
     bool no_transfer; /* tuners with a cost model (xgb, xgb-rank, ppo) warm-start from the records
                          of the other tasks of their op kind in db_path unless this is set */
+    int channel_block; /* the tasks of the network compiled with this rlt_net_options.channel_block
+                          (0: NCHW throughout) */
 } rlt_model_tune_options;
 
 /* Defaults: the session's (xgb-rank, batches of 16, ...) but kernels timed

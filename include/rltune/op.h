@@ -51,6 +51,7 @@ typedef struct rlt_op_param {
     bool is_required;
     int64_t min_value;     /* smallest accepted value (1 for sizes, 0 for flags / pad) */
     int64_t max_value;     /* largest accepted value */
+    bool is_omitted_at_default; /* the canonical spec names the key only when it is not the default */
 } rlt_op_param;
 
 /* A built-in op. */

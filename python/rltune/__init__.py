@@ -55,6 +55,7 @@ from .model import (
     OtherKernel,
     Task,
     TuningTask,
+    channel_block,
 )
 from .op import Op, OpInfo, OpParam, op_library
 from .records import Database, Record, RecordTarget, config_key_get
@@ -97,6 +98,6 @@ __all__ = [
     "ModelTuningSummary", "Nest", "Net", "NetStep", "NetTask", "Op", "OpInfo", "OpParam", "OtherKernel",
     "ParseError", "Record", "RecordTarget", "RltuneError", "RltuneIOError", "RltuneMemoryError", "RunOptions",
     "RunResult", "Schedule", "Session", "SessionSummary", "Task", "TuningTask", "Workload", "build_command",
-    "config_key_get", "find_library", "library_path", "load_npy", "machine", "make_env_dataset", "measure", "measure_dataset",
+    "channel_block", "config_key_get", "find_library", "library_path", "load_npy", "machine", "make_env_dataset", "measure", "measure_dataset",
     "op_library", "save_npy", "session_target", "tuner_names", "tuner_summary", "version",
 ]

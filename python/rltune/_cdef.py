@@ -44,6 +44,7 @@ typedef struct rlt_op_param {
     bool is_required;
     int64_t min_value;
     int64_t max_value;
+    bool is_omitted_at_default;
 } rlt_op_param;
 
 typedef struct rlt_op_info {
@@ -466,6 +467,7 @@ typedef struct rlt_net_options {
     int n_threads;
     rlt_build_opts build;
     bool cold_weights;
+    int channel_block;
 } rlt_net_options;
 
 typedef enum rlt_net_origin {
@@ -522,6 +524,7 @@ typedef struct rlt_model_tune_options {
     rlt_session_options session;
     int n_trials;
     bool no_transfer;
+    int channel_block;
 } rlt_model_tune_options;
 
 typedef struct rlt_latency_point {
@@ -826,6 +829,8 @@ int rlt_model_n_nodes(const rlt_model *m);
 int rlt_model_n_inputs(const rlt_model *m);
 int rlt_model_n_outputs(const rlt_model *m);
 rlt_status rlt_model_tasks(rlt_model *m, rlt_task **out, int *out_n, rlt_diag *diag);
+rlt_status rlt_model_tasks_blocked(rlt_model *m, int channel_block, rlt_task **out, int *out_n, rlt_diag *diag);
+int rlt_model_channel_block(void);
 rlt_status rlt_model_other_kernels(rlt_model *m, rlt_other_kernel **out, int *out_n, rlt_diag *diag);
 void rlt_model_input(const rlt_model *m, int i, rlt_model_tensor *out);
 void rlt_model_output(const rlt_model *m, int i, rlt_model_tensor *out);
@@ -841,6 +846,8 @@ void rlt_net_task_get(const rlt_net *n, int i, rlt_net_task *out);
 int rlt_net_n_steps(const rlt_net *n);
 void rlt_net_step_get(const rlt_net *n, int i, rlt_net_step *out);
 int64_t rlt_net_activation_bytes(const rlt_net *n);
+int rlt_net_channel_block(const rlt_net *n);
+void rlt_net_layout_estimates(const rlt_net *n, double est_ms[2]);
 int64_t rlt_net_extra_bytes(const rlt_net *n);
 double rlt_net_compile_s(const rlt_net *n);
 void rlt_model_export_options_init(rlt_model_export_options *o);

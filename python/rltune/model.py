@@ -18,6 +18,7 @@ reference to it); closing a model closes its nets and tunings first.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import weakref
@@ -181,6 +182,28 @@ class TuningTask:
     is_done: bool
 
 
+#: The layout Model.tasks and ModelTuning take by default (`rltune tune
+#: --model`'s); Model.compile's is "auto" (`rltune run`'s).
+DEFAULT_LAYOUT = "nchw"
+
+#: rlt_net_options.channel_block's RLT_NET_BLOCK_AUTO.
+BLOCK_AUTO = -1
+
+
+def channel_block(layout: str, auto: bool = False) -> int:
+    """rlt_net_options.channel_block of a layout: 0 for "nchw", the
+    machine's vector width in floats for "nchwc" (rlt_model_channel_block),
+    and with `auto`, BLOCK_AUTO for "auto" (the layout the records say is
+    faster)."""
+    if layout == "nchw":
+        return 0
+    if layout == "nchwc":
+        return int(lib().rlt_model_channel_block())
+    if auto and layout == "auto":
+        return BLOCK_AUTO
+    raise InvalidArgumentError(f"layout {layout!r}: expected 'nchwc'{', auto' if auto else ''} or 'nchw'")
+
+
 def _arrays_in(kind: str, described: Sequence[ModelTensor], inputs: Inputs, keep: list[Any]) -> Any:
     """`const rlt_array *const[]` for `inputs` (one array or a sequence of
     them, one per graph input, borrowed); a count or dtype rltune does
@@ -304,12 +327,15 @@ class Model(Handle):
     def last_error(self) -> str:
         return text(lib().rlt_model_last_error(self._h()))
 
-    def tasks(self) -> list[Task]:
-        """The tasks, in the order of their first occurrence (rlt_model_tasks)."""
+    def tasks(self, layout: str = DEFAULT_LAYOUT) -> list[Task]:
+        """The tasks, in the order of their first occurrence
+        (rlt_model_tasks_blocked): those of the network compiled with
+        `layout` ("nchw", or "nchwc": activations in blocks of the vector
+        width's channels, conv2d's specs with iblock= / oblock=)."""
         out = ffi.new("rlt_task **")
         n = ffi.new("int *")
         d = new_diag()
-        check(lib().rlt_model_tasks(self._h(), out, n, d), d)
+        check(lib().rlt_model_tasks_blocked(self._h(), channel_block(layout), out, n, d), d)
         if out[0] == ffi.NULL:
             return []
         tasks = ffi.gc(out[0], lib().rlt_free)
@@ -383,14 +409,20 @@ class Model(Handle):
         n_threads: int = 1,
         build: Optional[BuildOptions] = None,
         cold_weights: bool = True,
+        layout: str = "auto",
     ) -> "Net":
         """The model compiled to a program that runs in this process
         (rlt_model_compile): each task's schedule from the best record of
         `db_path` on this target (the target of `n_threads` and `build`;
         the records timed cold first, as ModelTuning times them, unless
         `cold_weights` is False: then the warm ones only), else its op's
-        without the epilogue, else a rule-built seed."""
-        return Net(self, db_path=db_path, n_threads=n_threads, build=build, cold_weights=cold_weights)
+        without the epilogue, else a rule-built seed. `layout` "nchwc"
+        keeps activations in blocks of the vector width's channels where
+        every node can take them (rlt_net_options.channel_block), "nchw"
+        none, "auto" (the default) the one whose tuned records estimate
+        the faster network (NCHW unless nchwc's tasks are all tuned and
+        faster): Net.channel_block says which."""
+        return Net(self, db_path=db_path, n_threads=n_threads, build=build, cold_weights=cold_weights, layout=layout)
 
     def tune(self, **options: Any) -> "ModelTuning":
         """A ModelTuning of this model; options as ModelTuning takes them."""
@@ -417,6 +449,7 @@ class Net(Handle):
         n_threads: int = 1,
         build: Optional[BuildOptions] = None,
         cold_weights: bool = True,
+        layout: str = "auto",
     ) -> None:
         L = lib()
         keep: list[Any] = []
@@ -425,6 +458,7 @@ class Net(Handle):
         o.db_path = cstr(db_path, keep)
         o.n_threads = n_threads
         o.cold_weights = cold_weights
+        o.channel_block = channel_block(layout, auto=True)
         if build is not None:
             build._fill(o.build, keep)
         out = ffi.new("rlt_net **")
@@ -474,6 +508,21 @@ class Net(Handle):
     @property
     def is_profiling(self) -> bool:
         return self._profiling
+
+    @property
+    def channel_block(self) -> int:
+        """The layout compiled ("auto" resolved): 0 for NCHW, else the
+        channel block (rlt_net_channel_block)."""
+        return int(lib().rlt_net_channel_block(self._h()))
+
+    @property
+    def layout_estimates_ms(self) -> Optional[tuple[float, float]]:
+        """With layout "auto", the records' latency estimates it chose by,
+        (NCHW, blocked) (inf: a task untuned); None when the layout was
+        given (rlt_net_layout_estimates)."""
+        est = ffi.new("double[2]")
+        lib().rlt_net_layout_estimates(self._h(), est)
+        return None if math.isnan(est[0]) else (float(est[0]), float(est[1]))
 
     def tasks(self) -> list[NetTask]:
         """The compiled tasks and where their schedules came from."""
@@ -589,6 +638,8 @@ class ModelTuning(Handle):
     `cold_weights` (default True, as `rltune tune --model`) times every
     kernel cold, as the network runs it: its weights, workspace and output
     evicted before each call (RunOptions.cold_weights, set over `run`'s).
+    `layout` ("nchw" or "nchwc") tunes the tasks of the network compiled
+    with that layout (Model.compile's).
 
         with ModelTuning(m, tuner="random", n_trials=64, db_path="r.db") as t:
             while not t.is_done:
@@ -615,11 +666,13 @@ class ModelTuning(Handle):
         tuner_config_path: Optional[str | os.PathLike[str]] = None,
         tuner_options: Optional[str] = None,
         cold_weights: bool = True,
+        layout: str = DEFAULT_LAYOUT,
     ) -> None:
         L = lib()
         o = ffi.new("rlt_model_tune_options *")
         L.rlt_model_tune_options_init(o)
         keep: list[Any] = [o]
+        o.channel_block = channel_block(layout)
         if n_trials is not None:
             o.n_trials = n_trials
         if no_transfer is not None:

@@ -19,6 +19,7 @@ class OpParam:
     is_required: bool
     min_value: int
     max_value: int
+    is_omitted_at_default: bool = False  # the canonical spec names the key only when it is not the default
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def op_library() -> list[OpInfo]:
                 is_required=bool(p.is_required),
                 min_value=int(p.min_value),
                 max_value=int(p.max_value),
+                is_omitted_at_default=bool(p.is_omitted_at_default),
             )
             for p in (info.params[j] for j in range(info.n_params))
         )

@@ -463,3 +463,80 @@ def test_model_tuning_errors(cnn: Model, tmp_path: Path) -> None:
         assert t.last_error == str(info.value)
     with pytest.raises(ValueError, match="closed"):
         t.step()
+
+
+def _blocked_cnn(path: Path) -> None:
+    """Channels that are multiples of 16 (so of any machine's block): a stem
+    3 -> 16, MaxPool, a residual 3x3 pair, a 1x1 to 32, GlobalAveragePool,
+    Flatten, Gemm."""
+    rng = np.random.default_rng(7)
+    inits: list[Any] = []
+    nodes: list[Any] = []
+
+    def const(name: str, value: Any) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), name))
+        return name
+
+    def conv(name: str, x: str, cin: int, cout: int, k: int) -> str:
+        w = rng.normal(0.0, 1.0 / math.sqrt(cin * k * k), (cout, cin, k, k))
+        ins = [x, const(f"{name}.w", w), const(f"{name}.b", rng.uniform(-0.1, 0.1, cout))]
+        nodes.append(helper.make_node("Conv", ins, [f"{name}.y"], name=name, kernel_shape=[k, k], pads=[k // 2] * 4))
+        return f"{name}.y"
+
+    def op(op_type: str, name: str, ins: list[str], **attrs: Any) -> str:
+        nodes.append(helper.make_node(op_type, ins, [f"{name}.y"], name=name, **attrs))
+        return f"{name}.y"
+
+    s = op("Relu", "stem_relu", [conv("stem", "x", 3, 16, 3)])
+    p = op("MaxPool", "pool", [s], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    h = op("Relu", "r1", [conv("c1", p, 16, 16, 3)])
+    a = op("Relu", "r2", [op("Add", "add", [conv("c2", h, 16, 16, 3), p])])
+    f = op("Flatten", "flat", [op("GlobalAveragePool", "gap", [conv("c3", a, 16, 32, 1)])], axis=1)
+    nodes.append(helper.make_node("Gemm", [f, const("fc.w", rng.normal(0, 0.2, (10, 32)))], ["y"], name="fc",
+                                  transB=1))
+    graph = helper.make_graph(nodes, "blocked_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                      [1, 3, 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def test_blocked_layout_tasks_compile_and_tune(tmp_path: Path) -> None:
+    path = tmp_path / "blocked_cnn.onnx"
+    _blocked_cnn(path)
+    m = Model(path)
+    block = rltune.channel_block("nchwc")
+    assert block in (4, 8, 16) and rltune.channel_block("nchw") == 0
+    plain, blocked = m.tasks(), m.tasks(layout="nchwc")
+    assert [t.epilogue for t in plain] == [t.epilogue for t in blocked]
+    assert not any("block=" in t.spec for t in plain)
+    assert blocked[0].spec.endswith(f",oblock={block},epilogue=bias+relu")  # the stem reads NCHW
+    assert all(f"iblock={block}" in t.spec for t in blocked[1:4])  # the head's dense reads NCHW
+    assert blocked[4].spec.startswith("dense:")
+    x = np.random.default_rng(2).uniform(-1, 1, (1, 3, 12, 12)).astype(np.float32)
+    (want,) = _ort(path, {"x": x})
+    net = m.compile(build=BUILD, layout="nchwc")
+    assert [t.spec for t in net.tasks()] == [t.spec for t in blocked]
+    _close(net.run(x)[0], want)
+    db = tmp_path / "blocked.db"
+    with ModelTuning(m, tuner="random", batch_size=2, n_trials=10, n_final=0, seed=1, db_path=db, build=BUILD,
+                     run=RUN, layout="nchwc") as t:
+        t.run()
+        assert [k.spec for k in t.tasks()] == [b.spec for b in blocked]
+    tuned = m.compile(db_path=db, build=BUILD, layout="nchwc")
+    assert [nt.origin for nt in tuned.tasks()] == ["record"] * len(blocked)
+    assert tuned.channel_block == block and tuned.layout_estimates_ms is None
+    _close(tuned.run(x)[0], want)
+    # auto (the default): the blocked tasks are all tuned, NCHW's are not
+    chosen = m.compile(db_path=db, build=BUILD)
+    assert chosen.channel_block == block
+    est = chosen.layout_estimates_ms
+    assert est is not None and math.isinf(est[0]) and 0 < est[1] < math.inf
+    assert m.compile(build=BUILD).channel_block == 0  # no records: NCHW
+    # NCHW's tasks are other ops: the blocked records do not serve them
+    assert [nt.origin for nt in m.compile(db_path=db, build=BUILD, layout="nchw").tasks()][:4] == ["seed"] * 4
+    with pytest.raises(rltune.InvalidArgumentError, match="expected 'nchwc', auto or 'nchw'"):
+        m.compile(layout="nhwc")
+    with pytest.raises(rltune.InvalidArgumentError, match="expected 'nchwc' or 'nchw'"):
+        m.tasks(layout="auto")

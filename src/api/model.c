@@ -105,13 +105,23 @@ int rlt_model_n_inputs(const rlt_model *m) { return m->graph->n_inputs; }
 
 int rlt_model_n_outputs(const rlt_model *m) { return m->graph->n_outputs; }
 
+int rlt_model_channel_block(void) { return rlt_net_machine_block(); }
+
 rlt_status rlt_model_tasks(rlt_model *m, rlt_task **out, int *out_n, rlt_diag *diag)
+{
+    return rlt_model_tasks_blocked(m, 0, out, out_n, diag);
+}
+
+rlt_status rlt_model_tasks_blocked(rlt_model *m, int channel_block, rlt_task **out, int *out_n, rlt_diag *diag)
 {
     *out = NULL;
     *out_n = 0;
     rlt_diag d = {0};
     rlt_graph_tasks gt;
-    rlt_status st = rlt_graph_tasks_extract(m->graph, &gt, &d);
+    if (channel_block < 0 || channel_block > RLT_NET_MAX_BLOCK)
+        return noted(m, rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "the channel block must be from 0 (NCHW) to %d, not %d",
+                                 RLT_NET_MAX_BLOCK, channel_block), &d, diag);
+    rlt_status st = rlt_graph_tasks_extract_blocked(m->graph, channel_block, &gt, &d);
     if (st != RLT_STATUS_OK) return noted(m, st, &d, diag);
     /* one block: the tasks, then every task's name pointers, then the names */
     size_t n_names = 0, text_bytes = 0;
@@ -308,6 +318,7 @@ void rlt_net_options_init(rlt_net_options *o)
     memset(o, 0, sizeof *o);
     o->n_threads = 1;
     o->cold_weights = true;
+    o->channel_block = RLT_NET_BLOCK_AUTO;
 }
 
 rlt_status rlt_model_compile(rlt_model *m, const rlt_net_options *o, rlt_net **out, rlt_diag *diag)

@@ -106,6 +106,9 @@ static rlt_status check_options(const rlt_model_tune_options *o, rlt_diag *diag)
     if (o->n_trials < 1)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the network's trials must be at least 1, got %d",
                         o->n_trials);
+    if (o->channel_block < 0 || o->channel_block > RLT_NET_MAX_BLOCK)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the channel block must be from 0 (NCHW) to %d, not %d",
+                        RLT_NET_MAX_BLOCK, o->channel_block);
     if (!s->db_path || !s->db_path[0])
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "tuning a network needs a records database (db_path): its runs read it to continue");
@@ -175,7 +178,8 @@ rlt_status rlt_model_tuning_open(rlt_model *m, const rlt_model_tune_options *o, 
     t->last_task = -1;
     t->t0_ns = rlt_time_ns();
     rlt_rng_seed(&t->rng, o->session.seed);
-    if ((st = rlt_graph_tasks_extract(rlt_model_graph(m), &gt, &d)) != RLT_STATUS_OK) goto cleanup;
+    if ((st = rlt_graph_tasks_extract_blocked(rlt_model_graph(m), o->channel_block, &gt, &d)) != RLT_STATUS_OK)
+        goto cleanup;
     if (!(t->tasks = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *t->tasks))) {
         st = rlt_fail(&d, RLT_STATUS_OUT_OF_MEMORY, "out of memory opening the network's tuning");
         goto cleanup;

@@ -74,6 +74,20 @@ int rlt_cli_model_load(const char *path, rlt_model **out);
  * ..."), unless is_quiet. */
 bool rlt_cli_model_cold(const rlt_cli_args *args, const rlt_model *m, bool is_quiet);
 
+/* --layout of run, export, tasks and tune --model: *out_block is the
+ * channel block of nchwc (rlt_model_channel_block: the vector width), 0
+ * for nchw, or with is_auto_allowed (run, export) RLT_NET_BLOCK_AUTO for
+ * auto, their default (tune's and tasks' is nchw). Returns the exit code
+ * (the error printed for another value). */
+#define RLT_CLI_LAYOUT_HELP                                                                                        \
+    "activations' layout: nchwc (channels in blocks of the vector width, where every node can take them) or nchw " \
+    "(the default)"
+#define RLT_CLI_LAYOUT_AUTO_HELP                                                                                    \
+    "activations' layout: auto (the default: nchwc when its tasks are all tuned and their records estimate a "      \
+    "faster network than nchw's, else nchw), nchwc (channels in blocks of the vector width, where every node can " \
+    "take them) or nchw"
+int rlt_cli_model_layout(const rlt_cli_args *args, bool is_auto_allowed, int *out_block);
+
 /* `rltune tune --model`: the network's tasks tuned from one budget of
  * n_trials (cmd_tune_model.c), every session with options `o` (cmd_tune.c
  * filled them from the shared options). Returns the exit code. */
@@ -230,8 +244,10 @@ typedef struct rlt_cli_progress {
 void rlt_cli_progress_show(const rlt_tune_progress *p, void *ctx);
 
 /* Ctrl-C: the first sets rlt_cli_stop_requested (the run stops after the
- * batch in flight), a second ends the process. catch installs the handler
- * for a run, release restores the default. */
+ * batch in flight), a second at least a quarter of a second later ends the
+ * process (sooner, it is the same interrupt delivered twice, as timeout(1)
+ * does). catch installs the handler for a run, release restores the
+ * default. */
 extern volatile sig_atomic_t rlt_cli_stop_requested;
 void rlt_cli_interrupt_catch(void);
 void rlt_cli_interrupt_release(void);

@@ -34,6 +34,7 @@ static const rlt_cli_opt export_opts[] = {
     {"embed-weights", NULL, "--model: compile the weights into the library instead of NAME.weights (small models)"},
     {"seed", "S", "--model: seed of the example's random input (default 0)"},
     {"warm", NULL, "--model: take only the records timed warm (by default the cold ones first, as 'rltune run')"},
+    {"layout", "L", "--model: " RLT_CLI_LAYOUT_AUTO_HELP},
 };
 
 /* "rltune_" and the model file's name without its directory and ".onnx",
@@ -77,6 +78,8 @@ static int run_export_model(const rlt_cli_args *args, const char *dir)
         rlt_cli_error("--cold and --warm contradict each other: give one (or neither: cold)");
         return RLT_CLI_EXIT_USAGE;
     }
+    int block = 0;
+    if ((rc = rlt_cli_model_layout(args, true, &block)) != RLT_CLI_EXIT_OK) return rc;
     if (rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "seed", 0, 0, INT64_MAX, &seed, &d) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
@@ -100,6 +103,7 @@ static int run_export_model(const rlt_cli_args *args, const char *dir)
     no.build.cc = rlt_cli_args_get(args, "cc");
     no.build.cflags = rlt_cli_args_get(args, "cflags");
     no.cold_weights = rlt_cli_model_cold(args, m, true);
+    no.channel_block = block;
     if ((st = rlt_model_compile(m, &no, &net, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s: %s", path, d.message);
         rc = rlt_cli_exit_for(st);
@@ -173,10 +177,12 @@ static int run_export(const rlt_cli_args *args)
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "model")) return run_export_model(args, dir);
-    if (rlt_cli_args_has(args, "embed-weights") || rlt_cli_args_has(args, "seed") || rlt_cli_args_has(args, "warm")) {
+    if (rlt_cli_args_has(args, "embed-weights") || rlt_cli_args_has(args, "seed") || rlt_cli_args_has(args, "warm") ||
+        rlt_cli_args_has(args, "layout")) {
         rlt_cli_error("--%s goes with --model", rlt_cli_args_has(args, "seed")            ? "seed"
                                                 : rlt_cli_args_has(args, "embed-weights") ? "embed-weights"
-                                                                                          : "warm");
+                                                : rlt_cli_args_has(args, "warm")          ? "warm"
+                                                                                          : "layout");
         goto cleanup;
     }
     if (sched_path && (rlt_cli_args_has(args, "db") || rlt_cli_args_has(args, "all-targets"))) {
@@ -254,7 +260,7 @@ const rlt_cli_cmd rlt_cli_cmd_export = {
     .synopsis = "(--op SPEC | --expr EXPR --shape SHAPE) --out DIR [--schedule FILE | --db FILE]\n"
                 "                     [--threads N] [--cc CMD] [--cflags FLAGS] [--all-targets] [--name NAME]\n"
                 "       rltune export --model FILE --out DIR [--db FILE] [--threads N] [--cc CMD] [--cflags FLAGS] [--cold | --warm]\n"
-                "                     [--name NAME] [--embed-weights] [--seed S]",
+                "                     [--name NAME] [--embed-weights] [--seed S] [--layout auto|nchw|nchwc]",
     .summary = "Writes the kernel of the op's best OK record (as 'rltune best' finds it; or of the\n"
                "--schedule given) to DIR: NAME.c, NAME.h (one function taking the tensors by name),\n"
                "libNAME.so (compiled with the record's compiler and --cflags), example.c (checks the\n"

@@ -33,6 +33,7 @@ static const rlt_cli_opt run_opts[] = {
     {"cold", NULL, "take the schedules timed cold (as tune --model times them) first, warm ones where a task "
                    "has none (the default)"},
     {"warm", NULL, "take only the schedules timed warm, with the weights and output in the caches"},
+    {"layout", "L", RLT_CLI_LAYOUT_AUTO_HELP},
     {"json", NULL, "print exactly one JSON object on stdout instead of the report"},
 };
 
@@ -46,6 +47,8 @@ typedef struct run_result {
     double max_error, max_ref; /* over every output element, relative check */
     bool is_correct;
     bool is_cold; /* cold records first (rlt_net_options.cold_weights) */
+    int block;    /* the net's channel block (auto resolved): 0 for nchw */
+    bool is_layout_auto;
     int n_tuned, n_untuned;
 } run_result;
 
@@ -113,6 +116,20 @@ static void print_text(const run_result *r, const prof_row *rows)
            n_steps, n_kernels, rlt_net_n_tasks(net), r->n_tuned, r->db_path ? " from " : "",
            r->db_path ? r->db_path : "", r->db_path && r->is_cold ? ", cold records first" : "", r->n_untuned,
            n_steps - n_kernels, rlt_net_compile_s(net));
+    double est[2];
+    rlt_net_layout_estimates(net, est);
+    char why[200] = "";
+    if (!isnan(est[0])) {
+        char a[32] = "untuned", b[32] = "untuned";
+        if (isfinite(est[0])) snprintf(a, sizeof a, "%.3f ms", est[0]);
+        if (isfinite(est[1])) snprintf(b, sizeof b, "%.3f ms", est[1]);
+        snprintf(why, sizeof why, " (auto: the records estimate nchw %s, nchwc %s)", a, b);
+    }
+    if (r->block)
+        printf("layout:    nchwc: activations in blocks of %d channels where every node can take them%s\n", r->block,
+               why);
+    else
+        printf("layout:    nchw%s\n", why);
     printf("memory:    %.2f MiB of activations (memory plan), %.2f MiB of packed weights and workspaces\n",
            (double)rlt_net_activation_bytes(net) / 1048576.0, (double)rlt_net_extra_bytes(net) / 1048576.0);
     printf("check:     max error %.3g against the reference, whose largest value is %.3g: %s (tolerance %g "
@@ -150,6 +167,9 @@ static char *format_json(const run_result *r, const prof_row *rows)
               rlt_cli_json_add_number(o, "compile_s", rlt_net_compile_s(net)) &&
               rlt_cli_json_add_number(o, "tasks_tuned", r->n_tuned) &&
               cJSON_AddBoolToObject(o, "cold_weights", r->is_cold) &&
+              cJSON_AddStringToObject(o, "layout", r->block ? "nchwc" : "nchw") &&
+              rlt_cli_json_add_number(o, "channel_block", r->block) &&
+              cJSON_AddBoolToObject(o, "layout_auto", r->is_layout_auto) &&
               rlt_cli_json_add_number(o, "tasks_untuned", r->n_untuned) &&
               (r->db_path ? cJSON_AddStringToObject(o, "db", r->db_path) != NULL
                           : cJSON_AddNullToObject(o, "db") != NULL) &&
@@ -277,6 +297,7 @@ static int run_run(const rlt_cli_args *args)
         rlt_cli_error("--cold and --warm contradict each other: give one (or neither: cold)");
         return RLT_CLI_EXIT_USAGE;
     }
+    if ((rc = rlt_cli_model_layout(args, true, &r.block)) != RLT_CLI_EXIT_OK) return rc;
     rc = RLT_CLI_EXIT_USAGE;
     /* --db: the named file must exist; the default is used when present */
     r.db_path = rlt_cli_args_get(args, "db");
@@ -324,11 +345,14 @@ static int run_run(const rlt_cli_args *args)
     o.build.cc = rlt_cli_args_get(args, "cc");
     o.build.cflags = rlt_cli_args_get(args, "cflags");
     o.cold_weights = r.is_cold = rlt_cli_model_cold(args, r.model, true);
+    o.channel_block = r.block;
+    r.is_layout_auto = r.block == RLT_NET_BLOCK_AUTO;
     if ((st = rlt_model_compile(r.model, &o, &r.net, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s: %s", r.path, d.message);
         rc = rlt_cli_exit_for(st);
         goto cleanup;
     }
+    r.block = rlt_net_channel_block(r.net);
     for (int i = 0; i < rlt_net_n_tasks(r.net); i++) {
         rlt_net_task t;
         rlt_net_task_get(r.net, i, &t);
@@ -389,7 +413,8 @@ const rlt_cli_cmd rlt_cli_cmd_run = {
     .name = "run",
     .brief = "compile an ONNX model with its tuned kernels, run it, check it and time it",
     .synopsis = "--model FILE [--db FILE] [--input X.npy] [--output Y.npy] [--threads N] [--repeat R]\n"
-                "                  [--seed S] [--profile] [--cc CMD] [--cflags FLAGS] [--json]",
+                "                  [--seed S] [--profile] [--cc CMD] [--cflags FLAGS] [--cold | --warm]\n"
+                "                  [--layout nchw|nchwc] [--json]",
     .summary = "Compiles the model: each task (a Conv, Gemm or MatMul with the elementwise nodes fused\n"
                "into it, as 'rltune tasks' lists them) gets the schedule of its best record in --db on\n"
                "this target, else that of the op without its epilogue, else the first rule-built seed\n"

@@ -15,6 +15,7 @@
 
 static const rlt_cli_opt tasks_opts[] = {
     {"model", "FILE", "the ONNX model (.onnx) to list the tasks of"},
+    {"layout", "L", RLT_CLI_LAYOUT_HELP},
     {"json", NULL, "print exactly one JSON object on stdout instead of the table"},
 };
 
@@ -151,9 +152,11 @@ static int run_tasks(const rlt_cli_args *args)
         rlt_cli_error("--model FILE is required: the ONNX model to list the tasks of");
         return RLT_CLI_EXIT_USAGE;
     }
+    int block = 0;
+    if ((rc = rlt_cli_model_layout(args, false, &block)) != RLT_CLI_EXIT_OK) return rc;
     if ((rc = rlt_cli_model_load(v.path, &v.model)) != RLT_CLI_EXIT_OK) return rc;
     rc = RLT_CLI_EXIT_INTERNAL;
-    if ((st = rlt_model_tasks(v.model, &v.tasks, &v.n_tasks, &d)) != RLT_STATUS_OK ||
+    if ((st = rlt_model_tasks_blocked(v.model, block, &v.tasks, &v.n_tasks, &d)) != RLT_STATUS_OK ||
         (st = rlt_model_other_kernels(v.model, &v.others, &v.n_others, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s: %s", v.path, d.message);
         rc = rlt_cli_exit_for(st);
@@ -191,14 +194,16 @@ cleanup:
 const rlt_cli_cmd rlt_cli_cmd_tasks = {
     .name = "tasks",
     .brief = "list the tasks of an ONNX model: the kernels rltune tunes, with weights",
-    .synopsis = "--model FILE [--json]",
+    .synopsis = "--model FILE [--layout nchw|nchwc] [--json]",
     .summary = "Loads an ONNX model (shapes inferred, BatchNormalizations folded into their Convs) and\n"
                "lists its tasks: each distinct kernel rltune tunes (Conv as conv2d or depthwise_conv2d,\n"
                "Gemm and MatMul as dense, matmul or batch_matmul) fused with its epilogue, the\n"
                "elementwise nodes after it (bias, add, relu, relu6: ',epilogue=...' in the spec, which\n"
                "'rltune tune --op' takes); weight = how often the network runs it. Heaviest first by\n"
                "weight x FLOPs, then the total and the other kernels (pools, Softmax, Reshape, ... and\n"
-               "the Convs / Gemms / MatMuls that do not fit an op yet, with the reason).",
+               "the Convs / Gemms / MatMuls that do not fit an op yet, with the reason). With --layout\n"
+               "nchwc, the tasks of the network in blocked layouts (conv2d's iblock= / oblock=), as\n"
+               "'rltune run --layout nchwc' compiles it.",
     .details = "With --json, stdout holds one JSON object: model, opset, n_nodes, n_inputs,\n"
                "n_outputs, n_tasks, n_kernels, total_flops, tasks (heaviest first: spec, epilogue,\n"
                "weight, flops, nodes) and other_kernels (op_type, count, reason, first_node).\n"

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const rlt_cli_opt tune_opts[] = {
@@ -28,6 +29,7 @@ static const rlt_cli_opt tune_opts[] = {
     {"model", "FILE", "tune a whole ONNX model instead: its tasks share --trials (see 'rltune tasks')"},
     {"no-transfer", NULL, "--model: do not warm-start xgb / xgb-rank / ppo from the model's other tasks' records"},
     {"graph-opt", "SEARCH", "--model: first rewrite the graph with rltune's substitutions (greedy, taso, rl, none)"},
+    {"layout", "L", "--model: " RLT_CLI_LAYOUT_HELP},
     {"warm", NULL, "--model: time kernels warm, their weights and output in the caches from the call before "
                    "(--cold, as the network runs them, is the default with --model)"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},
@@ -64,17 +66,34 @@ static const rlt_cli_opt tune_opts[] = {
 
 volatile sig_atomic_t rlt_cli_stop_requested;
 
+/* A second SIGINT this soon after the first is the same interrupt, not a
+ * second Ctrl-C: timeout(1) -s INT, for one, signals the command and then
+ * its whole process group, so the command receives it twice, microseconds
+ * apart (two runs of `timeout -s INT 600 rltune tune --model` in eight
+ * ended without their final pick and summary that way). */
+#define INTERRUPT_SAME_S 0.25
+
+static struct timespec first_interrupt;
+
 static void on_interrupt(int sig)
 {
-    (void)sig;
-    rlt_cli_stop_requested = 1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe */
+    if (!rlt_cli_stop_requested) {
+        first_interrupt = now;
+        rlt_cli_stop_requested = 1;
+        return;
+    }
+    double since = (double)(now.tv_sec - first_interrupt.tv_sec) + 1e-9 * (double)(now.tv_nsec - first_interrupt.tv_nsec);
+    if (since < INTERRUPT_SAME_S) return;
+    signal(sig, SIG_DFL); /* a second Ctrl-C ends the process, as if none were caught */
+    raise(sig);
 }
 
 void rlt_cli_interrupt_catch(void)
 {
     struct sigaction sa = {0};
     sa.sa_handler = on_interrupt;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 }
@@ -267,6 +286,10 @@ static int run_tune(const rlt_cli_args *args)
     }
     if (rlt_cli_args_has(args, "warm") && !rlt_cli_args_has(args, "model")) {
         rlt_cli_error("--warm goes with --model (an op is timed warm unless --cold says otherwise)");
+        goto cleanup;
+    }
+    if (rlt_cli_args_has(args, "layout") && !rlt_cli_args_has(args, "model")) {
+        rlt_cli_error("--layout goes with --model (an op's spec says its layout: conv2d's iblock= and oblock=)");
         goto cleanup;
     }
     if (rlt_cli_args_has(args, "warm") && rlt_cli_args_has(args, "cold")) {

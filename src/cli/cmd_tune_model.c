@@ -37,7 +37,8 @@ static void print_round(const rlt_model_tuning *t)
     fflush(stdout);
 }
 
-static void print_report(const rlt_model_tuning *t, const char *path, const char *db_path, const char *tuner)
+static void print_report(const rlt_model_tuning *t, const char *path, const char *db_path, const char *tuner,
+                         const char *layout)
 {
     rlt_model_tuning_summary s;
     rlt_model_tuning_summary_get(t, &s);
@@ -58,7 +59,8 @@ static void print_report(const rlt_model_tuning *t, const char *path, const char
         printf("  %6d %6d %6d %12s %5.1f%% %9s  %s\n", k.weight, k.n_rounds, k.n_trials,
                ms_text(k.best_ms, best, sizeof best), share, gf, k.spec);
     }
-    printf("\nrecords:   %s; run the network with 'rltune run --model %s --db %s'\n", db_path, path, db_path);
+    printf("\nrecords:   %s; run the network with 'rltune run --model %s --db %s%s%s'\n", db_path, path, db_path,
+           layout ? " --layout " : "", layout ? layout : "");
 }
 
 static char *format_json(const rlt_model_tuning *t, const char *path, const char *db_path, const char *tuner,
@@ -122,6 +124,8 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *so, 
         rlt_cli_error("--model FILE: the ONNX model whose tasks to tune");
         return RLT_CLI_EXIT_USAGE;
     }
+    int block = 0;
+    if ((rc = rlt_cli_model_layout(args, false, &block)) != RLT_CLI_EXIT_OK) return rc;
     if ((rc = rlt_cli_model_load(path, &m)) != RLT_CLI_EXIT_OK) return rc;
     if (rlt_cli_args_has(args, "graph-opt") &&
         (rc = rlt_cli_graph_opt_apply(rlt_cli_args_get(args, "graph-opt"), path, so->db_path, so->n_threads,
@@ -136,6 +140,7 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *so, 
     o.session.run.cold_weights = rlt_cli_model_cold(args, m, is_json);
     o.n_trials = (int)n_trials;
     o.no_transfer = rlt_cli_args_has(args, "no-transfer");
+    o.channel_block = block;
     if ((st = rlt_model_tuning_open(m, &o, &t, &d)) != RLT_STATUS_OK) {
         rlt_cli_error("%s: %s", path, d.message);
         rc = rlt_cli_exit_for(st);
@@ -164,7 +169,7 @@ int rlt_cli_tune_model(const rlt_cli_args *args, const rlt_session_options *so, 
         }
         printf("%s\n", json);
     } else {
-        print_report(t, path, so->db_path, so->tuner);
+        print_report(t, path, so->db_path, so->tuner, rlt_cli_args_get(args, "layout"));
     }
     rc = RLT_CLI_EXIT_OK;
 cleanup:

@@ -278,6 +278,24 @@ bool rlt_cli_model_cold(const rlt_cli_args *args, const rlt_model *m, bool is_qu
     return is_cold;
 }
 
+int rlt_cli_model_layout(const rlt_cli_args *args, bool is_auto_allowed, int *out_block)
+{
+    const char *v = rlt_cli_args_get(args, "layout");
+    if (!v) v = is_auto_allowed ? "auto" : "nchw";
+    if (strcmp(v, "nchwc") == 0 || strcmp(v, "nchw") == 0) {
+        *out_block = v[4] == 'c' ? rlt_model_channel_block() : 0;
+        return RLT_CLI_EXIT_OK;
+    }
+    if (is_auto_allowed && strcmp(v, "auto") == 0) {
+        *out_block = RLT_NET_BLOCK_AUTO;
+        return RLT_CLI_EXIT_OK;
+    }
+    rlt_cli_error("--layout %.40s: expected nchwc (channels in blocks of the vector width, %d here, where every node "
+                  "can take them)%s or nchw",
+                  v, rlt_model_channel_block(), is_auto_allowed ? ", auto (the one the records say is faster)" : "");
+    return RLT_CLI_EXIT_USAGE;
+}
+
 int rlt_cli_model_load(const char *path, rlt_model **out)
 {
     rlt_diag d = {0};

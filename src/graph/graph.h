@@ -300,6 +300,10 @@ typedef struct rlt_graph_tasks {
     rlt_graph_task *tasks;   /* heap, in the order of their first occurrence */
     int n_others;
     rlt_graph_other *others; /* heap, in the order of their first occurrence */
+    int block;               /* the channel block asked for (0: every activation NCHW) */
+    int *tensor_block;       /* heap, per graph tensor, with block > 0: the activation's channels
+                                in blocks of this many, innermost (NCHWc), or 0 (as the graph
+                                says); NULL with block 0 */
 } rlt_graph_tasks;
 
 /* Extracts the tasks of a sorted, inferred graph (what rlt_graph_load_onnx
@@ -308,6 +312,18 @@ typedef struct rlt_graph_tasks {
  * rlt_graph_tasks_free); the graph is not changed. Errors: OUT_OF_MEMORY,
  * INVALID_ARGUMENT for a graph that is not inferred. */
 rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt_diag *diag);
+
+/* The same with activations in blocks of `block` channels (NCHWc, the
+ * layout of oneDNN's and ONNX Runtime's convolutions) wherever every node
+ * that touches them can run so: conv2d kernels read and write either
+ * layout (their specs say which: iblock=, oblock=), MaxPool, AveragePool,
+ * Relu-like and same-shaped elementwise nodes, Concat and Split of whole
+ * channel blocks keep their input's layout, GlobalAveragePool reads
+ * either; graph inputs and outputs, and every tensor another node reads,
+ * stay NCHW. out->tensor_block says which tensors are blocked.
+ * docs/graph.md, "Blocked layouts", gives the rules. block 0 is
+ * rlt_graph_tasks_extract. */
+rlt_status rlt_graph_tasks_extract_blocked(const rlt_graph *g, int block, rlt_graph_tasks *out, rlt_diag *diag);
 void rlt_graph_tasks_free(rlt_graph_tasks *t); /* frees what extract made; NULL ok */
 
 /* True when tensor c (constant or not), broadcast against `out`, holds one

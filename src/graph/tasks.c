@@ -488,15 +488,180 @@ void rlt_graph_tasks_free(rlt_graph_tasks *t)
     }
     rlt_free(t->tasks);
     rlt_free(t->others);
+    rlt_free(t->tensor_block);
     memset(t, 0, sizeof *t);
 }
 
+/* ---- blocked layouts ------------------------------------------------------------ */
+
+/* One occurrence of a task, before its layouts are known. */
+typedef struct occurrence {
+    kernel k;           /* the kernel's op spec without its epilogue (canonical) */
+    char epi[128];
+    int node, n_fused;
+    int fused[MAX_EPILOGUE_STEPS];
+    int out;            /* the tensor the fused kernel writes */
+    int res;            /* the fused residual's tensor, or -1 */
+} occurrence;
+
+/* Tensors that must share a layout, joined (union-find over tensors), and
+ * those that must stay NCHW. */
+typedef struct layouts {
+    int *parent;
+    bool *is_plain;
+} layouts;
+
+static int lay_find(layouts *l, int t)
+{
+    while (l->parent[t] != t) {
+        l->parent[t] = l->parent[l->parent[t]];
+        t = l->parent[t];
+    }
+    return t;
+}
+
+static void lay_join(layouts *l, int a, int b)
+{
+    if (a < 0 || b < 0) return;
+    a = lay_find(l, a);
+    b = lay_find(l, b);
+    if (a != b) l->parent[a] = b;
+}
+
+static void lay_plain(layouts *l, int t)
+{
+    if (t >= 0) l->is_plain[t] = true;
+}
+
+static void lay_plain_node(layouts *l, const rlt_graph_node *n)
+{
+    for (int i = 0; i < n->n_inputs; i++) lay_plain(l, n->inputs[i]);
+    for (int o = 0; o < n->n_outputs; o++) lay_plain(l, n->outputs[o]);
+}
+
+static bool is_activation(const rlt_graph *g, int t)
+{
+    return t >= 0 && !g->tensors[t].data;
+}
+
+/* The constraints node n (no task's) puts on its tensors' layouts: the
+ * nodes whose fast forms run on blocked tensors keep their input's layout
+ * (the same loops over the same element count, or a pool's blocked loops);
+ * every other node reads and writes NCHW. */
+static void lay_node(const rlt_graph *g, layouts *l, int node)
+{
+    const rlt_graph_node *n = &g->nodes[node];
+    const char *t = n->op_type;
+    int x = n->n_inputs > 0 ? n->inputs[0] : -1, y = n->n_outputs > 0 ? n->outputs[0] : -1;
+    bool is_one_output = n->n_outputs == 1 && y >= 0;
+    if (x >= 0 && is_activation(g, x) && is_one_output &&
+        (strcmp(t, "Relu") == 0 || strcmp(t, "Sigmoid") == 0 || strcmp(t, "Tanh") == 0 ||
+         strcmp(t, "LeakyRelu") == 0 || strcmp(t, "Identity") == 0 ||
+         (strcmp(t, "Clip") == 0 && clip_step(g, n) != NULL) ||
+         ((strcmp(t, "MaxPool") == 0 || strcmp(t, "AveragePool") == 0) && g->tensors[x].rank == 4))) {
+        for (int i = 1; i < n->n_inputs; i++) lay_plain(l, n->inputs[i]);
+        lay_join(l, x, y);
+        return;
+    }
+    if (strcmp(t, "GlobalAveragePool") == 0 && is_one_output) {
+        lay_plain(l, y); /* [N, C, 1, 1]: the same floats in either layout */
+        return;
+    }
+    bool is_binary = strcmp(t, "Add") == 0 || strcmp(t, "Sub") == 0 || strcmp(t, "Mul") == 0 ||
+                     strcmp(t, "Div") == 0;
+    if (is_binary && n->n_inputs == 2 && is_one_output && is_activation(g, n->inputs[0]) &&
+        is_activation(g, n->inputs[1]) && same_shape(&g->tensors[n->inputs[0]], &g->tensors[y]) &&
+        same_shape(&g->tensors[n->inputs[1]], &g->tensors[y])) {
+        lay_join(l, n->inputs[0], y);
+        lay_join(l, n->inputs[1], y);
+        return;
+    }
+    bool is_concat = strcmp(t, "Concat") == 0, is_split = strcmp(t, "Split") == 0;
+    if ((is_concat || is_split) && x >= 0 && g->tensors[x].rank == 4) {
+        int64_t axis = rlt_graph_attr_int(n, "axis", is_split ? 0 : 1);
+        if (axis == 1 || axis == -3) {
+            /* whole blocks of channels: the same bytes per batch item as NCHW */
+            int n_data = is_split ? 1 : n->n_inputs;
+            for (int i = 0; i < n->n_inputs; i++) {
+                if (i < n_data && is_activation(g, n->inputs[i])) lay_join(l, n->inputs[i], y);
+                else lay_plain(l, n->inputs[i]);
+            }
+            for (int o = 0; o < n->n_outputs; o++) lay_join(l, n->outputs[o], is_split ? x : y);
+            return;
+        }
+    }
+    lay_plain_node(l, n);
+}
+
+/* Which activations are blocked: out->tensor_block. */
+static rlt_status choose_layouts(const rlt_graph *g, int block, const occurrence *occ, int n_occ, const bool *claimed,
+                                 int *tensor_block, rlt_diag *diag)
+{
+    layouts l = {rlt_calloc((size_t)g->n_tensors + 1, sizeof *l.parent),
+                 rlt_calloc((size_t)g->n_tensors + 1, sizeof *l.is_plain)};
+    if (!l.parent || !l.is_plain) {
+        rlt_free(l.parent);
+        rlt_free(l.is_plain);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory choosing layouts");
+    }
+    for (int t = 0; t < g->n_tensors; t++) {
+        const rlt_graph_tensor *gt = &g->tensors[t];
+        l.parent[t] = t;
+        l.is_plain[t] = gt->data || !gt->has_shape || gt->dtype != RLT_DTYPE_FLOAT32 || gt->rank != 4 ||
+                        gt->dims[1] % block != 0;
+    }
+    for (int i = 0; i < g->n_inputs; i++) lay_plain(&l, g->inputs[i]);
+    for (int i = 0; i < g->n_outputs; i++) lay_plain(&l, g->outputs[i]);
+    bool *is_kernel = rlt_calloc((size_t)g->n_nodes + 1, sizeof *is_kernel);
+    if (!is_kernel) {
+        rlt_free(l.parent);
+        rlt_free(l.is_plain);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory choosing layouts");
+    }
+    for (int i = 0; i < n_occ; i++) {
+        const occurrence *o = &occ[i];
+        const rlt_graph_node *kn = &g->nodes[o->node];
+        is_kernel[o->node] = true;
+        if (strncmp(o->k.spec, "conv2d:", 7) == 0) {
+            lay_join(&l, o->res, o->out); /* the residual is read in the output's layout */
+            for (int j = 1; j < kn->n_inputs; j++) lay_plain(&l, kn->inputs[j]);
+        } else if (strncmp(o->k.spec, "depthwise_conv2d:", 17) == 0) {
+            lay_join(&l, kn->inputs[0], o->out); /* one block for both: a channel maps to itself */
+            lay_join(&l, o->res, o->out);
+            for (int j = 1; j < kn->n_inputs; j++) lay_plain(&l, kn->inputs[j]);
+        } else {
+            lay_plain_node(&l, kn);
+            lay_plain(&l, o->out);
+            lay_plain(&l, o->res);
+        }
+    }
+    for (int n = 0; n < g->n_nodes; n++)
+        if (!g->nodes[n].is_removed && !claimed[n] && !is_kernel[n]) lay_node(g, &l, n);
+    for (int t = 0; t < g->n_tensors; t++)
+        if (l.is_plain[t]) l.is_plain[lay_find(&l, t)] = true;
+    for (int t = 0; t < g->n_tensors; t++) tensor_block[t] = l.is_plain[lay_find(&l, t)] ? 0 : block;
+    rlt_free(is_kernel);
+    rlt_free(l.parent);
+    rlt_free(l.is_plain);
+    return RLT_STATUS_OK;
+}
+
+/* ---- extraction ------------------------------------------------------------------ */
+
 rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt_diag *diag)
+{
+    return rlt_graph_tasks_extract_blocked(g, 0, out, diag);
+}
+
+rlt_status rlt_graph_tasks_extract_blocked(const rlt_graph *g, int block, rlt_graph_tasks *out, rlt_diag *diag)
 {
     rlt_graph_tasks res = {0};
     readers rd = {0};
     bool *claimed = NULL;
+    occurrence *occ = NULL;
+    int n_occ = 0;
     rlt_status st = RLT_STATUS_OK;
+    RLT_ASSERT(block >= 0);
     for (int n = 0; n < g->n_nodes; n++) {
         const rlt_graph_node *node = &g->nodes[n];
         if (node->is_removed) continue;
@@ -510,10 +675,12 @@ rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt
         }
     }
     if ((st = readers_count(g, &rd, diag)) != RLT_STATUS_OK) goto cleanup;
-    if (!(claimed = rlt_calloc((size_t)g->n_nodes + 1, sizeof *claimed))) {
+    if (!(claimed = rlt_calloc((size_t)g->n_nodes + 1, sizeof *claimed)) ||
+        !(occ = rlt_calloc((size_t)g->n_nodes + 1, sizeof *occ))) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
         goto cleanup;
     }
+    /* the occurrences, and every other node */
     for (int n = 0; n < g->n_nodes; n++) {
         if (g->nodes[n].is_removed || claimed[n]) continue;
         kernel k;
@@ -525,21 +692,58 @@ rlt_status rlt_graph_tasks_extract(const rlt_graph *g, rlt_graph_tasks *out, rlt
             if (!k.is_task) {
                 st = other_add(&res, g, n, k.reason, diag);
             } else {
-                char epi[128];
-                int fused[MAX_EPILOGUE_STEPS];
-                snprintf(epi, sizeof epi, "%s", k.own);
-                int n_fused = epilogue_walk(g, &rd, claimed, n, k.channel_axis, epi, sizeof epi, fused);
-                if ((st = kernel_finish(&k, epi, &flops, diag)) != RLT_STATUS_OK) goto cleanup;
-                RLT_ASSERT(k.is_task); /* the base op parsed, and an epilogue adds no size */
-                st = task_add(&res, k.spec, epi, flops, n, fused, n_fused, diag);
+                occurrence *o = &occ[n_occ++];
+                o->k = k;
+                o->node = n;
+                snprintf(o->epi, sizeof o->epi, "%s", k.own);
+                o->n_fused = epilogue_walk(g, &rd, claimed, n, k.channel_axis, o->epi, sizeof o->epi, o->fused);
+                o->out = o->n_fused ? g->nodes[o->fused[o->n_fused - 1]].outputs[0] : g->nodes[n].outputs[0];
+                o->res = -1;
+                int t = g->nodes[n].outputs[0];
+                for (int f = 0; f < o->n_fused; f++) {
+                    const rlt_graph_node *fn = &g->nodes[o->fused[f]];
+                    if (strcmp(fn->op_type, "Add") == 0) {
+                        int other = fn->inputs[0] == t ? fn->inputs[1] : fn->inputs[0];
+                        if (!g->tensors[other].data) o->res = other;
+                    }
+                    t = fn->outputs[0];
+                }
             }
         }
         if (st != RLT_STATUS_OK) goto cleanup;
+    }
+    if (block > 0) {
+        if (!(res.tensor_block = rlt_calloc((size_t)g->n_tensors + 1, sizeof *res.tensor_block))) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory listing tasks");
+            goto cleanup;
+        }
+        res.block = block;
+        if ((st = choose_layouts(g, block, occ, n_occ, claimed, res.tensor_block, diag)) != RLT_STATUS_OK)
+            goto cleanup;
+    }
+    /* the tasks: each occurrence's op, in its tensors' layouts */
+    for (int i = 0; i < n_occ; i++) {
+        occurrence *o = &occ[i];
+        double flops = 0;
+        if (res.tensor_block && strncmp(o->k.spec, "conv2d:", 7) == 0) {
+            int bi = res.tensor_block[g->nodes[o->node].inputs[0]], bo = res.tensor_block[o->out];
+            size_t len = strlen(o->k.spec);
+            if (bi) len += (size_t)snprintf(o->k.spec + len, sizeof o->k.spec - len, ",iblock=%d", bi);
+            if (bo) snprintf(o->k.spec + len, sizeof o->k.spec - len, ",oblock=%d", bo);
+        } else if (res.tensor_block && strncmp(o->k.spec, "depthwise_conv2d:", 17) == 0 && res.tensor_block[o->out]) {
+            size_t len = strlen(o->k.spec);
+            snprintf(o->k.spec + len, sizeof o->k.spec - len, ",block=%d", res.tensor_block[o->out]);
+        }
+        if ((st = kernel_finish(&o->k, o->epi, &flops, diag)) != RLT_STATUS_OK) goto cleanup;
+        RLT_ASSERT(o->k.is_task); /* the base op parsed; an epilogue and whole blocks add no size */
+        if ((st = task_add(&res, o->k.spec, o->epi, flops, o->node, o->fused, o->n_fused, diag)) != RLT_STATUS_OK)
+            goto cleanup;
     }
     *out = res;
     memset(&res, 0, sizeof res);
 cleanup:
     rlt_graph_tasks_free(&res);
+    rlt_free(occ);
     rlt_free(claimed);
     rlt_free(rd.reader);
     rlt_free(rd.n_reads);

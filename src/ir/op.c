@@ -21,7 +21,7 @@
 
 /* ---- the library -------------------------------------------------------- */
 
-#define SIZE_PARAM(key, help) {key, help, 0, true, 1, RLT_MAX_EXTENT}
+#define SIZE_PARAM(key, help) {key, help, 0, true, 1, RLT_MAX_EXTENT, false}
 
 static const rlt_op_param matmul_params[] = {
     SIZE_PARAM("M", "rows of A and C"),
@@ -40,8 +40,8 @@ static const rlt_op_param dense_params[] = {
     SIZE_PARAM("M", "rows of X and Y (the batch)"),
     SIZE_PARAM("N", "output features: rows of W, columns of Y"),
     SIZE_PARAM("K", "input features: columns of X and W"),
-    {"bias", "1 adds bias[j] after the reduction", 0, false, 0, 1},
-    {"relu", "1 applies relu last", 0, false, 0, 1},
+    {"bias", "1 adds bias[j] after the reduction", 0, false, 0, 1, false},
+    {"relu", "1 applies relu last", 0, false, 0, 1, false},
 };
 
 static const rlt_op_param conv2d_params[] = {
@@ -52,9 +52,13 @@ static const rlt_op_param conv2d_params[] = {
     SIZE_PARAM("K", "output channels"),
     SIZE_PARAM("R", "kernel height"),
     SIZE_PARAM("S", "kernel width"),
-    {"stride", "step of the window in both directions", 1, false, 1, RLT_MAX_EXTENT},
-    {"pad", "zero rows / columns added on every side", 0, false, 0, RLT_MAX_EXTENT},
-    {"dilation", "spacing of the kernel's taps", 1, false, 1, RLT_MAX_EXTENT},
+    {"stride", "step of the window in both directions", 1, false, 1, RLT_MAX_EXTENT, false},
+    {"pad", "zero rows / columns added on every side", 0, false, 0, RLT_MAX_EXTENT, false},
+    {"dilation", "spacing of the kernel's taps", 1, false, 1, RLT_MAX_EXTENT, false},
+    {"iblock", "input channels in blocks of this many, innermost: I[N,C/iblock,H,W,iblock] (0: NCHW)", 0, false, 0,
+     RLT_MAX_EXTENT, true},
+    {"oblock", "output channels in blocks of this many, innermost: O[N,K/oblock,P,Q,oblock] (0: NCHW)", 0, false,
+     0, RLT_MAX_EXTENT, true},
 };
 
 static const rlt_op_param depthwise_conv2d_params[] = {
@@ -64,9 +68,11 @@ static const rlt_op_param depthwise_conv2d_params[] = {
     SIZE_PARAM("W", "input width"),
     SIZE_PARAM("R", "kernel height"),
     SIZE_PARAM("S", "kernel width"),
-    {"stride", "step of the window in both directions", 1, false, 1, RLT_MAX_EXTENT},
-    {"pad", "zero rows / columns added on every side", 0, false, 0, RLT_MAX_EXTENT},
-    {"dilation", "spacing of the kernel's taps", 1, false, 1, RLT_MAX_EXTENT},
+    {"stride", "step of the window in both directions", 1, false, 1, RLT_MAX_EXTENT, false},
+    {"pad", "zero rows / columns added on every side", 0, false, 0, RLT_MAX_EXTENT, false},
+    {"dilation", "spacing of the kernel's taps", 1, false, 1, RLT_MAX_EXTENT, false},
+    {"block", "channels in blocks of this many, innermost, input and output: I[N,C/block,H,W,block] (0: NCHW)", 0,
+     false, 0, RLT_MAX_EXTENT, true},
 };
 
 #define INFO(name, summary, example, params) \
@@ -88,7 +94,7 @@ static const rlt_op_info op_library[] = {
 enum { OP_MATMUL, OP_BATCH_MATMUL, OP_DENSE, OP_CONV2D, OP_DEPTHWISE_CONV2D, N_BUILTIN_OPS };
 _Static_assert(RLT_ARRAY_LEN(op_library) == N_BUILTIN_OPS, "one builder per library entry");
 
-enum { MAX_PARAMS = 10 };
+enum { MAX_PARAMS = 12 };
 
 /* ---- epilogues on built-in ops ------------------------------------------- */
 
@@ -519,7 +525,7 @@ static int64_t conv_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t
 static rlt_expr *conv_input_load(rlt_op *op, int tensor, const int ax[6], const int64_t geo[3])
 {
     int64_t stride = geo[0], pad = geo[1], dilation = geo[2];
-    rlt_expr *e = new_load(op, tensor, (int[]){ax[0], ax[1], -1, -1});
+    rlt_expr *e = new_load(op, tensor, (int[]){ax[0], ax[1], -1, -1, -1, -1});
     if (!e) return NULL;
     for (int d = 0; d < 2; d++) {
         rlt_affine *aff = &e->index[2 + d];
@@ -530,33 +536,88 @@ static rlt_expr *conv_input_load(rlt_op *op, int tensor, const int ax[6], const 
     return e;
 }
 
+/* NCHW, or with iblock / oblock channels in blocks (the NCHWc layouts of
+ * oneDNN and ONNX Runtime): a blocked tensor's channel c is dimension 1 at
+ * c / block and the last dimension at c % block, each its own axis (ko and
+ * ki, co and ci), so that every index stays one axis and the space tiles
+ * and vectorises the block like any other axis. The weight is blocked the
+ * same way on both channel dimensions, W[K/oblock, C/iblock, R, S, iblock,
+ * oblock] (a framework's KCRS weight is reordered into it once). */
 static const rlt_expr *build_conv2d(rlt_op *op, const int64_t *v)
 {
     int64_t N = v[0], C = v[1], H = v[2], W = v[3], K = v[4], R = v[5], S = v[6];
     const int64_t geo[3] = {v[7], v[8], v[9]};
+    int64_t bi = v[10], bo = v[11];
     int64_t P = conv_out_size(H, R, geo[0], geo[1], geo[2]);
     int64_t Q = conv_out_size(W, S, geo[0], geo[1], geo[2]);
-    enum { n, k, p, q, c, r, s };
+    if (bi == 0 && bo == 0) {
+        enum { n, k, p, q, c, r, s };
+        add_axis(op, "n", N, false);
+        add_axis(op, "k", K, false);
+        add_axis(op, "p", P, false);
+        add_axis(op, "q", Q, false);
+        add_axis(op, "c", C, true);
+        add_axis(op, "r", R, true);
+        add_axis(op, "s", S, true);
+        int in = add_tensor(op, "I", 4, (int64_t[]){N, C, H, W}, false);
+        int w = add_tensor(op, "W", 4, (int64_t[]){K, C, R, S}, true);
+        mark_output(op, add_tensor(op, "O", 4, (int64_t[]){N, K, P, Q}, false));
+        return product(op, conv_input_load(op, in, (int[]){n, c, p, q, r, s}, geo),
+                       new_load(op, w, (int[]){k, c, r, s}));
+    }
+    /* Axes: n, k or ko, p, q, [ki] / c or co, r, s, [ci]. */
+    int n = 0, ko = 1, p = 2, q = 3, ki = bo ? 4 : -1;
+    int co = bo ? 5 : 4, r = co + 1, s = co + 2, ci = bi ? co + 3 : -1;
     add_axis(op, "n", N, false);
-    add_axis(op, "k", K, false);
+    add_axis(op, bo ? "ko" : "k", bo ? K / bo : K, false);
     add_axis(op, "p", P, false);
     add_axis(op, "q", Q, false);
-    add_axis(op, "c", C, true);
+    if (bo) add_axis(op, "ki", bo, false);
+    add_axis(op, bi ? "co" : "c", bi ? C / bi : C, true);
     add_axis(op, "r", R, true);
     add_axis(op, "s", S, true);
-    int in = add_tensor(op, "I", 4, (int64_t[]){N, C, H, W}, false);
-    int w = add_tensor(op, "W", 4, (int64_t[]){K, C, R, S}, true);
-    mark_output(op, add_tensor(op, "O", 4, (int64_t[]){N, K, P, Q}, false));
-    return product(op, conv_input_load(op, in, (int[]){n, c, p, q, r, s}, geo),
-                   new_load(op, w, (int[]){k, c, r, s}));
+    if (bi) add_axis(op, "ci", bi, true);
+    int in = bi ? add_tensor(op, "I", 5, (int64_t[]){N, C / bi, H, W, bi}, false)
+                : add_tensor(op, "I", 4, (int64_t[]){N, C, H, W}, false);
+    int64_t wdims[6] = {bo ? K / bo : K, bi ? C / bi : C, R, S, 0, 0};
+    int wax[6] = {ko, co, r, s, -1, -1}, nw = 4;
+    if (bi) wdims[nw] = bi, wax[nw++] = ci;
+    if (bo) wdims[nw] = bo, wax[nw++] = ki;
+    int w = add_tensor(op, "W", nw, wdims, true);
+    if (bo) mark_output(op, add_tensor(op, "O", 5, (int64_t[]){N, K / bo, P, Q, bo}, false));
+    else mark_output(op, add_tensor(op, "O", 4, (int64_t[]){N, K, P, Q}, false));
+    rlt_expr *x = conv_input_load(op, in, (int[]){n, co, p, q, r, s}, geo);
+    if (x && bi) x->index[4].coef[ci] = 1;
+    return product(op, x, new_load(op, w, wax));
 }
 
+/* NCHW, or with block channels in blocks (NCHWc) on both sides, the
+ * channel split into co (c / block) and ci (c % block):
+ * O[n,co,p,q,ci] += I[n,co,...,...,ci] * W[co,r,s,ci], the weight
+ * [C/block, R, S, block] (the framework's [C,1,R,S] reordered once). */
 static const rlt_expr *build_depthwise_conv2d(rlt_op *op, const int64_t *v)
 {
     int64_t N = v[0], C = v[1], H = v[2], W = v[3], R = v[4], S = v[5];
     const int64_t geo[3] = {v[6], v[7], v[8]};
     int64_t P = conv_out_size(H, R, geo[0], geo[1], geo[2]);
     int64_t Q = conv_out_size(W, S, geo[0], geo[1], geo[2]);
+    int64_t B = v[9];
+    if (B) {
+        enum { n, co, p, q, ci, r, s };
+        add_axis(op, "n", N, false);
+        add_axis(op, "co", C / B, false);
+        add_axis(op, "p", P, false);
+        add_axis(op, "q", Q, false);
+        add_axis(op, "ci", B, false);
+        add_axis(op, "r", R, true);
+        add_axis(op, "s", S, true);
+        int in = add_tensor(op, "I", 5, (int64_t[]){N, C / B, H, W, B}, false);
+        int w = add_tensor(op, "W", 4, (int64_t[]){C / B, R, S, B}, true);
+        mark_output(op, add_tensor(op, "O", 5, (int64_t[]){N, C / B, P, Q, B}, false));
+        rlt_expr *x = conv_input_load(op, in, (int[]){n, co, p, q, r, s}, geo);
+        if (x) x->index[4].coef[ci] = 1;
+        return product(op, x, new_load(op, w, (int[]){co, r, s, ci}));
+    }
     enum { n, c, p, q, r, s };
     add_axis(op, "n", N, false);
     add_axis(op, "c", C, false);
@@ -586,8 +647,12 @@ static bool attach_epilogue(rlt_op *op, int kind, const epi_steps *steps)
     for (int i = 0; i < steps->n && e; i++) {
         switch (steps->step[i]) {
         case EPI_BIAS: {
-            int t = add_tensor(op, "bias", 1, (int64_t[]){op->axes[channel].extent}, true);
-            const rlt_expr *b = new_load(op, t, (int[]){channel});
+            /* A blocked output's channels are two axes (ko, ki): its bias is
+             * [K/oblock, oblock], the same floats as bias[K]. */
+            bool is_blocked = (kind == OP_CONV2D || kind == OP_DEPTHWISE_CONV2D) && out.n_dims == 5;
+            int t = is_blocked ? add_tensor(op, "bias", 2, (int64_t[]){op->axes[channel].extent, out.dims[4]}, true)
+                               : add_tensor(op, "bias", 1, (int64_t[]){op->axes[channel].extent}, true);
+            const rlt_expr *b = new_load(op, t, is_blocked ? (int[]){channel, 4} : (int[]){channel});
             e = b ? rlt_expr_new(op->arena, RLT_EXPR_ADD, e, b) : NULL;
             break;
         }
@@ -868,6 +933,23 @@ static rlt_status check_shapes(const char *spec_q, int kind, const int64_t *v, r
                             knames[d], names[d][1]);
         }
     }
+    if (kind == OP_DEPTHWISE_CONV2D && v[9] && v[1] % v[9] != 0)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "op spec '%s': block=%" PRId64 " does not divide C=%" PRId64
+                        "; a blocked layout needs whole blocks of channels (or block=0 for NCHW)",
+                        spec_q, v[9], v[1]);
+    if (kind == OP_CONV2D) {
+        const char *keys[2] = {"iblock", "oblock"}, *sizes[2] = {"C", "K"};
+        int64_t channels[2] = {v[1], v[4]};
+        for (int i = 0; i < 2; i++) {
+            int64_t b = v[10 + i];
+            if (b == 0 || channels[i] % b == 0) continue;
+            return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                            "op spec '%s': %s=%" PRId64 " does not divide %s=%" PRId64
+                            "; a blocked layout needs whole blocks of channels (or %s=0 for NCHW)",
+                            spec_q, keys[i], b, sizes[i], channels[i], keys[i]);
+        }
+    }
     return RLT_STATUS_OK;
 }
 
@@ -999,9 +1081,11 @@ rlt_status rlt_op_parse(const char *spec, rlt_op **out, rlt_diag *diag)
     op->flops = rlt_op_count_flops(op);
 
     size_t k = (size_t)snprintf(op->spec, sizeof op->spec, "%s:", info->name);
-    for (int i = 0; i < info->n_params; i++)
+    for (int i = 0; i < info->n_params; i++) {
+        if (info->params[i].is_omitted_at_default && values[i] == info->params[i].default_value) continue;
         k += (size_t)snprintf(op->spec + k, sizeof op->spec - k, "%s%s=%" PRId64, i > 0 ? "," : "",
                               info->params[i].key, values[i]);
+    }
     for (int i = 0; i < epilogue.n; i++)
         k += (size_t)snprintf(op->spec + k, sizeof op->spec - k, "%s%s", i == 0 ? ",epilogue=" : "+",
                               epi_step_names[epilogue.step[i]]);

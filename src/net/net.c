@@ -29,6 +29,7 @@
 
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,40 @@ static float *transposed(rlt_net *n, const rlt_graph_tensor *t, double scale)
     return w;
 }
 
+/* Conv's constant KCRS weight w in a blocked conv2d's layout (op tensor
+ * t_w: [K/oblock or K, C/iblock or C, R, S, (iblock), (oblock)], the
+ * blocks read off the op's I and O), as a new buffer. */
+static float *blocked_weight(rlt_net *n, const rlt_op *op, int t_w, const rlt_graph_tensor *w)
+{
+    const rlt_tensor *in = &op->tensors[0], *o = &op->tensors[op->n_tensors - 1];
+    int64_t bi = in->n_dims == 5 ? in->dims[4] : 1, bo = o->n_dims == 5 ? o->dims[4] : 1;
+    int64_t K = w->dims[0], C = w->dims[1], R = w->dims[2], S = w->dims[3];
+    float *dst = net_alloc(n, rlt_op_tensor_size(op, t_w) * (int64_t)sizeof(float));
+    if (!dst) return NULL;
+    const float *src = w->data;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t rs = 0; rs < R * S; rs++)
+                dst[(((k / bo) * (C / bi) + c / bi) * R * S + rs) * bi * bo + (c % bi) * bo + k % bo] =
+                    src[(k * C + c) * R * S + rs];
+    return dst;
+}
+
+/* A depthwise Conv's constant [C,1,R,S] weight w in a blocked
+ * depthwise_conv2d's layout [C/B, R, S, B] (B the op's O's last
+ * dimension), as a new buffer. */
+static float *blocked_dw_weight(rlt_net *n, const rlt_op *op, int t_w, const rlt_graph_tensor *w)
+{
+    const rlt_tensor *o = &op->tensors[op->n_tensors - 1];
+    int64_t B = o->dims[4], C = w->dims[0], RS = w->dims[2] * w->dims[3];
+    float *dst = net_alloc(n, rlt_op_tensor_size(op, t_w) * (int64_t)sizeof(float));
+    if (!dst) return NULL;
+    const float *src = w->data;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t rs = 0; rs < RS; rs++) dst[((c / B) * RS + rs) * B + c % B] = src[c * RS + rs];
+    return dst;
+}
+
 /* Constant t times scale, as a new buffer. */
 static float *scaled(rlt_net *n, const rlt_graph_tensor *t, double scale)
 {
@@ -121,7 +156,7 @@ static rlt_status bind_occurrence(rlt_net *n, const rlt_op *op, const int *nodes
     int64_t channels = 0;
     float *bias = NULL;
     if (t_bias >= 0) {
-        channels = op->tensors[t_bias].dims[0];
+        channels = rlt_op_tensor_size(op, t_bias); /* [K], or [K/oblock, oblock] */
         if (!(bias = net_alloc(n, channels * (int64_t)sizeof(float))))
             return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's bias");
         s->bind[t_bias].buf = bias;
@@ -135,6 +170,12 @@ static rlt_status bind_occurrence(rlt_net *n, const rlt_op *op, const int *nodes
         if (is_nk && alpha == 1.0)
             s->bind[t_in1].tensor = b;
         else if (!(s->bind[t_in1].buf = is_nk ? scaled(n, bt, alpha) : transposed(n, bt, alpha)))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's weight");
+    } else if (is_conv && (op->tensors[0].n_dims == 5 || op->tensors[op->n_tensors - 1].n_dims == 5)) {
+        /* blocked channels: the KCRS (depthwise: [C,1,R,S]) weight reordered once */
+        if (!bt->data || bt->rank != 4) return bind_fail(g, nodes[0], diag, "weight (a blocked layout needs a constant)");
+        bool is_dw = strcmp(kind, "depthwise_conv2d") == 0;
+        if (!(s->bind[t_in1].buf = is_dw ? blocked_dw_weight(n, op, t_in1, bt) : blocked_weight(n, op, t_in1, bt)))
             return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's weight");
     } else {
         /* a computed operand, or a weight in the op's own layout (Conv's KCRS) */
@@ -278,6 +319,21 @@ rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt
     return RLT_STATUS_OK;
 }
 
+/* The best record of a task under the first of `targets` (NULL-ended, at
+ * most two) that has one that applies (rlt_net_task_record); *found false
+ * without a database. */
+static rlt_status task_record_first(rlt_db *db, const char *const *targets, const char *spec, const rlt_op *op,
+                                    int n_threads, rlt_record *r, rlt_nest *nest, rlt_net_origin *origin,
+                                    bool *found, rlt_diag *diag)
+{
+    *found = false;
+    for (int j = 0; db && !*found && j < 2 && targets[j]; j++) {
+        rlt_status st = rlt_net_task_record(db, targets[j], spec, op, n_threads, r, nest, origin, found, diag);
+        if (st != RLT_STATUS_OK) return st;
+    }
+    return RLT_STATUS_OK;
+}
+
 /* Chooses task i's schedule and lowers it to the kernel's source. */
 /* Kernel i's schedule: the record of the first of `targets` (NULL-ended,
  * at most two) that has one, else the seed. */
@@ -294,10 +350,9 @@ static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *const *targe
     }
     bool is_found = false;
     rlt_net_origin origin = RLT_NET_FROM_SEED;
-    for (int j = 0; db && !is_found && j < 2 && targets[j]; j++)
-        if ((st = rlt_net_task_record(db, targets[j], t->spec, k->op, n->n_threads, r, nest, &origin, &is_found,
-                                      diag)) != RLT_STATUS_OK)
-            goto cleanup;
+    if ((st = task_record_first(db, targets, t->spec, k->op, n->n_threads, r, nest, &origin, &is_found, diag)) !=
+        RLT_STATUS_OK)
+        goto cleanup;
     if (is_found) {
         t->origin = origin;
         t->record_id = r->id;
@@ -476,6 +531,17 @@ static bool split_in_place(rlt_net *n, int node)
     return true;
 }
 
+/* Whether a node reads or writes a tensor in blocked channels. */
+static bool touches_blocked(const rlt_net *n, const rlt_graph_node *node)
+{
+    if (!n->tensor_block) return false;
+    for (int i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i] >= 0 && n->tensor_block[node->inputs[i]]) return true;
+    for (int o = 0; o < node->n_outputs; o++)
+        if (node->outputs[o] >= 0 && n->tensor_block[node->outputs[o]]) return true;
+    return false;
+}
+
 /* The steps in graph order: a kernel step at each occurrence's kernel node,
  * an evaluated step for every other live node that is not fused. */
 static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *diag)
@@ -512,7 +578,15 @@ static rlt_status plan_steps(rlt_net *n, const rlt_graph_tasks *gt, rlt_diag *di
                                          node->op_type);
                 goto cleanup;
             }
-            if ((st = rlt_fast_op_create(g, i, &s->fast, diag)) != RLT_STATUS_OK) goto cleanup;
+            int lanes = n->tensor_block && node->n_inputs > 0 && node->inputs[0] >= 0
+                            ? n->tensor_block[node->inputs[0]] : 0;
+            if ((st = rlt_fast_op_create_blocked(g, i, lanes, &s->fast, diag)) != RLT_STATUS_OK) goto cleanup;
+            if (!s->fast && !rlt_net_node_is_view(g, i) && touches_blocked(n, node)) {
+                st = rlt_graph_node_fail(g, node, diag, RLT_STATUS_INVALID_ARGUMENT,
+                                         "op %s has blocked (NCHWc) tensors but no fast form to run them",
+                                         node->op_type);
+                goto cleanup;
+            }
             /* a view of an activation shares its buffer: nothing is copied */
             if (rlt_net_node_is_view(g, i)) {
                 s->is_view = true;
@@ -675,6 +749,29 @@ static rlt_status prepare_steps(rlt_net *n, rlt_diag *diag)
 
 /* ---- compile ---------------------------------------------------------------- */
 
+/* Opens opts' records database (read-only) and the targets a task's
+ * record is looked up under, in order: the cold one first with
+ * cold_weights, then the warm one (targets[] NULL-ended, owned by the
+ * caller: rlt_free each). Nothing when opts has no database. */
+static rlt_status records_open(const rlt_net_options *opts, rlt_db **db, char *targets[3], rlt_diag *diag)
+{
+    rlt_status st;
+    rlt_record_target tt;
+    if (!opts->db_path) return RLT_STATUS_OK;
+    if ((st = rlt_db_open(opts->db_path, &(rlt_db_opts){.is_read_only = true}, db, diag)) != RLT_STATUS_OK ||
+        (st = rlt_session_target(&opts->build, opts->n_threads, &tt, diag)) != RLT_STATUS_OK)
+        return st;
+    if (!(targets[0] = rlt_record_target_text(&tt)))
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+    if (opts->cold_weights) { /* cold records first, the warm ones where a task has none */
+        targets[1] = targets[0];
+        tt.is_weights_cold = true;
+        if (!(targets[0] = rlt_record_target_text(&tt)))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
+    }
+    return RLT_STATUS_OK;
+}
+
 static rlt_status compile_kernels(rlt_net *n, const rlt_net_options *opts, rlt_diag *diag)
 {
     rlt_status st = RLT_STATUS_OK;
@@ -687,24 +784,7 @@ static rlt_status compile_kernels(rlt_net *n, const rlt_net_options *opts, rlt_d
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
         goto cleanup;
     }
-    if (opts->db_path) {
-        rlt_record_target tt;
-        if ((st = rlt_db_open(opts->db_path, &(rlt_db_opts){.is_read_only = true}, &db, diag)) != RLT_STATUS_OK ||
-            (st = rlt_session_target(&opts->build, n->n_threads, &tt, diag)) != RLT_STATUS_OK)
-            goto cleanup;
-        if (!(targets[0] = rlt_record_target_text(&tt))) {
-            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
-            goto cleanup;
-        }
-        if (opts->cold_weights) { /* cold records first, the warm ones where a task has none */
-            targets[1] = targets[0];
-            tt.is_weights_cold = true;
-            if (!(targets[0] = rlt_record_target_text(&tt))) {
-                st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
-                goto cleanup;
-            }
-        }
-    }
+    if ((st = records_open(opts, &db, targets, diag)) != RLT_STATUS_OK) goto cleanup;
     for (int i = 0; i < n->n_tasks; i++) {
         if ((st = kernel_source(n, db, (const char *const *)targets, i, diag)) != RLT_STATUS_OK) goto cleanup;
         srcs[i] = n->kernels[i].src;
@@ -721,6 +801,67 @@ cleanup:
     rlt_free(targets[1]);
     rlt_db_close(db);
     return st;
+}
+
+/* The network's latency estimate in the layout of channel block `block`
+ * from the records alone: the sum over tasks of weight x the best record's
+ * time (as compile_kernels finds it); INFINITY when a task has none. */
+static rlt_status records_estimate(const rlt_graph *g, const rlt_net_options *opts, rlt_db *db,
+                                   const char *const *targets, int block, double *out, rlt_diag *diag)
+{
+    rlt_graph_tasks gt = {0};
+    rlt_record *r = rlt_calloc(1, sizeof *r);
+    rlt_nest *nest = rlt_calloc(1, sizeof *nest);
+    rlt_status st = RLT_STATUS_OK;
+    *out = 0;
+    if (!r || !nest) {
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory choosing the layout");
+        goto cleanup;
+    }
+    if ((st = rlt_graph_tasks_extract_blocked(g, block, &gt, diag)) != RLT_STATUS_OK) goto cleanup;
+    for (int i = 0; i < gt.n_tasks && *out < INFINITY; i++) {
+        rlt_op *op = NULL;
+        if ((st = rlt_op_parse(gt.tasks[i].spec, &op, diag)) != RLT_STATUS_OK) goto cleanup;
+        bool is_found = false;
+        rlt_net_origin origin;
+        st = task_record_first(db, targets, gt.tasks[i].spec, op, opts->n_threads, r, nest, &origin, &is_found, diag);
+        rlt_op_destroy(op);
+        if (st != RLT_STATUS_OK) goto cleanup;
+        *out = is_found ? *out + gt.tasks[i].weight * r->time_median_ms : INFINITY;
+    }
+cleanup:
+    rlt_graph_tasks_free(&gt);
+    rlt_free(nest);
+    rlt_free(r);
+    return st;
+}
+
+rlt_status rlt_net_choose_block(const rlt_graph *g, const rlt_net_options *opts, int *out_block, double est_ms[2],
+                                rlt_diag *diag)
+{
+    rlt_db *db = NULL;
+    char *targets[3] = {NULL, NULL, NULL};
+    int blocks[2] = {0, rlt_net_machine_block()};
+    est_ms[0] = est_ms[1] = INFINITY;
+    *out_block = 0;
+    rlt_status st = records_open(opts, &db, targets, diag);
+    for (int k = 0; k < 2 && st == RLT_STATUS_OK && db; k++)
+        st = records_estimate(g, opts, db, (const char *const *)targets, blocks[k], &est_ms[k], diag);
+    /* blocked only when it is tuned and estimated faster: NCHW where the
+     * records say nothing (its seeds, and the records of runs before
+     * layouts existed) */
+    if (st == RLT_STATUS_OK && est_ms[1] < est_ms[0]) *out_block = blocks[1];
+    rlt_free(targets[0]);
+    rlt_free(targets[1]);
+    rlt_db_close(db);
+    return st;
+}
+
+int rlt_net_machine_block(void)
+{
+    rlt_target t;
+    rlt_target_detect(&t);
+    return t.vector_floats > 0 ? t.vector_floats : 4;
 }
 
 rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_net **out, rlt_diag *diag)
@@ -747,7 +888,20 @@ rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
         goto cleanup;
     }
-    if ((st = rlt_graph_tasks_extract(g, &gt, diag)) != RLT_STATUS_OK) goto cleanup;
+    if (opts->channel_block < RLT_NET_BLOCK_AUTO || opts->channel_block > RLT_NET_MAX_BLOCK) {
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                      "the channel block must be from 0 (NCHW) to %d, or %d (chosen from the records), not %d",
+                      RLT_NET_MAX_BLOCK, RLT_NET_BLOCK_AUTO, opts->channel_block);
+        goto cleanup;
+    }
+    int block = opts->channel_block;
+    n->layout_est_ms[0] = n->layout_est_ms[1] = NAN;
+    if (block == RLT_NET_BLOCK_AUTO && (st = rlt_net_choose_block(g, opts, &block, n->layout_est_ms, diag)) != RLT_STATUS_OK)
+        goto cleanup;
+    n->channel_block = block;
+    if ((st = rlt_graph_tasks_extract_blocked(g, block, &gt, diag)) != RLT_STATUS_OK) goto cleanup;
+    n->tensor_block = gt.tensor_block;
+    gt.tensor_block = NULL;
     n->tasks = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *n->tasks);
     n->kernels = rlt_calloc((size_t)gt.n_tasks + 1, sizeof *n->kernels);
     if (!n->tasks || !n->kernels) {
@@ -789,6 +943,7 @@ void rlt_net_destroy(rlt_net *n)
     rlt_free(n->vals);
     rlt_free(n->alias);
     rlt_free(n->alias_off);
+    rlt_free(n->tensor_block);
     rlt_free(n->steps);
     rlt_free(n->kernels);
     rlt_free(n->tasks);
@@ -876,6 +1031,14 @@ void rlt_net_step_get(const rlt_net *n, int i, rlt_net_step *out)
 }
 
 int64_t rlt_net_activation_bytes(const rlt_net *n) { return n->arena_bytes; }
+
+int rlt_net_channel_block(const rlt_net *n) { return n->channel_block; }
+
+void rlt_net_layout_estimates(const rlt_net *n, double est_ms[2])
+{
+    est_ms[0] = n->layout_est_ms[0];
+    est_ms[1] = n->layout_est_ms[1];
+}
 
 int64_t rlt_net_extra_bytes(const rlt_net *n) { return n->extra_bytes; }
 

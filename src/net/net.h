@@ -51,6 +51,19 @@ rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_
  * each other, slowing every kernel (docs/net.md, "Threads"). */
 bool rlt_net_takes_record(const char *config, int n_threads);
 
+/* The layout of rlt_net_options.channel_block RLT_NET_BLOCK_AUTO: the
+ * network's latency estimate from the records alone (the sum over tasks
+ * of weight x the best record's time, looked up as the compile looks
+ * them up; infinite with a task untuned) in NCHW (est_ms[0]) and in
+ * blocks of rlt_net_machine_block() channels (est_ms[1]); *out_block is
+ * the blocked one's block when it is the lower, else 0 (NCHW: where the
+ * records say nothing, or nothing better). Errors: the database's. */
+rlt_status rlt_net_choose_block(const rlt_graph *g, const rlt_net_options *opts, int *out_block, double est_ms[2],
+                                rlt_diag *diag);
+
+/* The machine's channel block: the floats of its widest vector register. */
+int rlt_net_machine_block(void);
+
 /* ---- the steps a compile makes of a graph ----------------------------------
  *
  * What rlt_net_compile decides per node and per task, shared with the cost
@@ -67,6 +80,7 @@ bool rlt_net_takes_record(const char *config, int n_threads);
  * alias starts as the identity over g's tensors. */
 
 #define RLT_NET_FUSED (-2) /* rlt_net_node_tasks: a node fused into an occurrence */
+#define RLT_NET_MAX_BLOCK 64 /* the largest channel block (rlt_net_options.channel_block): RLT_FAST_OP_MAX_LANES */
 
 /* Per node of g (task_of[g->n_nodes]): the index in gt (g's tasks,
  * rlt_graph_tasks_extract) of the task whose occurrence it is the kernel

@@ -71,6 +71,10 @@ struct rlt_net {
                              owner (its root) */
     int64_t *alias_off;   /* per tensor: its byte offset in that tensor's buffer (a Concat's part, a
                              Split's output; after the memory plan, in the root's), or 0 */
+    int channel_block;    /* the layout compiled: rlt_net_options.channel_block, auto resolved */
+    double layout_est_ms[2]; /* with RLT_NET_BLOCK_AUTO: the records' estimates of NCHW and blocked */
+    int *tensor_block;    /* per tensor: its channels in blocks of this many (NCHWc), or 0; NULL
+                             when the net is NCHW throughout (graph/tasks.c's blocked layouts) */
     void *arena_raw;
     char *arena;          /* arena_raw aligned to RLT_NET_ALIGN: vals[t] - arena is t's offset */
     int64_t arena_bytes;

@@ -281,11 +281,13 @@ static int64_t taps_inside(int64_t start, int64_t K, int64_t d, int64_t in)
     return count;
 }
 
-static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fast_op **out)
+/* lanes > 0: the input and output in blocks of lanes channels (NCHWc). */
+static rlt_status plan_pool_lanes(const rlt_graph *g, const rlt_graph_node *n, int64_t lanes, rlt_fast_op **out)
 {
     const rlt_graph_tensor *x = tin(g, n, 0), *y = tout(g, n, 0);
     bool is_max = strcmp(n->op_type, "MaxPool") == 0;
     if (!is_f32(x) || !is_f32(y) || (x->rank != 3 && x->rank != 4) || y->rank != x->rank) return RLT_STATUS_OK;
+    if (lanes && (x->rank != 4 || lanes > RLT_FAST_OP_MAX_LANES || x->dims[1] % lanes != 0)) return RLT_STATUS_OK;
     if (tout(g, n, 1)) return RLT_STATUS_OK; /* Indices */
     if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1]) return RLT_STATUS_OK;
     int n_sp = x->rank - 2, n_k, n_s, n_d, n_p;
@@ -318,7 +320,8 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
     op->isa_max = FOP_ISA_AVX2;
     fop_pool *p = &op->u.pool;
     *p = (fop_pool){.is_max = is_max,
-                     .planes = x->dims[0] * x->dims[1],
+                     .planes = x->dims[0] * x->dims[1] / (lanes ? lanes : 1),
+                     .lanes = lanes,
                      .ih = in2[0], .iw = in2[1], .oh = out2[0], .ow = out2[1],
                      .kh = k2[0], .kw = k2[1], .sh = s2[0], .sw = s2[1], .dh = d2[0], .dw = d2[1],
                      .ph = pb[0], .pw = pb[1], .div_h = -1, .div_w = -1};
@@ -338,6 +341,11 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
      * the left by padded rows: its way there has no tails (ops_run.c,
      * pool_row_3s2_avx512, which run_pool_padded takes on the same terms). */
     if (is_max && p->padded_row && p->kw == 3 && p->sw == 2 && p->pw <= 1) op->isa_max = FOP_ISA_AVX512F;
+    /* blocked: every output a vector of lanes, no rows and no tails */
+    if (lanes) {
+        p->padded_row = false;
+        op->isa_max = FOP_ISA_AVX512F;
+    }
     op->isa = RLT_MIN(op->isa, op->isa_max);
     if (!is_max) {
         float *div = (float *)op->extra;
@@ -360,19 +368,33 @@ static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fas
     return RLT_STATUS_OK;
 }
 
+static rlt_status plan_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fast_op **out)
+{
+    return plan_pool_lanes(g, n, 0, out);
+}
+
 /* ---- rows: Softmax, LayerNormalization, ReduceMean, GlobalAveragePool ----------- */
 
-static rlt_status plan_global_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fast_op **out)
+/* lanes > 0: the input in blocks of lanes channels (NCHWc); the output,
+ * [N, C, 1, ...], is the same floats in either layout. */
+static rlt_status plan_global_pool_lanes(const rlt_graph *g, const rlt_graph_node *n, int64_t lanes,
+                                         rlt_fast_op **out)
 {
     const rlt_graph_tensor *x = tin(g, n, 0), *y = tout(g, n, 0);
     if (!is_f32(x) || !is_f32(y) || x->rank < 3) return RLT_STATUS_OK;
-    int64_t planes = x->dims[0] * x->dims[1];
+    if (lanes && (lanes > RLT_FAST_OP_MAX_LANES || x->dims[1] % lanes != 0)) return RLT_STATUS_OK;
+    int64_t inner = lanes ? lanes : 1, planes = x->dims[0] * x->dims[1];
     if (n_elems(y) != planes) return RLT_STATUS_OK;
     rlt_fast_op *op;
     NEW_OP(op, FOP_GLOBAL_POOL, 0);
-    op->u.rows = (fop_rows){.outer = planes, .len = planes ? n_elems(x) / planes : 0, .inner = 1};
+    op->u.rows = (fop_rows){.outer = planes / inner, .len = planes ? n_elems(x) / planes : 0, .inner = inner};
     *out = op;
     return RLT_STATUS_OK;
+}
+
+static rlt_status plan_global_pool(const rlt_graph *g, const rlt_graph_node *n, rlt_fast_op **out)
+{
+    return plan_global_pool_lanes(g, n, 0, out);
 }
 
 static rlt_status plan_reduce_mean(const rlt_graph *g, const rlt_graph_node *n, rlt_fast_op **out)
@@ -782,6 +804,21 @@ rlt_status rlt_fast_op_create(const rlt_graph *g, int node, rlt_fast_op **out, r
             return rlt_graph_node_fail(g, n, diag, st, "out of memory planning its fast implementation");
         return RLT_STATUS_OK;
     }
+    return RLT_STATUS_OK;
+}
+
+rlt_status rlt_fast_op_create_blocked(const rlt_graph *g, int node, int lanes, rlt_fast_op **out, rlt_diag *diag)
+{
+    *out = NULL;
+    RLT_ASSERT(node >= 0 && node < g->n_nodes && lanes >= 0);
+    const rlt_graph_node *n = &g->nodes[node];
+    const char *t = n->op_type;
+    bool is_pool = strcmp(t, "MaxPool") == 0 || strcmp(t, "AveragePool") == 0;
+    bool is_global = strcmp(t, "GlobalAveragePool") == 0;
+    if (!lanes || (!is_pool && !is_global)) return rlt_fast_op_create(g, node, out, diag);
+    if (n->is_removed || !io_ok(g, n)) return RLT_STATUS_OK;
+    rlt_status st = is_pool ? plan_pool_lanes(g, n, lanes, out) : plan_global_pool_lanes(g, n, lanes, out);
+    if (st != RLT_STATUS_OK) return rlt_graph_node_fail(g, n, diag, st, "out of memory planning its fast implementation");
     return RLT_STATUS_OK;
 }
 

@@ -37,6 +37,17 @@ typedef struct rlt_fast_op rlt_fast_op;
  * NULL, diag names the node). */
 rlt_status rlt_fast_op_create(const rlt_graph *g, int node, rlt_fast_op **out, rlt_diag *diag);
 
+/* The same for a node whose input 0 holds its channels in blocks of
+ * `lanes` (NCHWc, graph/tasks.c's blocked layouts): MaxPool and
+ * AveragePool (2-D; their output blocked alike) and GlobalAveragePool
+ * (whose [N, C, 1, 1] output is the same floats in either layout) get
+ * loops over whole blocks; any other node has no layout of its own to
+ * know (elementwise over equal shapes, Concat / Split of whole blocks)
+ * and gets rlt_fast_op_create's plan. lanes 0 is rlt_fast_op_create;
+ * NULL where a pool's block does not divide its channels or exceeds
+ * RLT_FAST_OP_MAX_LANES. */
+rlt_status rlt_fast_op_create_blocked(const rlt_graph *g, int node, int lanes, rlt_fast_op **out, rlt_diag *diag);
+
 /* Runs the op: vals as for rlt_graph_eval_node, indexed by tensor: every
  * input's buffer (constants: their data) and every output's buffer, of the
  * tensor's size. Outputs are not zeroed beforehand and are fully written;

@@ -663,10 +663,63 @@ FOP_INLINE void run_pool_padded(const rlt_fast_op *op, const float *x, float *y,
     }
 }
 
-/* Planes (N * C) [c0, c1). */
+/* NCHWc: channel blocks [c0, c1), each [ih][iw][L] (L lanes innermost).
+ * Every output is L lanes at once: the max or the sum of its window's taps
+ * inside the input, in pool_one's order (the same sums; a max that meets
+ * NaN may keep another value), then AveragePool's divisor. L and is_max
+ * are constants where the callers inline it, so the lanes vectorise. */
+FOP_INLINE void pool_blocked(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1,
+                             const int64_t L, const bool is_max)
+{
+    const fop_pool *p = &op->u.pool;
+    const float *dw = is_max ? NULL : fop_table(op, p->div_w);
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xc = x + c * p->ih * p->iw * L;
+        float *yc = y + c * p->oh * p->ow * L;
+        for (int64_t oh = 0; oh < p->oh; oh++) {
+            int64_t h0 = oh * p->sh - p->ph;
+            float dh = is_max ? 1.0f : fop_table(op, p->div_h)[oh];
+            for (int64_t ow = 0; ow < p->ow; ow++) {
+                int64_t w0 = ow * p->sw - p->pw;
+                float acc[RLT_FAST_OP_MAX_LANES];
+                for (int64_t l = 0; l < L; l++) acc[l] = is_max ? -INFINITY : 0.0f;
+                bool seen = false;
+                for (int64_t kh = 0; kh < p->kh; kh++) {
+                    int64_t i = h0 + kh * p->dh;
+                    if (i < 0 || i >= p->ih) continue;
+                    for (int64_t kw = 0; kw < p->kw; kw++) {
+                        int64_t j = w0 + kw * p->dw;
+                        if (j < 0 || j >= p->iw) continue;
+                        const float *restrict v = xc + (i * p->iw + j) * L;
+                        seen = true;
+                        for (int64_t l = 0; l < L; l++) acc[l] = is_max ? (v[l] > acc[l] ? v[l] : acc[l]) : acc[l] + v[l];
+                    }
+                }
+                float *restrict o = yc + (oh * p->ow + ow) * L;
+                if (is_max) {
+                    for (int64_t l = 0; l < L; l++) o[l] = seen ? acc[l] : -FLT_MAX;
+                } else {
+                    float dv = dh * dw[ow];
+                    for (int64_t l = 0; l < L; l++) o[l] = dv > 0.0f ? acc[l] / dv : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* Planes (N * C, or N * C / lanes blocked) [c0, c1). */
 FOP_INLINE void run_pool(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1, int isa)
 {
     const fop_pool *p = &op->u.pool;
+    if (p->lanes) {
+        if (p->lanes == 16 && p->is_max) pool_blocked(op, x, y, c0, c1, 16, true);
+        else if (p->lanes == 16) pool_blocked(op, x, y, c0, c1, 16, false);
+        else if (p->lanes == 8 && p->is_max) pool_blocked(op, x, y, c0, c1, 8, true);
+        else if (p->lanes == 8) pool_blocked(op, x, y, c0, c1, 8, false);
+        else if (p->is_max) pool_blocked(op, x, y, c0, c1, p->lanes, true);
+        else pool_blocked(op, x, y, c0, c1, p->lanes, false);
+        return;
+    }
     if (p->padded_row) {
         run_pool_padded(op, x, y, c0, c1, isa);
         return;
@@ -713,7 +766,19 @@ FOP_INLINE void run_pool(const rlt_fast_op *op, const float *x, float *y, int64_
  * evaluator's 0 / 0). */
 FOP_INLINE void run_means(const fop_rows *p, const float *x, float *y, int64_t r0, int64_t r1)
 {
-    for (int64_t r = r0; r < r1; r++) y[r] = (float)(sum_f64(x + r * p->len, p->len) / (double)p->len);
+    if (p->inner == 1) {
+        for (int64_t r = r0; r < r1; r++) y[r] = (float)(sum_f64(x + r * p->len, p->len) / (double)p->len);
+        return;
+    }
+    /* [outer, len, inner] (NCHWc's GlobalAveragePool): inner means per row,
+     * written [outer, inner], the channels in order */
+    for (int64_t r = r0; r < r1; r++) {
+        double acc[RLT_FAST_OP_MAX_LANES] = {0};
+        const float *xr = x + r * p->len * p->inner;
+        for (int64_t j = 0; j < p->len; j++)
+            for (int64_t i = 0; i < p->inner; i++) acc[i] += (double)xr[j * p->inner + i];
+        for (int64_t i = 0; i < p->inner; i++) y[r * p->inner + i] = (float)(acc[i] / (double)p->len);
+    }
 }
 
 /* Softmax of one contiguous row: max-subtracted, e^(x - max) in float
@@ -1052,7 +1117,8 @@ int rlt_fast_op_threads(const rlt_fast_op *op, int n_threads)
     /* the output's elements, to weigh the work against the cost of waking
      * the other threads (a few microseconds) */
     int64_t elems = op->kind == FOP_UNARY ? op->n : op->kind == FOP_BINARY ? op->u.bcast.total
-                                                : op->kind == FOP_POOL   ? op->u.pool.planes * op->u.pool.oh * op->u.pool.ow
+                                                : op->kind == FOP_POOL   ? op->u.pool.planes * op->u.pool.oh * op->u.pool.ow *
+                                                                               (op->u.pool.lanes ? op->u.pool.lanes : 1)
                                                                          : op->u.rows.outer * op->u.rows.len * op->u.rows.inner;
     if (elems < RLT_FAST_OP_PARALLEL_ELEMS) return 1;
     return (int)FOP_MIN((int64_t)n_threads, units);

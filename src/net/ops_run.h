@@ -24,12 +24,14 @@
 #include <stdint.h>
 
 /* The version of the plan's layout below: any change to a field, an enum's
- * values or the meaning of a table bumps it. 1: the first. */
-#define RLT_FAST_OP_LAYOUT 1
+ * values or the meaning of a table bumps it. 1: the first. 2: pools and
+ * GlobalAveragePool on blocked channels (fop_pool.lanes, fop_rows.inner). */
+#define RLT_FAST_OP_LAYOUT 2
 
 #define RLT_FAST_OP_MAX_RANK 8 /* dimensions of a tensor (the graph's RLT_GRAPH_MAX_RANK) */
 
 enum { RLT_FAST_OP_POOL_TMP = 1024 }; /* floats of a pool's row on the stack */
+enum { RLT_FAST_OP_MAX_LANES = 64 }; /* channels of a block (NCHWc) the pools and GlobalAveragePool take */
 
 /* The kinds of plans. */
 enum {
@@ -110,10 +112,13 @@ typedef struct fop_pool {
      * byte offsets of extra[] (-1 for MaxPool); the window's divisor is
      * their product, 0 giving 0. */
     int64_t div_h, div_w;
+    int64_t lanes;                /* 0: NCHW planes; else NCHWc: each plane is a block of
+                                     lanes channels, innermost ([ih][iw][lanes]) */
 } fop_pool;
 
 typedef struct fop_rows {
-    int64_t outer, len, inner;    /* [outer, len, inner]: reduce over len */
+    int64_t outer, len, inner;    /* [outer, len, inner]: reduce over len (GlobalAveragePool on
+                                     NCHWc: inner = the block's lanes) */
     double eps;                   /* LayerNormalization */
     int32_t scale, bias;          /* LayerNormalization: tensors of len values, or -1 */
     int64_t scale_c, bias_c;      /* ... or constants expanded into extra[]: byte offsets (-1: use the tensor) */

@@ -232,6 +232,67 @@ Test(cli_run, tune_model_then_run)
     cli_run_free(&r);
 }
 
+/* --layout nchwc end to end: a model of 16 channels (a stem, a residual
+ * block, GlobalAveragePool, Gemm) tuned in blocked layouts, then run from
+ * those records; the NCHW network's convolutions are other ops, which the
+ * blocked records do not serve. */
+Test(cli_run, blocked_layout)
+{
+    char path[400], db[400];
+    snprintf(path, sizeof path, "%s/blocked.onnx", tmp_dir);
+    snprintf(db, sizeof db, "%s/blocked.db", tmp_dir);
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, OB_DIMS(1, 3, 8, 8));
+    ob_conv_rand(&b, "stem", "x", "s0", 3, 16, 3, 1, 1, 1, true, &rng_state);
+    ob_node(&b, "Relu", "stem_relu", "s0", "s");
+    ob_resnet_block(&b, "blk", "s", 16);
+    ob_node(&b, "GlobalAveragePool", "gap", "blk_out", "g");
+    ob_node(&b, "Flatten", "flat", "g", "f");
+    ob_init_rand(&b, "fc_w", 2, OB_DIMS(10, 16), 0.3f, &rng_state);
+    ob_attr_i(&b, ob_node(&b, "Gemm", "fc", "f,fc_w", "y"), "transB", 1);
+    ob_output(&b, "y");
+    cr_assert(ob_write(&b, path));
+    ob_free(&b);
+    cli_run r = CLI("tune", "--model", path, "--layout", "nchwc", "--trials", "8", "--batch", "2", "--tuner", "random",
+                    "--final", "0", "--seeds", "0", "--db", db);
+    assert_ok(&r);
+    char want[1024];
+    snprintf(want, sizeof want, "run the network with 'rltune run --model %s --db %s --layout nchwc'", path, db);
+    assert_has(r.out, want, "stdout");
+    snprintf(want, sizeof want, "K=16,R=3,S=3,stride=1,pad=1,dilation=1,iblock=%d,oblock=%d,epilogue=bias+add+relu",
+             rlt_model_channel_block(), rlt_model_channel_block());
+    assert_has(r.out, want, "stdout");
+    cli_run_free(&r);
+    r = CLI("run", "--model", path, "--db", db, "--layout", "nchwc", "--repeat", "1");
+    assert_ok(&r);
+    snprintf(want, sizeof want, "layout:    nchwc: activations in blocks of %d channels", rlt_model_channel_block());
+    assert_has(r.out, want, "stdout");
+    assert_has(r.out, "(4 tuned from ", "stdout");
+    assert_has(r.out, ": OK (tolerance", "stdout");
+    cli_run_free(&r);
+    /* auto (the default): only the blocked tasks are all tuned */
+    r = CLI("run", "--model", path, "--db", db, "--repeat", "1");
+    assert_ok(&r);
+    snprintf(want, sizeof want, "layout:    nchwc: activations in blocks of %d channels where every node can take them "
+             "(auto: the records estimate nchw untuned, nchwc ", rlt_model_channel_block());
+    assert_has(r.out, want, "stdout");
+    assert_has(r.out, "(4 tuned from ", "stdout");
+    cli_run_free(&r);
+    r = CLI("run", "--model", path, "--db", db, "--repeat", "1", "--threads", "2", "--json");
+    assert_ok(&r);
+    cJSON *j = json_parse_object_line(r.out);
+    cr_expect_str_eq(json_string_at(j, "layout"), "nchw", "auto: nothing is tuned at 2 threads");
+    cr_expect(json_bool_at(j, "layout_auto"));
+    cr_expect_eq(json_number_at(j, "channel_block"), 0);
+    cr_expect_eq(json_number_at(j, "tasks_tuned"), 0, "NCHW tasks are other ops (and another thread count)");
+    cr_expect(json_bool_at(j, "correct"));
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    EXPECT_USAGE_ERROR("--layout goes with --model", "tune", "--op", "matmul:M=4,N=4,K=4", "--layout", "nchwc");
+    EXPECT_USAGE_ERROR("--layout nhwc: expected nchwc", "run", "--model", path, "--layout", "nhwc");
+}
+
 Test(cli_run, tune_model_bad_input)
 {
     EXPECT_USAGE_ERROR("--op cannot be combined with --model", "tune", "--model", model_path, "--op",

@@ -112,11 +112,33 @@ Test(cli_tasks, json)
     cli_run_free(&r);
 }
 
+/* --layout nchwc: the graph's input and the residuals read from it stay
+ * NCHW, so each block's first conv writes blocks and its second reads
+ * them and writes NCHW (the block is the machine's vector width: 4, 8 or
+ * 16, each a divisor of the 16 channels). */
+Test(cli_tasks, blocked_layout)
+{
+    cli_run r = CLI("tasks", "--model", model_path, "--layout", "nchwc");
+    assert_ok(&r);
+    assert_has(r.out, "tasks: 3 (5 kernels), heaviest first\n", "stdout");
+    assert_has(r.out, CONV16 ",oblock=", "stdout");
+    assert_has(r.out, ",epilogue=bias+relu\n", "stdout");
+    assert_has(r.out, CONV16 ",iblock=", "stdout");
+    cr_expect_null(strstr(r.out, "oblock=16,epilogue=bias+add"), "the residual block's output stays NCHW:\n%s", r.out);
+    cli_run_free(&r);
+    r = CLI("tasks", "--model", model_path, "--layout", "nchw");
+    assert_ok(&r);
+    cr_expect_null(strstr(r.out, "block="), "stdout:\n%s", r.out);
+    cli_run_free(&r);
+    EXPECT_USAGE_ERROR("--layout nhwc: expected nchwc", "tasks", "--model", model_path, "--layout", "nhwc");
+    EXPECT_USAGE_ERROR("--layout auto: expected nchwc", "tasks", "--model", model_path, "--layout", "auto");
+}
+
 Test(cli_tasks, help)
 {
     cli_run r = CLI("tasks", "--help");
     assert_ok(&r);
-    assert_has(r.out, "usage: rltune tasks --model FILE [--json]", "stdout");
+    assert_has(r.out, "usage: rltune tasks --model FILE [--layout nchw|nchwc] [--json]", "stdout");
     assert_has(r.out, "--model", "stdout");
     cli_run_free(&r);
     r = CLI("--help");

@@ -153,6 +153,105 @@ Test(graph_tasks, resnet_block)
     assert_no_leaks();
 }
 
+/* The block a blocked extraction gave tensor `name`. */
+static int block_of(const rlt_graph *g, const rlt_graph_tasks *t, const char *name)
+{
+    int i = rlt_graph_tensor_find(g, name);
+    cr_assert_geq(i, 0, "no tensor %s", name);
+    cr_assert_not_null(t->tensor_block);
+    return t->tensor_block[i];
+}
+
+/* Blocked layouts (block 8): the stem reads the NCHW input and writes
+ * blocks; MaxPool, the residual block, a fire-style Concat and an unfused
+ * Relu and Add keep them; GlobalAveragePool reads them; a conv whose K is
+ * no multiple of 8, the graph's outputs and their kernels stay NCHW. */
+Test(graph_tasks, blocked_layouts)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 3, 8, 8));
+    ob_conv(&b, "stem", "x", "s0", 3, 16, 3, 1, 1, 1, true);
+    ob_node(&b, "Relu", "stem_relu", "s0", "s");
+    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "pool", "s", "p");
+    ob_attr_ints(&b, mp, "kernel_shape", 2, D(3, 3));
+    ob_attr_ints(&b, mp, "pads", 4, D(1, 1, 1, 1));
+    ob_resnet_block(&b, "blk", "p", 16);
+    ob_conv(&b, "fa", "blk_out", "a", 16, 8, 1, 1, 0, 1, true);
+    ob_conv(&b, "fb", "blk_out", "c8", 16, 8, 3, 1, 1, 1, true);
+    ob_node(&b, "Relu", "fb_relu", "c8", "bb"); /* fused into fb */
+    ob_attr_i(&b, ob_node(&b, "Concat", "fire", "a,bb", "c"), "axis", 1);
+    ob_node(&b, "Add", "sum", "c,blk_out", "e");      /* both computed before: an Add of its own */
+    ob_node(&b, "Sigmoid", "sig", "e", "f");
+    ob_conv(&b, "odd", "f", "o12", 16, 12, 1, 1, 0, 1, false);
+    ob_conv(&b, "last", "f", "y", 16, 16, 3, 1, 1, 1, false);
+    ob_node(&b, "GlobalAveragePool", "gap", "f", "g");
+    ob_output(&b, "o12");
+    ob_output(&b, "y");
+    ob_output(&b, "g");
+    rlt_graph *g = load_folded(&b);
+    rlt_graph_tasks t;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_graph_tasks_extract_blocked(g, 8, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_expect_eq(t.block, 8);
+    const char *blocked[] = {"s", "p", "blk_out", "a", "bb", "c", "e", "f"};
+    for (size_t i = 0; i < sizeof blocked / sizeof *blocked; i++)
+        cr_expect_eq(block_of(g, &t, blocked[i]), 8, "%s blocked", blocked[i]);
+    const char *plain[] = {"x", "o12", "y", "g"};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        cr_expect_eq(block_of(g, &t, plain[i]), 0, "%s NCHW", plain[i]);
+    task_expect(&t, "conv2d:N=1,C=3,H=8,W=8,K=16,R=3,S=3,pad=1,oblock=8", "bias,relu", 1);
+    task_expect(&t, "conv2d:N=1,C=16,H=8,W=8,K=16,R=3,S=3,pad=1,iblock=8,oblock=8", "bias,relu", 1);
+    task_expect(&t, "conv2d:N=1,C=16,H=8,W=8,K=16,R=3,S=3,pad=1,iblock=8,oblock=8", "bias,add,relu", 1);
+    task_expect(&t, "conv2d:N=1,C=16,H=1,W=64,K=8,R=1,S=1,iblock=8,oblock=8", "bias", 1);
+    task_expect(&t, "conv2d:N=1,C=16,H=1,W=64,K=12,R=1,S=1,iblock=8", "", 1);
+    task_expect(&t, "conv2d:N=1,C=16,H=8,W=8,K=16,R=3,S=3,pad=1,iblock=8", "", 1);
+    rlt_graph_tasks_free(&t);
+    /* block 0: NCHW throughout, as rlt_graph_tasks_extract */
+    cr_assert_eq(rlt_graph_tasks_extract_blocked(g, 0, &t, &d), RLT_STATUS_OK);
+    cr_expect_null(t.tensor_block);
+    task_expect(&t, "conv2d:N=1,C=3,H=8,W=8,K=16,R=3,S=3,pad=1", "bias,relu", 1);
+    rlt_graph_tasks_free(&t);
+    rlt_graph_destroy(g);
+    assert_no_leaks();
+}
+
+/* What keeps a tensor NCHW, and every tensor that must share its layout
+ * with it: a reader with no blocked form (Transpose), a Concat part whose
+ * channels are no multiple of the block, a residual that is a graph
+ * input. */
+Test(graph_tasks, blocked_layouts_stay_nchw)
+{
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 16, 4, 4));
+    ob_conv(&b, "c1", "x", "t1", 16, 16, 1, 1, 0, 1, false);
+    ob_attr_ints(&b, ob_node(&b, "Transpose", "tr", "t1", "t1t"), "perm", 4, D(0, 2, 3, 1));
+    ob_conv(&b, "c2", "t1", "t2", 16, 16, 1, 1, 0, 1, false);
+    ob_conv(&b, "c3", "t1", "t3", 16, 4, 1, 1, 0, 1, false);
+    ob_attr_i(&b, ob_node(&b, "Concat", "cat", "t2,t3", "t4"), "axis", 1);
+    ob_conv(&b, "c4", "t4", "t5", 20, 16, 1, 1, 0, 1, false);
+    ob_conv(&b, "c5", "t5", "t6", 16, 16, 1, 1, 0, 1, false);
+    ob_node(&b, "Add", "res", "t6,x", "t7");
+    ob_node(&b, "Relu", "r", "t7", "t8");
+    ob_conv(&b, "c6", "t8", "y", 16, 16, 1, 1, 0, 1, false);
+    ob_output(&b, "t1t");
+    ob_output(&b, "y");
+    rlt_graph *g = load_folded(&b);
+    rlt_graph_tasks t;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_graph_tasks_extract_blocked(g, 16, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    const char *plain[] = {"t1", "t2", "t3", "t4", "t8"};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        cr_expect_eq(block_of(g, &t, plain[i]), 0, "%s NCHW", plain[i]);
+    cr_expect_eq(block_of(g, &t, "t5"), 16);
+    task_expect(&t, "conv2d:N=1,C=20,H=1,W=16,K=16,R=1,S=1,oblock=16", "", 1);
+    task_expect(&t, "conv2d:N=1,C=16,H=1,W=16,K=16,R=1,S=1,iblock=16", "add,relu", 1);
+    rlt_graph_tasks_free(&t);
+    rlt_graph_destroy(g);
+    assert_no_leaks();
+}
+
 Test(graph_tasks, repeated_blocks_dedup_and_weights)
 {
     /* stem 3 -> 16, three blocks, a strided conv 16 -> 32, one more block

@@ -65,6 +65,19 @@ static size_t bytes_of(const rlt_graph_tensor *t)
     return (size_t)rlt_graph_tensor_n_elems(t) * rlt_dtype_size(t->dtype);
 }
 
+static rlt_net *compile_blocked_ok(const rlt_graph *g, int n_threads, const char *db_path, int block)
+{
+    rlt_net_options o;
+    rlt_net_options_init(&o);
+    o.n_threads = n_threads;
+    o.db_path = db_path;
+    o.channel_block = block;
+    rlt_net *n = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_net_compile(g, &o, &n, &d), RLT_STATUS_OK, "compile: %s", d.message);
+    return n;
+}
+
 static rlt_net *compile_ok(const rlt_graph *g, int n_threads, const char *db_path)
 {
     rlt_net_options o;
@@ -388,6 +401,129 @@ Test(net, concats_in_place)
         rlt_net *n = compile_ok(g, threads, NULL);
         check_against_reference(n, g, 6);
         cr_expect_eq(concats_in_place(n), 2, "fire and nest; with_input, twice and rows copy");
+        rlt_net_destroy(n);
+    }
+    rlt_graph_destroy(g);
+}
+
+/* The number of tasks whose spec contains `part`. */
+static int tasks_with(const rlt_net *n, const char *part)
+{
+    int c = 0;
+    for (int i = 0; i < rlt_net_n_tasks(n); i++) {
+        rlt_net_task t;
+        rlt_net_task_get(n, i, &t);
+        c += strstr(t.spec, part) != NULL;
+    }
+    return c;
+}
+
+/* Blocked layouts: the small ResNet in blocks of 8 and of 4 channels (the
+ * stem writes blocks from the NCHW input, MaxPool, the residuals and
+ * GlobalAveragePool take them, the head reads NCHW), at 1 and 2 threads. */
+Test(net, blocked_small_resnet_equals_reference)
+{
+    rlt_graph *g = small_resnet();
+    for (int block = 4; block <= 8; block += 4)
+        for (int threads = 1; threads <= 2; threads++) {
+            rlt_net *n = compile_blocked_ok(g, threads, NULL, block);
+            check_against_reference(n, g, 7);
+            char part[32];
+            snprintf(part, sizeof part, "oblock=%d", block);
+            cr_expect_eq(tasks_with(n, part), 6, "every conv writes blocks (block %d)", block);
+            snprintf(part, sizeof part, "iblock=%d", block);
+            cr_expect_eq(tasks_with(n, part), 5, "every conv but the stem reads them (block %d)", block);
+            cr_expect_eq(count_steps(n, false), 3, "MaxPool, GlobalAveragePool, Flatten");
+            rlt_net_destroy(n);
+        }
+    rlt_graph_destroy(g);
+}
+
+/* Every node with a blocked form on blocked tensors: pools with pads,
+ * strides, dilations and ceil_mode, AveragePool with and without the pads
+ * counted, an in-place Concat and one that copies (a part read twice),
+ * an unfused Add and Sigmoid, a Split on channels, GlobalAveragePool; a
+ * conv whose output is no multiple of the block stays NCHW. */
+Test(net, blocked_fast_ops_equal_reference)
+{
+    onnx_build b;
+    rng_state = 23;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 3, 11, 11));
+    conv(&b, "stem", "x", "s0", 3, 16, 3, 1, 1, 1, true);
+    ob_node(&b, "Relu", "sr", "s0", "s");
+    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "mp", "s", "m");
+    ob_attr_ints(&b, mp, "kernel_shape", 2, D(3, 3));
+    ob_attr_ints(&b, mp, "strides", 2, D(2, 2));
+    ob_attr_i(&b, mp, "ceil_mode", 1);
+    Onnx__NodeProto *md = ob_node(&b, "MaxPool", "md", "s", "md_out");
+    ob_attr_ints(&b, md, "kernel_shape", 2, D(2, 3));
+    ob_attr_ints(&b, md, "dilations", 2, D(2, 1));
+    ob_attr_ints(&b, md, "pads", 4, D(1, 0, 0, 1));
+    Onnx__NodeProto *ap = ob_node(&b, "AveragePool", "ap", "m", "a1");
+    ob_attr_ints(&b, ap, "kernel_shape", 2, D(3, 3));
+    ob_attr_ints(&b, ap, "pads", 4, D(1, 1, 1, 1));
+    Onnx__NodeProto *ai = ob_node(&b, "AveragePool", "ai", "m", "a2");
+    ob_attr_ints(&b, ai, "kernel_shape", 2, D(3, 3));
+    ob_attr_ints(&b, ai, "pads", 4, D(1, 1, 1, 1));
+    ob_attr_i(&b, ai, "count_include_pad", 1);
+    conv(&b, "e1", "m", "e1o", 16, 8, 1, 1, 0, 1, true);
+    conv(&b, "e3", "m", "e3o", 16, 8, 3, 1, 1, 1, true);
+    ob_attr_i(&b, ob_node(&b, "Concat", "fire", "e1o,e3o", "c"), "axis", 1);
+    ob_attr_i(&b, ob_node(&b, "Concat", "copy", "a1,a2,a1", "cc"), "axis", 1);
+    ob_node(&b, "Add", "sum", "c,a1", "sm");
+    ob_node(&b, "Sigmoid", "sig", "sm", "sg");
+    Onnx__NodeProto *sp = ob_node(&b, "Split", "split", "cc", "h1,h2");
+    ob_attr_i(&b, sp, "axis", 1);
+    conv(&b, "k1", "sg", "k1o", 16, 16, 3, 1, 1, 1, true);
+    conv(&b, "k2", "h1", "k2o", 24, 16, 1, 1, 0, 1, false);
+    ob_node(&b, "Add", "res", "k2o,k1o", "r");
+    conv(&b, "odd", "r", "o6", 16, 6, 1, 1, 0, 1, true);
+    ob_node(&b, "GlobalAveragePool", "gap", "r", "g");
+    ob_node(&b, "GlobalAveragePool", "gap2", "h2", "g2");
+    ob_node(&b, "GlobalAveragePool", "gap3", "md_out", "g3");
+    ob_output(&b, "g");
+    ob_output(&b, "g2");
+    ob_output(&b, "g3");
+    ob_output(&b, "o6");
+    rlt_graph *g = load_folded(&b);
+    for (int threads = 1; threads <= 2; threads++) {
+        rlt_net *n = compile_blocked_ok(g, threads, NULL, 8);
+        check_against_reference(n, g, 9);
+        cr_expect_eq(tasks_with(n, "oblock=8"), 5, "stem, e1, e3, k1, k2 write blocks");
+        cr_expect_eq(concats_in_place(n), 1, "fire in place; copy copies");
+        rlt_net_destroy(n);
+    }
+    rlt_graph_destroy(g);
+}
+
+/* MobileNet-V2's inverted residual in blocks of 8: the 1x1 expansion,
+ * the depthwise conv (Clip 0..6 fused) and the projection with its
+ * residual all stay blocked, at 1 and 2 threads. */
+Test(net, blocked_depthwise_block_equals_reference)
+{
+    onnx_build b;
+    rng_state = 31;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 3, 10, 10));
+    conv(&b, "stem", "x", "s", 3, 16, 3, 1, 1, 1, true);
+    conv(&b, "expand", "s", "e0", 16, 32, 1, 1, 0, 1, true);
+    ob_node(&b, "Relu", "er", "e0", "e");
+    conv(&b, "dw", "e", "d0", 32, 32, 3, 1, 1, 32, true);
+    ob_init_f32(&b, "lo", 0, NULL, (const float[]){0.0f});
+    ob_init_f32(&b, "hi", 0, NULL, (const float[]){6.0f});
+    ob_node(&b, "Clip", "clip", "d0,lo,hi", "d");
+    conv(&b, "project", "d", "p0", 32, 16, 1, 1, 0, 1, true);
+    ob_node(&b, "Add", "res", "p0,s", "p");
+    conv(&b, "dw2", "p", "y0", 16, 16, 3, 2, 1, 16, false);
+    ob_node(&b, "GlobalAveragePool", "gap", "y0", "y");
+    ob_output(&b, "y");
+    rlt_graph *g = load_folded(&b);
+    for (int threads = 1; threads <= 2; threads++) {
+        rlt_net *n = compile_blocked_ok(g, threads, NULL, 8);
+        check_against_reference(n, g, 13);
+        cr_expect_eq(tasks_with(n, "depthwise_conv2d:"), 2);
+        cr_expect_eq(tasks_with(n, ",block=8"), 2, "both depthwise convs blocked");
         rlt_net_destroy(n);
     }
     rlt_graph_destroy(g);

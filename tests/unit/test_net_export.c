@@ -405,6 +405,67 @@ Test(net_export, in_place_split_and_concat, .timeout = 300)
     free(dir);
 }
 
+/* A network in blocked layouts (channel_block 8): the reordered conv
+ * weights are the net's buffers and the blocked MaxPool and
+ * GlobalAveragePool plans are written as they are, so `make check` passes
+ * and the library's output equals rltune's bit for bit. */
+Test(net_export, blocked_layout, .timeout = 300)
+{
+    char *dir = tmp_dir_make("/tmp/rlt_net_export_XXXXXX");
+    onnx_build b;
+    rng_state = 12;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, D(1, 3, 9, 9));
+    ob_conv_rand(&b, "stem", "x", "s0", 3, 16, 3, 1, 1, 1, true, &rng_state);
+    ob_node(&b, "Relu", "sr", "s0", "s");
+    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "mp", "s", "p");
+    ob_attr_ints(&b, mp, "kernel_shape", 2, D(3, 3));
+    ob_attr_ints(&b, mp, "strides", 2, D(2, 2));
+    ob_attr_ints(&b, mp, "pads", 4, D(1, 1, 1, 1));
+    ob_conv_rand(&b, "c1", "p", "c", 16, 16, 3, 1, 1, 1, true, &rng_state);
+    ob_node(&b, "Add", "res", "c,p", "r");
+    ob_node(&b, "GlobalAveragePool", "gap", "r", "y");
+    ob_output(&b, "y");
+    rlt_model *m = model_of(&b, dir);
+    rlt_net_options o;
+    rlt_net_options_init(&o);
+    o.channel_block = 8;
+    rlt_net *n = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_model_compile(m, &o, &n, &d), RLT_STATUS_OK, "compile: %s", d.message);
+    rlt_net_task t;
+    rlt_net_task_get(n, 1, &t);
+    cr_expect(strstr(t.spec, ",iblock=8,oblock=8,epilogue=bias+add"), "%s", t.spec);
+    char out_dir[300];
+    snprintf(out_dir, sizeof out_dir, "%s/lib", dir);
+    rlt_model_export_result res;
+    export_ok(m, n, out_dir, "blocked_net", false, &res);
+    cr_expect_eq(res.n_fast_ops, 2, "MaxPool, GlobalAveragePool");
+    char *text = NULL;
+    int rc = make_in(out_dir, "check", &text);
+    cr_assert_eq(rc, 0, "make check failed:\n%s", text);
+    cr_expect(strstr(text, "(tolerance 0.0001 relative): OK"), "%s", text);
+    free(text);
+    lib l = lib_open(out_dir, "blocked_net");
+    char msg[512] = "", path[1400];
+    void *net = NULL;
+    snprintf(path, sizeof path, "%s/blocked_net.weights", out_dir);
+    cr_assert_eq(l.create(path, 1, &net, msg, sizeof msg), 0, "%s", msg);
+    float x[243], y_lib[16], y_net[16];
+    for (int i = 0; i < 243; i++) x[i] = ob_rand(&rng_state);
+    const void *in[1] = {x};
+    void *out_lib[1] = {y_lib}, *out_net[1] = {y_net};
+    cr_assert_eq(l.run(net, in, out_lib), 0, "%s", l.last_error(net));
+    cr_assert_eq(rlt_net_run_buffers(n, in, out_net, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_expect(memcmp(y_lib, y_net, sizeof y_lib) == 0, "the library's output differs from rltune's");
+    l.destroy(net);
+    dlclose(l.handle);
+    rlt_net_destroy(n);
+    rlt_model_destroy(m);
+    tmp_remove_tree(dir);
+    free(dir);
+}
+
 /* What cannot be exported is refused before anything is written. */
 Test(net_export, refusals)
 {

@@ -105,7 +105,8 @@ Test(op, library_lists_every_builtin_and_its_example_parses)
             const rlt_op_param *param = &lib[i].params[p];
             cr_assert(param->help && param->help[0]);
             cr_assert_leq(param->min_value, param->max_value);
-            cr_assert(strstr(op->spec, param->key), "canonical spec %s lacks %s", op->spec, param->key);
+            cr_assert(param->is_omitted_at_default || strstr(op->spec, param->key), "canonical spec %s lacks %s",
+                      op->spec, param->key);
         }
         rlt_op_destroy(op);
     }
@@ -294,6 +295,81 @@ Test(op, conv2d_output_sizes)
     op = parse_ok("conv2d:N=1,C=1,H=5,W=5,K=1,R=5,S=5"); /* the kernel exactly fits */
     assert_dims(op, "O", 4, (int64_t[]){1, 1, 1, 1});
     rlt_op_destroy(op);
+}
+
+Test(op, conv2d_blocked_layouts)
+{
+    rlt_diag d = {0};
+    rlt_op *op = NULL;
+    /* both sides blocked: channels as two axes each, the weight blocked on both */
+    cr_assert_eq(rlt_op_parse("conv2d:N=1,C=32,H=8,W=8,K=48,R=3,S=3,pad=1,oblock=16,iblock=8,epilogue=bias+add", &op,
+                              &d),
+                 RLT_STATUS_OK, "%s", d.message);
+    cr_expect_str_eq(rlt_op_spec(op),
+                     "conv2d:N=1,C=32,H=8,W=8,K=48,R=3,S=3,stride=1,pad=1,dilation=1,iblock=8,oblock=16,epilogue=bias+add");
+    cr_expect_eq(op->n_axes, 9);
+    cr_expect_eq(op->n_spatial, 5);
+    const char *names[] = {"n", "ko", "p", "q", "ki", "co", "r", "s", "ci"};
+    int64_t extents[] = {1, 3, 8, 8, 16, 4, 3, 3, 8};
+    for (int a = 0; a < 9; a++) {
+        cr_expect_str_eq(op->axes[a].name, names[a]);
+        cr_expect_eq(op->axes[a].extent, extents[a], "axis %s", names[a]);
+    }
+    int64_t w[] = {3, 4, 3, 3, 8, 16}, bias[] = {3, 16}, out[] = {1, 3, 8, 8, 16};
+    int t = rlt_op_find_tensor(op, "W");
+    cr_assert_eq(op->tensors[t].n_dims, 6);
+    for (int i = 0; i < 6; i++) cr_expect_eq(op->tensors[t].dims[i], w[i]);
+    t = rlt_op_find_tensor(op, "bias");
+    cr_assert_eq(op->tensors[t].n_dims, 2);
+    for (int i = 0; i < 2; i++) cr_expect_eq(op->tensors[t].dims[i], bias[i]);
+    for (int name = 0; name < 2; name++) {
+        t = rlt_op_find_tensor(op, name ? "O" : "res");
+        cr_assert_eq(op->tensors[t].n_dims, 5);
+        for (int i = 0; i < 5; i++) cr_expect_eq(op->tensors[t].dims[i], out[i]);
+    }
+    /* the same FLOPs as NCHW: blocks move data, not work */
+    rlt_op *plain = NULL;
+    cr_assert_eq(rlt_op_parse("conv2d:N=1,C=32,H=8,W=8,K=48,R=3,S=3,pad=1,epilogue=bias+add", &plain, &d),
+                 RLT_STATUS_OK);
+    cr_expect_eq(op->flops, plain->flops);
+    /* a block of 0 is NCHW, and a spec never names it */
+    rlt_op *zero = NULL;
+    cr_assert_eq(rlt_op_parse("conv2d:N=1,C=32,H=8,W=8,K=48,R=3,S=3,pad=1,iblock=0,oblock=0,epilogue=bias+add", &zero,
+                              &d),
+                 RLT_STATUS_OK);
+    cr_expect_str_eq(rlt_op_spec(zero), rlt_op_spec(plain));
+    rlt_op_destroy(zero);
+    rlt_op_destroy(plain);
+    rlt_op_destroy(op);
+    /* one side alone: the stem's NCHW input, a blocked output */
+    cr_assert_eq(rlt_op_parse("conv2d:N=1,C=3,H=16,W=16,K=32,R=3,S=3,stride=2,oblock=16", &op, &d), RLT_STATUS_OK);
+    cr_expect_eq(op->tensors[0].n_dims, 4);
+    cr_expect_eq(op->tensors[1].n_dims, 5); /* W[ko][c][r][s][ki] */
+    cr_expect_eq(op->tensors[op->n_tensors - 1].n_dims, 5);
+    rlt_op_destroy(op);
+    /* a block must divide its channels */
+    op = NULL;
+    cr_expect_eq(rlt_op_parse("conv2d:N=1,C=24,H=8,W=8,K=48,R=3,S=3,iblock=16", &op, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_expect(strstr(d.message, "iblock=16 does not divide C=24"), "%s", d.message);
+    d = (rlt_diag){0};
+    cr_expect_eq(rlt_op_parse("conv2d:N=1,C=16,H=8,W=8,K=40,R=3,S=3,oblock=16", &op, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_expect(strstr(d.message, "oblock=16 does not divide K=40"), "%s", d.message);
+    cr_expect_null(op);
+    /* depthwise: one block for both sides */
+    cr_assert_eq(rlt_op_parse("depthwise_conv2d:N=1,C=32,H=8,W=8,R=3,S=3,pad=1,block=16,epilogue=bias+relu6", &op, &d),
+                 RLT_STATUS_OK);
+    cr_expect_str_eq(rlt_op_spec(op),
+                     "depthwise_conv2d:N=1,C=32,H=8,W=8,R=3,S=3,stride=1,pad=1,dilation=1,block=16,epilogue=bias+relu6");
+    int64_t dw[] = {2, 3, 3, 16};
+    cr_assert_eq(op->tensors[1].n_dims, 4);
+    for (int i = 0; i < 4; i++) cr_expect_eq(op->tensors[1].dims[i], dw[i]);
+    cr_expect_eq(op->tensors[op->n_tensors - 1].n_dims, 5);
+    rlt_op_destroy(op);
+    op = NULL;
+    d = (rlt_diag){0};
+    cr_expect_eq(rlt_op_parse("depthwise_conv2d:N=1,C=24,H=8,W=8,R=3,S=3,block=16", &op, &d),
+                 RLT_STATUS_INVALID_ARGUMENT);
+    cr_expect(strstr(d.message, "block=16 does not divide C=24"), "%s", d.message);
 }
 
 Test(op, depthwise_conv2d)

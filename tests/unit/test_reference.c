@@ -4,6 +4,7 @@
  * seeded test data of rlt_tensor_fill. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +172,82 @@ Test(reference, conv2d_stride_pad_dilation)
     double *want = calloc((size_t)f.n_out, sizeof(double));
     naive_conv(f.inputs[0], f.inputs[1], want, 2, 3, 9, 8, 4, 3, 2, 2, 1, 2, false);
     check(&f, want);
+    free(want);
+    teardown(&f);
+}
+
+/* conv2d with blocked channels (iblock, oblock) is the NCHW conv2d on the
+ * same values relaid: I[n][c/bi][h][w][c%bi], W[k/bo][c/bi][r][s][c%bi][k%bo],
+ * bias[k/bo][k%bo], res and O[n][k/bo][p][q][k%bo]; one side blocked alone too. */
+static void check_blocked_conv(int bi, int bo)
+{
+    enum { N = 2, C = 4, H = 5, W = 6, K = 8, R = 3, S = 3, P = 5, Q = 6 };
+    char spec[200];
+    snprintf(spec, sizeof spec,
+             "conv2d:N=2,C=4,H=5,W=6,K=8,R=3,S=3,pad=1,iblock=%d,oblock=%d,epilogue=bias+add+relu", bi, bo);
+    fixture f = setup_spec(spec);
+    cr_assert_eq(f.n_out, N * K * P * Q);
+    int ib = bi ? bi : 1, ob = bo ? bo : 1;
+    float *I = malloc(sizeof(float) * N * C * H * W), *Wt = malloc(sizeof(float) * K * C * R * S);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int hw = 0; hw < H * W; hw++)
+                I[(n * C + c) * H * W + hw] = f.inputs[0][((n * (C / ib) + c / ib) * H * W + hw) * ib + c % ib];
+    for (int k = 0; k < K; k++)
+        for (int c = 0; c < C; c++)
+            for (int rs = 0; rs < R * S; rs++)
+                Wt[(k * C + c) * R * S + rs] =
+                    f.inputs[1][(((k / ob) * (C / ib) + c / ib) * R * S + rs) * ib * ob + (c % ib) * ob + k % ob];
+    double *plain = calloc((size_t)f.n_out, sizeof(double)), *want = calloc((size_t)f.n_out, sizeof(double));
+    naive_conv(I, Wt, plain, N, C, H, W, K, R, S, 1, 1, 1, false);
+    const float *bias = f.inputs[2], *res = f.inputs[3];
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++)
+            for (int pq = 0; pq < P * Q; pq++) {
+                int64_t at = ((n * (K / ob) + k / ob) * P * Q + pq) * ob + k % ob; /* the blocked place */
+                double v = plain[(n * K + k) * P * Q + pq] + bias[k] + res[at];
+                want[at] = v > 0 ? v : 0;
+            }
+    check(&f, want);
+    free(I);
+    free(Wt);
+    free(plain);
+    free(want);
+    teardown(&f);
+}
+
+Test(reference, conv2d_blocked_channels)
+{
+    check_blocked_conv(2, 4);
+    check_blocked_conv(0, 4);
+    check_blocked_conv(4, 0);
+    check_blocked_conv(1, 8);
+}
+
+/* depthwise_conv2d with block=4: the NCHW one on the same values relaid
+ * (I, O [n][c/4][h][w][c%4], W [c/4][r][s][c%4]). */
+Test(reference, depthwise_conv2d_blocked)
+{
+    enum { N = 2, C = 8, H = 6, W = 5, R = 3, S = 3, B = 4 };
+    fixture f = setup_spec("depthwise_conv2d:N=2,C=8,H=6,W=5,R=3,S=3,stride=1,pad=1,block=4");
+    cr_assert_eq(f.n_out, N * C * H * W);
+    float *I = malloc(sizeof(float) * N * C * H * W), *Wt = malloc(sizeof(float) * C * R * S);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int hw = 0; hw < H * W; hw++)
+                I[(n * C + c) * H * W + hw] = f.inputs[0][((n * (C / B) + c / B) * H * W + hw) * B + c % B];
+    for (int c = 0; c < C; c++)
+        for (int rs = 0; rs < R * S; rs++) Wt[c * R * S + rs] = f.inputs[1][((c / B) * R * S + rs) * B + c % B];
+    double *plain = calloc((size_t)f.n_out, sizeof(double)), *want = calloc((size_t)f.n_out, sizeof(double));
+    naive_conv(I, Wt, plain, N, C, H, W, 0, R, S, 1, 1, 1, true);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int hw = 0; hw < H * W; hw++)
+                want[((n * (C / B) + c / B) * H * W + hw) * B + c % B] = plain[(n * C + c) * H * W + hw];
+    check(&f, want);
+    free(I);
+    free(Wt);
+    free(plain);
     free(want);
     teardown(&f);
 }
