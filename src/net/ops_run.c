@@ -663,39 +663,88 @@ FOP_INLINE void run_pool_padded(const rlt_fast_op *op, const float *x, float *y,
     }
 }
 
+/* One blocked output: the max or the sum of the window's taps inside the
+ * input, L lanes at once, in pool_one's order; `seen` whether any tap was. */
+FOP_INLINE bool pool_blocked_taps(const fop_pool *p, const float *xc, int64_t h0, int64_t w0, float *acc,
+                                  const int64_t L, const bool is_max)
+{
+    bool seen = false;
+    for (int64_t l = 0; l < L; l++) acc[l] = is_max ? -INFINITY : 0.0f;
+    for (int64_t kh = 0; kh < p->kh; kh++) {
+        int64_t i = h0 + kh * p->dh;
+        if (i < 0 || i >= p->ih) continue;
+        for (int64_t kw = 0; kw < p->kw; kw++) {
+            int64_t j = w0 + kw * p->dw;
+            if (j < 0 || j >= p->iw) continue;
+            const float *restrict v = xc + (i * p->iw + j) * L;
+            seen = true;
+            for (int64_t l = 0; l < L; l++) acc[l] = is_max ? (v[l] > acc[l] ? v[l] : acc[l]) : acc[l] + v[l];
+        }
+    }
+    return seen;
+}
+
 /* NCHWc: channel blocks [c0, c1), each [ih][iw][L] (L lanes innermost).
  * Every output is L lanes at once: the max or the sum of its window's taps
  * inside the input, in pool_one's order (the same sums; a max that meets
- * NaN may keep another value), then AveragePool's divisor. L and is_max
- * are constants where the callers inline it, so the lanes vectorise. */
+ * NaN may keep another value), then AveragePool's divisor. Outputs whose
+ * windows lie inside the input (rows [oh_lo, oh_hi), columns [ow_lo,
+ * ow_hi)) take every tap without a check; the edges check each.
+ * L and is_max are constants where the callers inline it, so the lanes
+ * are one vector. */
 FOP_INLINE void pool_blocked(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1,
                              const int64_t L, const bool is_max)
 {
     const fop_pool *p = &op->u.pool;
     const float *dw = is_max ? NULL : fop_table(op, p->div_w);
+    int64_t oh_lo = FOP_MIN((p->ph + p->sh - 1) / p->sh, p->oh);
+    int64_t last = p->ih - 1 - (p->kh - 1) * p->dh + p->ph; /* oh * sh <= last */
+    int64_t oh_hi = last < 0 ? 0 : FOP_MIN(last / p->sh + 1, p->oh);
+    if (oh_hi < oh_lo) oh_hi = oh_lo;
     for (int64_t c = c0; c < c1; c++) {
         const float *xc = x + c * p->ih * p->iw * L;
         float *yc = y + c * p->oh * p->ow * L;
         for (int64_t oh = 0; oh < p->oh; oh++) {
             int64_t h0 = oh * p->sh - p->ph;
             float dh = is_max ? 1.0f : fop_table(op, p->div_h)[oh];
+            bool is_inner_row = oh >= oh_lo && oh < oh_hi;
             for (int64_t ow = 0; ow < p->ow; ow++) {
                 int64_t w0 = ow * p->sw - p->pw;
-                float acc[RLT_FAST_OP_MAX_LANES];
-                for (int64_t l = 0; l < L; l++) acc[l] = is_max ? -INFINITY : 0.0f;
-                bool seen = false;
-                for (int64_t kh = 0; kh < p->kh; kh++) {
-                    int64_t i = h0 + kh * p->dh;
-                    if (i < 0 || i >= p->ih) continue;
-                    for (int64_t kw = 0; kw < p->kw; kw++) {
-                        int64_t j = w0 + kw * p->dw;
-                        if (j < 0 || j >= p->iw) continue;
-                        const float *restrict v = xc + (i * p->iw + j) * L;
-                        seen = true;
-                        for (int64_t l = 0; l < L; l++) acc[l] = is_max ? (v[l] > acc[l] ? v[l] : acc[l]) : acc[l] + v[l];
-                    }
-                }
                 float *restrict o = yc + (oh * p->ow + ow) * L;
+                if (is_inner_row && ow >= p->ow_lo && ow < p->ow_hi && L % 8 == 0) {
+                    /* every tap inside: 8 lanes at a time in registers (an
+                     * accumulator on the stack would wait on its own store
+                     * at every tap) */
+                    const float *base = xc + (h0 * p->iw + w0) * L;
+                    float dv = is_max ? 1.0f : dh * dw[ow];
+                    for (int64_t l0 = 0; l0 < L; l0 += 8) {
+                        v8f a, v;
+                        memcpy(&a, base + l0, sizeof a);
+                        if (!is_max) a = (v8f){0} + a; /* +0 + -0 is +0, as pool_one's sum */
+                        for (int64_t kh = 0; kh < p->kh; kh++)
+                            for (int64_t kw = kh == 0; kw < p->kw; kw++) {
+                                memcpy(&v, base + (kh * p->dh * p->iw + kw * p->dw) * L + l0, sizeof v);
+                                a = is_max ? VMAX(v, a) : a + v;
+                            }
+                        if (!is_max) a = dv > 0.0f ? a / dv : (v8f){0};
+                        memcpy(o + l0, &a, sizeof a);
+                    }
+                    continue;
+                }
+                float acc[RLT_FAST_OP_MAX_LANES];
+                bool seen = true;
+                if (is_inner_row && ow >= p->ow_lo && ow < p->ow_hi) {
+                    const float *restrict base = xc + (h0 * p->iw + w0) * L;
+                    for (int64_t l = 0; l < L; l++) acc[l] = is_max ? base[l] : 0.0f + base[l]; /* +0 + -0 is +0 */
+                    for (int64_t kh = 0; kh < p->kh; kh++)
+                        for (int64_t kw = kh == 0; kw < p->kw; kw++) {
+                            const float *restrict v = base + (kh * p->dh * p->iw + kw * p->dw) * L;
+                            for (int64_t l = 0; l < L; l++)
+                                acc[l] = is_max ? (v[l] > acc[l] ? v[l] : acc[l]) : acc[l] + v[l];
+                        }
+                } else {
+                    seen = pool_blocked_taps(p, xc, h0, w0, acc, L, is_max);
+                }
                 if (is_max) {
                     for (int64_t l = 0; l < L; l++) o[l] = seen ? acc[l] : -FLT_MAX;
                 } else {

@@ -637,6 +637,127 @@ Test(net_ops, global_average_pool)
     }
 }
 
+/* ---- pools on blocked channels (NCHWc) --------------------------------------------- */
+
+/* [n][c][hw] <-> [n][c/L][hw][c%L]. */
+static void relayout(const float *src, float *dst, int64_t n, int64_t c, int64_t hw, int64_t L, bool to_blocked)
+{
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t i = 0; i < hw; i++) {
+                int64_t plain = (b * c + k) * hw + i, blocked = ((b * (c / L) + k / L) * hw + i) * L + k % L;
+                if (to_blocked) dst[blocked] = src[plain];
+                else dst[plain] = src[blocked];
+            }
+}
+
+/* Node `node` (MaxPool, AveragePool or GlobalAveragePool on x, rank 4)
+ * with x and y in blocks of `lanes` channels: every build and 1-3 threads
+ * against the evaluator's NCHW result, relaid (GlobalAveragePool's output
+ * is the same floats in both layouts). */
+static void check_blocked_node(const rlt_graph *g, int node, int64_t lanes, uint64_t seed, double tol, const char *what)
+{
+    const rlt_graph_node *n = &g->nodes[node];
+    const rlt_graph_tensor *xt = &g->tensors[n->inputs[0]], *yt = &g->tensors[n->outputs[0]];
+    int64_t nx = rlt_graph_tensor_n_elems(xt), ny = rlt_graph_tensor_n_elems(yt);
+    int64_t N = xt->dims[0], C = xt->dims[1], hw_y = ny / (N * C);
+    bool is_global = strcmp(n->op_type, "GlobalAveragePool") == 0;
+    void **ref = calloc((size_t)g->n_tensors + 1, sizeof *ref), **fast = calloc((size_t)g->n_tensors + 1, sizeof *fast);
+    float *x = malloc((size_t)nx * 4), *xb = malloc((size_t)nx * 4), *y = calloc((size_t)ny, 4),
+          *yb = malloc((size_t)ny * 4), *got = malloc((size_t)ny * 4), *first = malloc((size_t)ny * 4);
+    cr_assert(ref && fast && x && xb && y && yb && got && first);
+    fill(x, nx, seed, -2, 2);
+    relayout(x, xb, N, C, nx / (N * C), lanes, true);
+    ref[n->inputs[0]] = x;
+    ref[n->outputs[0]] = y;
+    fast[n->inputs[0]] = xb;
+    fast[n->outputs[0]] = yb;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_graph_eval_node(g, node, ref, &d), RLT_STATUS_OK, "%s: %s", what, d.message);
+    const char *isas[] = {"avx512f", "avx2", "baseline"};
+    for (int run = 0; run < 5; run++) {
+        int isa = run < 3 ? run : 0, threads = run < 3 ? 1 : run - 1;
+        rlt_fast_op *op = NULL;
+        rlt_fast_op_limit_isa(isas[isa]);
+        cr_assert_eq(rlt_fast_op_create_blocked(g, node, (int)lanes, &op, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_fast_op_limit_isa(NULL);
+        cr_assert_not_null(op, "%s: no blocked plan", what);
+        memset(yb, 0xff, (size_t)ny * 4);
+        rlt_fast_op_run_threads(op, fast, op->isa, threads);
+        if (is_global) memcpy(got, yb, (size_t)ny * 4);
+        else relayout(yb, got, N, C, hw_y, lanes, false);
+        char label[300];
+        snprintf(label, sizeof label, "%s, lanes %ld (%s build, %d threads)", what, (long)lanes, rlt_fast_op_isa(op),
+                 threads);
+        rlt_fast_op_destroy(op);
+        compare(yt, got, y, tol, label);
+        if (run == 0) memcpy(first, got, (size_t)ny * 4);
+        else cr_expect(memcmp(first, got, (size_t)ny * 4) == 0, "%s: differs from the first build", label);
+    }
+    free(x), free(xb), free(y), free(yb), free(got), free(first), free(ref), free(fast);
+}
+
+Test(net_ops, pools_on_blocked_channels)
+{
+    rlt_rng rng;
+    rlt_rng_seed(&rng, 91);
+    int n_checked = 0;
+    for (int c = 0; c < 120; c++) {
+        int64_t lanes = rlt_rng_below(&rng, 2) ? 16 : 8;
+        pool_case pc = {.is_max = rlt_rng_below(&rng, 2) == 0, .ceil_mode = rlt_rng_below(&rng, 2) == 0,
+                        .include_pad = rlt_rng_below(&rng, 2) == 0, .n_sp = 2,
+                        .n = 1 + (int64_t)rlt_rng_below(&rng, 2), .c = lanes * (1 + (int64_t)rlt_rng_below(&rng, 2))};
+        for (int i = 0; i < 2; i++) {
+            pc.in[i] = 1 + (int64_t)rlt_rng_below(&rng, 13);
+            pc.k[i] = 1 + (int64_t)rlt_rng_below(&rng, 4);
+            pc.s[i] = 1 + (int64_t)rlt_rng_below(&rng, 3);
+            pc.d[i] = pc.is_max ? 1 + (int64_t)rlt_rng_below(&rng, 2) : 1;
+            pc.pads[i] = (int64_t)rlt_rng_below(&rng, (uint64_t)pc.k[i]);
+            pc.pads[2 + i] = (int64_t)rlt_rng_below(&rng, (uint64_t)pc.k[i]);
+        }
+        onnx_build b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", OB_F32, 4, (int64_t[]){pc.n, pc.c, pc.in[0], pc.in[1]});
+        const char *opt = pc.is_max ? "MaxPool" : "AveragePool";
+        Onnx__NodeProto *nd = ob_node(&b, opt, "p", "x", "y");
+        ob_attr_ints(&b, nd, "kernel_shape", 2, pc.k);
+        ob_attr_ints(&b, nd, "strides", 2, pc.s);
+        ob_attr_ints(&b, nd, "pads", 4, (int64_t[]){pc.pads[0], pc.pads[1], pc.pads[2], pc.pads[3]});
+        if (pc.is_max) ob_attr_ints(&b, nd, "dilations", 2, pc.d);
+        if (pc.ceil_mode) ob_attr_i(&b, nd, "ceil_mode", 1);
+        if (!pc.is_max) ob_attr_i(&b, nd, "count_include_pad", pc.include_pad);
+        ob_output(&b, "y");
+        rlt_graph *g = try_load(&b);
+        if (!g) continue;
+        char what[200];
+        snprintf(what, sizeof what, "blocked %d: %s in %ldx%ld k %ldx%ld s %ldx%ld d %ldx%ld", c, opt, (long)pc.in[0],
+                 (long)pc.in[1], (long)pc.k[0], (long)pc.k[1], (long)pc.s[0], (long)pc.s[1], (long)pc.d[0],
+                 (long)pc.d[1]);
+        check_blocked_node(g, node_of(g, opt), lanes, 700 + (uint64_t)c, pc.is_max ? EXACT : TOL, what);
+        rlt_graph_destroy(g);
+        n_checked++;
+    }
+    cr_expect_geq(n_checked, 60, "only %d blocked pools loaded", n_checked);
+    /* ResNet's and SqueezeNet's MaxPools, GlobalAveragePool */
+    onnx_build b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", OB_F32, 4, (int64_t[]){1, 32, 23, 23});
+    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "p", "x", "y");
+    ob_attr_ints(&b, mp, "kernel_shape", 2, (int64_t[]){3, 3});
+    ob_attr_ints(&b, mp, "strides", 2, (int64_t[]){2, 2});
+    ob_attr_i(&b, mp, "ceil_mode", 1);
+    ob_output(&b, "y");
+    rlt_graph *g = load(&b);
+    check_blocked_node(g, node_of(g, "MaxPool"), 16, 9, EXACT, "SqueezeNet's MaxPool");
+    rlt_graph_destroy(g);
+    for (int i = 0; i < 2; i++) {
+        unary_model(&b, 13, "GlobalAveragePool", "x", 4, i ? (int64_t[]){2, 16, 5, 3} : (int64_t[]){1, 64, 7, 7});
+        g = load(&b);
+        check_blocked_node(g, node_of(g, "GlobalAveragePool"), i ? 8 : 16, 11 + (uint64_t)i, TOL, "GlobalAveragePool");
+        rlt_graph_destroy(g);
+    }
+}
+
 /* ---- Softmax, LayerNormalization, ReduceMean ------------------------------------------ */
 
 Test(net_ops, softmax_axes_and_opsets)
