@@ -513,8 +513,8 @@ typedef struct pool_case {
     int64_t n, c, in[2], k[2], s[2], d[2], pads[4];
 } pool_case;
 
-/* Builds and checks one pool; false when the importer refuses it. */
-static bool check_pool(const pool_case *pc, uint64_t seed, const char *what)
+/* The one-pool graph of pc, or NULL when the importer refuses it. */
+static rlt_graph *pool_model(const pool_case *pc)
 {
     onnx_build b;
     ob_init(&b, 13);
@@ -534,11 +534,31 @@ static bool check_pool(const pool_case *pc, uint64_t seed, const char *what)
     if (pc->ceil_mode) ob_attr_i(&b, nd, "ceil_mode", 1);
     if (!pc->is_max) ob_attr_i(&b, nd, "count_include_pad", pc->include_pad);
     ob_output(&b, "y");
-    rlt_graph *g = try_load(&b);
+    return try_load(&b);
+}
+
+/* Builds and checks one pool; false when the importer refuses it. */
+static bool check_pool(const pool_case *pc, uint64_t seed, const char *what)
+{
+    rlt_graph *g = pool_model(pc);
     if (!g) return false;
-    check_node(g, node_of(g, op), seed, -2, 2, pc->is_max ? EXACT : TOL, what);
+    check_node(g, node_of(g, pc->is_max ? "MaxPool" : "AveragePool"), seed, -2, 2, pc->is_max ? EXACT : TOL, what);
     rlt_graph_destroy(g);
     return true;
+}
+
+/* Random windows for both dimensions of pc: inputs 1-13, kernels 1-4,
+ * strides 1-3, dilations 1-2 (MaxPool), pads below the kernel. */
+static void pool_windows_random(rlt_rng *rng, pool_case *pc)
+{
+    for (int i = 0; i < 2; i++) {
+        pc->in[i] = 1 + (int64_t)rlt_rng_below(rng, 13);
+        pc->k[i] = 1 + (int64_t)rlt_rng_below(rng, 4);
+        pc->s[i] = 1 + (int64_t)rlt_rng_below(rng, 3);
+        pc->d[i] = pc->is_max ? 1 + (int64_t)rlt_rng_below(rng, 2) : 1;
+        pc->pads[i] = (int64_t)rlt_rng_below(rng, (uint64_t)pc->k[i]);
+        pc->pads[2 + i] = (int64_t)rlt_rng_below(rng, (uint64_t)pc->k[i]);
+    }
 }
 
 Test(net_ops, pools_of_networks)
@@ -599,14 +619,7 @@ Test(net_ops, pools_random)
         pool_case pc = {.is_max = rlt_rng_below(&rng, 2) == 0, .ceil_mode = rlt_rng_below(&rng, 2) == 0,
                         .include_pad = rlt_rng_below(&rng, 2) == 0, .n_sp = rlt_rng_below(&rng, 4) == 0 ? 1 : 2,
                         .n = 1 + (int64_t)rlt_rng_below(&rng, 2), .c = 1 + (int64_t)rlt_rng_below(&rng, 3)};
-        for (int i = 0; i < 2; i++) {
-            pc.in[i] = 1 + (int64_t)rlt_rng_below(&rng, 13);
-            pc.k[i] = 1 + (int64_t)rlt_rng_below(&rng, 4);
-            pc.s[i] = 1 + (int64_t)rlt_rng_below(&rng, 3);
-            pc.d[i] = pc.is_max ? 1 + (int64_t)rlt_rng_below(&rng, 2) : 1;
-            pc.pads[i] = (int64_t)rlt_rng_below(&rng, (uint64_t)pc.k[i]);
-            pc.pads[2 + i] = (int64_t)rlt_rng_below(&rng, (uint64_t)pc.k[i]);
-        }
+        pool_windows_random(&rng, &pc);
         if (pc.n_sp == 1) { /* the second dimension is the one */
             pc.in[0] = pc.in[1];
             pc.k[0] = pc.k[1];
@@ -707,28 +720,10 @@ Test(net_ops, pools_on_blocked_channels)
         pool_case pc = {.is_max = rlt_rng_below(&rng, 2) == 0, .ceil_mode = rlt_rng_below(&rng, 2) == 0,
                         .include_pad = rlt_rng_below(&rng, 2) == 0, .n_sp = 2,
                         .n = 1 + (int64_t)rlt_rng_below(&rng, 2), .c = lanes * (1 + (int64_t)rlt_rng_below(&rng, 2))};
-        for (int i = 0; i < 2; i++) {
-            pc.in[i] = 1 + (int64_t)rlt_rng_below(&rng, 13);
-            pc.k[i] = 1 + (int64_t)rlt_rng_below(&rng, 4);
-            pc.s[i] = 1 + (int64_t)rlt_rng_below(&rng, 3);
-            pc.d[i] = pc.is_max ? 1 + (int64_t)rlt_rng_below(&rng, 2) : 1;
-            pc.pads[i] = (int64_t)rlt_rng_below(&rng, (uint64_t)pc.k[i]);
-            pc.pads[2 + i] = (int64_t)rlt_rng_below(&rng, (uint64_t)pc.k[i]);
-        }
-        onnx_build b;
-        ob_init(&b, 13);
-        ob_input(&b, "x", OB_F32, 4, (int64_t[]){pc.n, pc.c, pc.in[0], pc.in[1]});
-        const char *opt = pc.is_max ? "MaxPool" : "AveragePool";
-        Onnx__NodeProto *nd = ob_node(&b, opt, "p", "x", "y");
-        ob_attr_ints(&b, nd, "kernel_shape", 2, pc.k);
-        ob_attr_ints(&b, nd, "strides", 2, pc.s);
-        ob_attr_ints(&b, nd, "pads", 4, (int64_t[]){pc.pads[0], pc.pads[1], pc.pads[2], pc.pads[3]});
-        if (pc.is_max) ob_attr_ints(&b, nd, "dilations", 2, pc.d);
-        if (pc.ceil_mode) ob_attr_i(&b, nd, "ceil_mode", 1);
-        if (!pc.is_max) ob_attr_i(&b, nd, "count_include_pad", pc.include_pad);
-        ob_output(&b, "y");
-        rlt_graph *g = try_load(&b);
+        pool_windows_random(&rng, &pc);
+        rlt_graph *g = pool_model(&pc);
         if (!g) continue;
+        const char *opt = pc.is_max ? "MaxPool" : "AveragePool";
         char what[200];
         snprintf(what, sizeof what, "blocked %d: %s in %ldx%ld k %ldx%ld s %ldx%ld d %ldx%ld", c, opt, (long)pc.in[0],
                  (long)pc.in[1], (long)pc.k[0], (long)pc.k[1], (long)pc.s[0], (long)pc.s[1], (long)pc.d[0],
