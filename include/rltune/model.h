@@ -173,8 +173,9 @@ typedef struct rlt_net_options {
                              layouts"); the conv2d tasks' specs say iblock= / oblock=. 0: NCHW
                              throughout. rlt_model_channel_block gives the machine's.
                              RLT_NET_BLOCK_AUTO: the layout (NCHW, or the machine's block) whose
-                             tasks' records estimate the lower latency; NCHW unless the blocked
-                             one is fully tuned and faster */
+                             tasks' records estimate the lower latency when both are fully
+                             tuned, else the one tuned further (share of FLOPs with records),
+                             NCHW on a tie */
 } rlt_net_options;
 
 #define RLT_NET_BLOCK_AUTO (-1)

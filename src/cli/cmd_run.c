@@ -120,7 +120,7 @@ static void print_text(const run_result *r, const prof_row *rows)
     rlt_net_layout_estimates(net, est);
     char why[200] = "";
     if (!isnan(est[0])) {
-        char a[32] = "untuned", b[32] = "untuned";
+        char a[32] = "not fully tuned", b[32] = "not fully tuned";
         if (isfinite(est[0])) snprintf(a, sizeof a, "%.3f ms", est[0]);
         if (isfinite(est[1])) snprintf(b, sizeof b, "%.3f ms", est[1]);
         snprintf(why, sizeof why, " (auto: the records estimate nchw %s, nchwc %s)", a, b);

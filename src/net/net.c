@@ -805,10 +805,13 @@ cleanup:
 
 /* The network's latency estimate in the layout of channel block `block`
  * from the records alone: the sum over tasks of weight x the best record's
- * time (as compile_kernels finds it); INFINITY when a task has none. */
+ * time (as compile_kernels finds it); INFINITY when a task has none. And
+ * the share of the network's FLOPs whose tasks have a record. */
 static rlt_status records_estimate(const rlt_graph *g, const rlt_net_options *opts, rlt_db *db,
-                                   const char *const *targets, int block, double *out, rlt_diag *diag)
+                                   const char *const *targets, int block, double *out, double *tuned_share,
+                                   rlt_diag *diag)
 {
+    double flops = 0, tuned_flops = 0;
     rlt_graph_tasks gt = {0};
     rlt_record *r = rlt_calloc(1, sizeof *r);
     rlt_nest *nest = rlt_calloc(1, sizeof *nest);
@@ -819,7 +822,7 @@ static rlt_status records_estimate(const rlt_graph *g, const rlt_net_options *op
         goto cleanup;
     }
     if ((st = rlt_graph_tasks_extract_blocked(g, block, &gt, diag)) != RLT_STATUS_OK) goto cleanup;
-    for (int i = 0; i < gt.n_tasks && *out < INFINITY; i++) {
+    for (int i = 0; i < gt.n_tasks; i++) {
         rlt_op *op = NULL;
         if ((st = rlt_op_parse(gt.tasks[i].spec, &op, diag)) != RLT_STATUS_OK) goto cleanup;
         bool is_found = false;
@@ -828,7 +831,10 @@ static rlt_status records_estimate(const rlt_graph *g, const rlt_net_options *op
         rlt_op_destroy(op);
         if (st != RLT_STATUS_OK) goto cleanup;
         *out = is_found ? *out + gt.tasks[i].weight * r->time_median_ms : INFINITY;
+        flops += gt.tasks[i].weight * gt.tasks[i].flops;
+        if (is_found) tuned_flops += gt.tasks[i].weight * gt.tasks[i].flops;
     }
+    *tuned_share = flops > 0 ? tuned_flops / flops : 0;
 cleanup:
     rlt_graph_tasks_free(&gt);
     rlt_free(nest);
@@ -842,15 +848,18 @@ rlt_status rlt_net_choose_block(const rlt_graph *g, const rlt_net_options *opts,
     rlt_db *db = NULL;
     char *targets[3] = {NULL, NULL, NULL};
     int blocks[2] = {0, rlt_net_machine_block()};
+    double share[2] = {0, 0};
     est_ms[0] = est_ms[1] = INFINITY;
     *out_block = 0;
     rlt_status st = records_open(opts, &db, targets, diag);
     for (int k = 0; k < 2 && st == RLT_STATUS_OK && db; k++)
-        st = records_estimate(g, opts, db, (const char *const *)targets, blocks[k], &est_ms[k], diag);
-    /* blocked only when it is tuned and estimated faster: NCHW where the
-     * records say nothing (its seeds, and the records of runs before
-     * layouts existed) */
-    if (st == RLT_STATUS_OK && est_ms[1] < est_ms[0]) *out_block = blocks[1];
+        st = records_estimate(g, opts, db, (const char *const *)targets, blocks[k], &est_ms[k], &share[k], diag);
+    /* Both fully tuned: the lower estimate. Otherwise the layout tuned
+     * further (by the share of FLOPs with records: a partly tuned layout
+     * over an untuned one), NCHW on a tie (its seeds, and the records of
+     * runs before layouts existed). */
+    bool is_blocked = isfinite(est_ms[0]) && isfinite(est_ms[1]) ? est_ms[1] < est_ms[0] : share[1] > share[0];
+    if (st == RLT_STATUS_OK && is_blocked) *out_block = blocks[1];
     rlt_free(targets[0]);
     rlt_free(targets[1]);
     rlt_db_close(db);

@@ -56,8 +56,11 @@ bool rlt_net_takes_record(const char *config, int n_threads);
  * of weight x the best record's time, looked up as the compile looks
  * them up; infinite with a task untuned) in NCHW (est_ms[0]) and in
  * blocks of rlt_net_machine_block() channels (est_ms[1]); *out_block is
- * the blocked one's block when it is the lower, else 0 (NCHW: where the
- * records say nothing, or nothing better). Errors: the database's. */
+ * the blocked one's block when both are finite and it is the lower, or
+ * when not both are and its tasks with records hold a larger share of
+ * the network's FLOPs (a partly tuned layout over an untuned one); else 0
+ * (NCHW: where the records say nothing, or nothing better). Errors: the
+ * database's. */
 rlt_status rlt_net_choose_block(const rlt_graph *g, const rlt_net_options *opts, int *out_block, double est_ms[2],
                                 rlt_diag *diag);
 

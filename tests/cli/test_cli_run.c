@@ -275,7 +275,7 @@ Test(cli_run, blocked_layout)
     r = CLI("run", "--model", path, "--db", db, "--repeat", "1");
     assert_ok(&r);
     snprintf(want, sizeof want, "layout:    nchwc: activations in blocks of %d channels where every node can take them "
-             "(auto: the records estimate nchw untuned, nchwc ", rlt_model_channel_block());
+             "(auto: the records estimate nchw not fully tuned, nchwc ", rlt_model_channel_block());
     assert_has(r.out, want, "stdout");
     assert_has(r.out, "(4 tuned from ", "stdout");
     cli_run_free(&r);
@@ -287,6 +287,20 @@ Test(cli_run, blocked_layout)
     cr_expect_eq(json_number_at(j, "channel_block"), 0);
     cr_expect_eq(json_number_at(j, "tasks_tuned"), 0, "NCHW tasks are other ops (and another thread count)");
     cr_expect(json_bool_at(j, "correct"));
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    /* one blocked task tuned, no NCHW one: auto takes the layout tuned further */
+    char db2[400];
+    snprintf(db2, sizeof db2, "%s/partial.db", tmp_dir);
+    r = CLI("tune", "--model", path, "--layout", "nchwc", "--trials", "2", "--batch", "2", "--tuner", "random",
+            "--final", "0", "--seeds", "0", "--db", db2, "--json");
+    assert_ok(&r);
+    cli_run_free(&r);
+    r = CLI("run", "--model", path, "--db", db2, "--repeat", "1", "--json");
+    assert_ok(&r);
+    j = json_parse_object_line(r.out);
+    cr_expect_str_eq(json_string_at(j, "layout"), "nchwc", "a partly tuned layout over an untuned one");
+    cr_expect_eq(json_number_at(j, "tasks_tuned"), 1);
     cJSON_Delete(j);
     cli_run_free(&r);
     EXPECT_USAGE_ERROR("--layout goes with --model", "tune", "--op", "matmul:M=4,N=4,K=4", "--layout", "nchwc");
