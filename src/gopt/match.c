@@ -578,8 +578,18 @@ static rlt_status literal_tensor(rlt_graph *g, const char *base, rlt_dtype dtype
     for (int k = 0; k < n; k++) {
         double x = !is_list ? (v->kind == RLT_GRAPH_ATTR_INT ? (double)v->i : v->f)
                             : (v->kind == RLT_GRAPH_ATTR_INTS ? (double)v->ints[k] : v->floats[k]);
-        int64_t xi = !is_list ? (v->kind == RLT_GRAPH_ATTR_INT ? v->i : (int64_t)v->f)
-                              : (v->kind == RLT_GRAPH_ATTR_INTS ? v->ints[k] : (int64_t)v->floats[k]);
+        bool is_int = is_list ? v->kind == RLT_GRAPH_ATTR_INTS : v->kind == RLT_GRAPH_ATTR_INT;
+        int64_t xi = 0;
+        if (dtype != RLT_DTYPE_FLOAT32) {
+            /* a float into an integer tensor must fit it (inf and NaN do not) */
+            if (!is_int && !(x > -9.2e18 && x < 9.2e18))
+                return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                                "a literal integer tensor's value %g does not fit a 64-bit integer", x);
+            xi = !is_int ? (int64_t)x : is_list ? v->ints[k] : v->i;
+            if (dtype == RLT_DTYPE_INT32 && (xi < INT32_MIN || xi > INT32_MAX))
+                return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                                "a literal i32 tensor's value %" PRId64 " does not fit 32 bits", xi);
+        }
         if (dtype == RLT_DTYPE_FLOAT32) ((float *)data)[k] = (float)x;
         else if (dtype == RLT_DTYPE_INT64) ((int64_t *)data)[k] = xi;
         else ((int32_t *)data)[k] = (int32_t)xi;
