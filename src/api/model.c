@@ -118,10 +118,8 @@ rlt_status rlt_model_tasks_blocked(rlt_model *m, int channel_block, rlt_task **o
     *out_n = 0;
     rlt_diag d = {0};
     rlt_graph_tasks gt;
-    if (channel_block < 0 || channel_block > RLT_NET_MAX_BLOCK)
-        return noted(m, rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "the channel block must be from 0 (NCHW) to %d, not %d",
-                                 RLT_NET_MAX_BLOCK, channel_block), &d, diag);
-    rlt_status st = rlt_graph_tasks_extract_blocked(m->graph, channel_block, &gt, &d);
+    rlt_status st = rlt_net_check_block(channel_block, false, &d);
+    if (st == RLT_STATUS_OK) st = rlt_graph_tasks_extract_blocked(m->graph, channel_block, &gt, &d);
     if (st != RLT_STATUS_OK) return noted(m, st, &d, diag);
     /* one block: the tasks, then every task's name pointers, then the names */
     size_t n_names = 0, text_bytes = 0;

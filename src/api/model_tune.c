@@ -106,9 +106,8 @@ static rlt_status check_options(const rlt_model_tune_options *o, rlt_diag *diag)
     if (o->n_trials < 1)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the network's trials must be at least 1, got %d",
                         o->n_trials);
-    if (o->channel_block < 0 || o->channel_block > RLT_NET_MAX_BLOCK)
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the channel block must be from 0 (NCHW) to %d, not %d",
-                        RLT_NET_MAX_BLOCK, o->channel_block);
+    rlt_status st = rlt_net_check_block(o->channel_block, false, diag);
+    if (st != RLT_STATUS_OK) return st;
     if (!s->db_path || !s->db_path[0])
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "tuning a network needs a records database (db_path): its runs read it to continue");

@@ -79,13 +79,12 @@ static float *transposed(rlt_net *n, const rlt_graph_tensor *t, double scale)
     return w;
 }
 
-/* Conv's constant KCRS weight w in a blocked conv2d's layout (op tensor
- * t_w: [K/oblock or K, C/iblock or C, R, S, (iblock), (oblock)], the
- * blocks read off the op's I and O), as a new buffer. */
-static float *blocked_weight(rlt_net *n, const rlt_op *op, int t_w, const rlt_graph_tensor *w)
+/* A Conv's constant [K,C,R,S] weight w with its channels blocked,
+ * [K/bo, C/bi, R, S, bi, bo] (bi or bo 1: that side not blocked), as a new
+ * buffer: a blocked conv2d's weight, and with bi = 1 a blocked depthwise
+ * one's ([C,1,R,S] into [C/bo, 1, R, S, 1, bo]). */
+static float *blocked_weight(rlt_net *n, const rlt_op *op, int t_w, const rlt_graph_tensor *w, int64_t bi, int64_t bo)
 {
-    const rlt_tensor *in = &op->tensors[0], *o = &op->tensors[op->n_tensors - 1];
-    int64_t bi = in->n_dims == 5 ? in->dims[4] : 1, bo = o->n_dims == 5 ? o->dims[4] : 1;
     int64_t K = w->dims[0], C = w->dims[1], R = w->dims[2], S = w->dims[3];
     float *dst = net_alloc(n, rlt_op_tensor_size(op, t_w) * (int64_t)sizeof(float));
     if (!dst) return NULL;
@@ -95,21 +94,6 @@ static float *blocked_weight(rlt_net *n, const rlt_op *op, int t_w, const rlt_gr
             for (int64_t rs = 0; rs < R * S; rs++)
                 dst[(((k / bo) * (C / bi) + c / bi) * R * S + rs) * bi * bo + (c % bi) * bo + k % bo] =
                     src[(k * C + c) * R * S + rs];
-    return dst;
-}
-
-/* A depthwise Conv's constant [C,1,R,S] weight w in a blocked
- * depthwise_conv2d's layout [C/B, R, S, B] (B the op's O's last
- * dimension), as a new buffer. */
-static float *blocked_dw_weight(rlt_net *n, const rlt_op *op, int t_w, const rlt_graph_tensor *w)
-{
-    const rlt_tensor *o = &op->tensors[op->n_tensors - 1];
-    int64_t B = o->dims[4], C = w->dims[0], RS = w->dims[2] * w->dims[3];
-    float *dst = net_alloc(n, rlt_op_tensor_size(op, t_w) * (int64_t)sizeof(float));
-    if (!dst) return NULL;
-    const float *src = w->data;
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t rs = 0; rs < RS; rs++) dst[((c / B) * RS + rs) * B + c % B] = src[c * RS + rs];
     return dst;
 }
 
@@ -174,8 +158,10 @@ static rlt_status bind_occurrence(rlt_net *n, const rlt_op *op, const int *nodes
     } else if (is_conv && (op->tensors[0].n_dims == 5 || op->tensors[op->n_tensors - 1].n_dims == 5)) {
         /* blocked channels: the KCRS (depthwise: [C,1,R,S]) weight reordered once */
         if (!bt->data || bt->rank != 4) return bind_fail(g, nodes[0], diag, "weight (a blocked layout needs a constant)");
-        bool is_dw = strcmp(kind, "depthwise_conv2d") == 0;
-        if (!(s->bind[t_in1].buf = is_dw ? blocked_dw_weight(n, op, t_in1, bt) : blocked_weight(n, op, t_in1, bt)))
+        const rlt_tensor *ti = &op->tensors[0], *to = &op->tensors[op->n_tensors - 1];
+        bool is_dw = strcmp(kind, "depthwise_conv2d") == 0; /* one block, on its output channels */
+        int64_t bi = ti->n_dims == 5 && !is_dw ? ti->dims[4] : 1, bo = to->n_dims == 5 ? to->dims[4] : 1;
+        if (!(s->bind[t_in1].buf = blocked_weight(n, op, t_in1, bt, bi, bo)))
             return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory binding a kernel's weight");
     } else {
         /* a computed operand, or a weight in the op's own layout (Conv's KCRS) */
@@ -866,6 +852,14 @@ rlt_status rlt_net_choose_block(const rlt_graph *g, const rlt_net_options *opts,
     return st;
 }
 
+rlt_status rlt_net_check_block(int block, bool is_auto_allowed, rlt_diag *diag)
+{
+    if ((block >= 0 && block <= RLT_NET_MAX_BLOCK) || (is_auto_allowed && block == RLT_NET_BLOCK_AUTO))
+        return RLT_STATUS_OK;
+    return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the channel block must be from 0 (NCHW) to %d%s, not %d",
+                    RLT_NET_MAX_BLOCK, is_auto_allowed ? ", or -1 (chosen from the records)" : "", block);
+}
+
 int rlt_net_machine_block(void)
 {
     rlt_target t;
@@ -897,12 +891,7 @@ rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory compiling the network");
         goto cleanup;
     }
-    if (opts->channel_block < RLT_NET_BLOCK_AUTO || opts->channel_block > RLT_NET_MAX_BLOCK) {
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "the channel block must be from 0 (NCHW) to %d, or %d (chosen from the records), not %d",
-                      RLT_NET_MAX_BLOCK, RLT_NET_BLOCK_AUTO, opts->channel_block);
-        goto cleanup;
-    }
+    if ((st = rlt_net_check_block(opts->channel_block, true, diag)) != RLT_STATUS_OK) goto cleanup;
     int block = opts->channel_block;
     n->layout_est_ms[0] = n->layout_est_ms[1] = NAN;
     if (block == RLT_NET_BLOCK_AUTO && (st = rlt_net_choose_block(g, opts, &block, n->layout_est_ms, diag)) != RLT_STATUS_OK)

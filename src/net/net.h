@@ -31,6 +31,7 @@
 #define RLT_NET_H
 
 #include "graph/graph.h"
+#include "net/ops_run.h"
 #include "rltune/model.h"
 
 /* rlt_net, rlt_net_options, rlt_net_task, rlt_net_step and the queries
@@ -67,6 +68,10 @@ rlt_status rlt_net_choose_block(const rlt_graph *g, const rlt_net_options *opts,
 /* The machine's channel block: the floats of its widest vector register. */
 int rlt_net_machine_block(void);
 
+/* INVALID_ARGUMENT unless block is 0 (NCHW), a block up to
+ * RLT_NET_MAX_BLOCK, or with is_auto_allowed RLT_NET_BLOCK_AUTO. */
+rlt_status rlt_net_check_block(int block, bool is_auto_allowed, rlt_diag *diag);
+
 /* ---- the steps a compile makes of a graph ----------------------------------
  *
  * What rlt_net_compile decides per node and per task, shared with the cost
@@ -83,7 +88,7 @@ int rlt_net_machine_block(void);
  * alias starts as the identity over g's tensors. */
 
 #define RLT_NET_FUSED (-2) /* rlt_net_node_tasks: a node fused into an occurrence */
-#define RLT_NET_MAX_BLOCK 64 /* the largest channel block (rlt_net_options.channel_block): RLT_FAST_OP_MAX_LANES */
+#define RLT_NET_MAX_BLOCK RLT_FAST_OP_MAX_LANES /* the largest channel block: what the blocked pools take */
 
 /* Per node of g (task_of[g->n_nodes]): the index in gt (g's tasks,
  * rlt_graph_tasks_extract) of the task whose occurrence it is the kernel

@@ -689,7 +689,7 @@ FOP_INLINE bool pool_blocked_taps(const fop_pool *p, const float *xc, int64_t h0
  * inside the input, in pool_one's order (the same sums; a max that meets
  * NaN may keep another value), then AveragePool's divisor. Outputs whose
  * windows lie inside the input (rows [oh_lo, oh_hi), columns [ow_lo,
- * ow_hi)) take every tap without a check; the edges check each.
+ * ow_hi)) take every tap without a check, 8 lanes at a time (L a multiple of 8); the others check each.
  * L and is_max are constants where the callers inline it, so the lanes
  * are one vector. */
 FOP_INLINE void pool_blocked(const rlt_fast_op *op, const float *x, float *y, int64_t c0, int64_t c1,
@@ -732,19 +732,7 @@ FOP_INLINE void pool_blocked(const rlt_fast_op *op, const float *x, float *y, in
                     continue;
                 }
                 float acc[RLT_FAST_OP_MAX_LANES];
-                bool seen = true;
-                if (is_inner_row && ow >= p->ow_lo && ow < p->ow_hi) {
-                    const float *restrict base = xc + (h0 * p->iw + w0) * L;
-                    for (int64_t l = 0; l < L; l++) acc[l] = is_max ? base[l] : 0.0f + base[l]; /* +0 + -0 is +0 */
-                    for (int64_t kh = 0; kh < p->kh; kh++)
-                        for (int64_t kw = kh == 0; kw < p->kw; kw++) {
-                            const float *restrict v = base + (kh * p->dh * p->iw + kw * p->dw) * L;
-                            for (int64_t l = 0; l < L; l++)
-                                acc[l] = is_max ? (v[l] > acc[l] ? v[l] : acc[l]) : acc[l] + v[l];
-                        }
-                } else {
-                    seen = pool_blocked_taps(p, xc, h0, w0, acc, L, is_max);
-                }
+                bool seen = pool_blocked_taps(p, xc, h0, w0, acc, L, is_max);
                 if (is_max) {
                     for (int64_t l = 0; l < L; l++) o[l] = seen ? acc[l] : -FLT_MAX;
                 } else {
