@@ -414,6 +414,8 @@ typedef struct rlt_tuning_task {
     double flops;
     int n_rounds;      /* rounds it got */
     int n_trials;      /* new measurements */
+    int n_from_siblings; /* configurations it evaluated from its siblings' best (the same op with
+                            another epilogue; measured, or read back when measured before) */
     int n_recorded;    /* records on this target at open */
     double best_ms;    /* best time (records at open, or measured since); INFINITY: none */
     double gradient;   /* the scheduler's last estimate (more negative: more to gain); 0 before */

@@ -554,6 +554,7 @@ typedef struct rlt_tuning_task {
     double flops;
     int n_rounds;
     int n_trials;
+    int n_from_siblings;
     int n_recorded;
     double best_ms;
     double gradient;

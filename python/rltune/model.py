@@ -168,14 +168,16 @@ class ModelTuningSummary:
 @dataclass(frozen=True)
 class TuningTask:
     """One task as a network's tuning sees it (rlt_tuning_task): rounds it
-    got, new measurements, records at open, best time (inf: none yet) and
-    the scheduler's last gradient estimate."""
+    got, new measurements, configurations it evaluated from its siblings'
+    best (the same op with another epilogue), records at open, best time (inf: none
+    yet) and the scheduler's last gradient estimate."""
 
     spec: str
     weight: int
     flops: float
     n_rounds: int
     n_trials: int
+    n_from_siblings: int
     n_recorded: int
     best_ms: float
     gradient: float
@@ -772,6 +774,7 @@ class ModelTuning(Handle):
                     flops=float(t.flops),
                     n_rounds=int(t.n_rounds),
                     n_trials=int(t.n_trials),
+                    n_from_siblings=int(t.n_from_siblings),
                     n_recorded=int(t.n_recorded),
                     best_ms=float(t.best_ms),
                     gradient=float(t.gradient),

@@ -404,6 +404,7 @@ def test_model_tuning_then_compile_from_its_records(cnn: Model, x: np.ndarray, t
     assert rounds >= 6 and s.n_rounds == rounds  # a warm-up round of every task first
     assert [k.n_rounds > 0 for k in tasks] == [True] * 6 and sum(k.n_rounds for k in tasks) == rounds
     assert sum(k.n_trials for k in tasks) == s.n_trials
+    assert all(0 <= k.n_from_siblings <= 4 * k.n_rounds for k in tasks)
     assert s.latency_ms == pytest.approx(sum(k.weight * k.best_ms for k in tasks), rel=1e-12)
     assert math.isfinite(s.latency_ms) and s.latency_ms > 0
     assert [p.n_trials for p in s.curve] == sorted(p.n_trials for p in s.curve)

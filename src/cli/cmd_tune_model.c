@@ -49,14 +49,15 @@ static void print_report(const rlt_model_tuning *t, const char *path, const char
     printf("latency:   %s estimated (sum of weight x best time; %s from the records before)%s\n",
            ms_text(s.latency_ms, lat, sizeof lat), ms_text(s.latency_ms_at_open, lat0, sizeof lat0),
            s.was_stopped ? "; interrupted" : "");
-    printf("\n  %6s %6s %6s %12s %6s %9s  %s\n", "weight", "rounds", "trials", "best", "share", "GFLOP/s", "task");
+    printf("\n  %6s %6s %6s %8s %12s %6s %9s  %s\n", "weight", "rounds", "trials", "sibling", "best", "share",
+           "GFLOP/s", "task");
     for (int i = 0; i < s.n_tasks; i++) {
         rlt_tuning_task k;
         rlt_model_tuning_task_get(t, i, &k);
         char best[32], gf[32] = "-";
         if (isfinite(k.best_ms) && k.best_ms > 0) snprintf(gf, sizeof gf, "%.1f", k.flops / (k.best_ms * 1e6));
         double share = isfinite(s.latency_ms) && s.latency_ms > 0 ? 100.0 * k.weight * k.best_ms / s.latency_ms : 0;
-        printf("  %6d %6d %6d %12s %5.1f%% %9s  %s\n", k.weight, k.n_rounds, k.n_trials,
+        printf("  %6d %6d %6d %8d %12s %5.1f%% %9s  %s\n", k.weight, k.n_rounds, k.n_trials, k.n_from_siblings,
                ms_text(k.best_ms, best, sizeof best), share, gf, k.spec);
     }
     printf("\nrecords:   %s; run the network with 'rltune run --model %s --db %s%s%s'\n", db_path, path, db_path,
@@ -84,6 +85,7 @@ static char *format_json(const rlt_model_tuning *t, const char *path, const char
         ok = e && cJSON_AddItemToArray(tasks, e) && cJSON_AddStringToObject(e, "spec", k.spec) &&
              rlt_cli_json_add_number(e, "weight", k.weight) && rlt_cli_json_add_number(e, "flops", k.flops) &&
              rlt_cli_json_add_number(e, "rounds", k.n_rounds) && rlt_cli_json_add_number(e, "trials", k.n_trials) &&
+             rlt_cli_json_add_number(e, "from_siblings", k.n_from_siblings) &&
              rlt_cli_json_add_number(e, "recorded", k.n_recorded) &&
              rlt_cli_json_add_number(e, "best_ms", k.best_ms) && cJSON_AddBoolToObject(e, "done", k.is_done);
     }

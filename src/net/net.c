@@ -222,14 +222,13 @@ static rlt_status bind_occurrence(rlt_net *n, const rlt_op *op, const int *nodes
 
 /* ---- schedules ------------------------------------------------------------ */
 
-/* The spec of the op without its epilogue: the same loops, so a schedule of
- * one applies to the other. "" when the op has no epilogue. */
-static void base_spec(const char *spec, char *out, size_t cap)
+void rlt_net_base_spec(const char *spec, char *out, size_t cap)
 {
     out[0] = '\0';
     const char *epi = strstr(spec, ",epilogue=");
     if (epi) {
-        snprintf(out, cap, "%.*s", (int)(epi - spec), spec);
+        const char *rest = strchr(epi + 1, ','); /* the keys after it (a blocked conv's iblock, oblock) */
+        snprintf(out, cap, "%.*s%s", (int)(epi - spec), spec, rest ? rest : "");
         return;
     }
     if (strncmp(spec, "dense:", 6) != 0) return;
@@ -267,7 +266,7 @@ rlt_status rlt_net_task_record(rlt_db *db, const char *target, const char *spec,
 {
     *out_found = false;
     char base[512];
-    base_spec(spec, base, sizeof base);
+    rlt_net_base_spec(spec, base, sizeof base);
     const char *specs[2] = {spec, base};
     for (int s = 0; s < 2; s++) {
         if (!specs[s][0]) continue;

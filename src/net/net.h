@@ -44,6 +44,11 @@
  * compile or load: the message names the task), OUT_OF_MEMORY. */
 rlt_status rlt_net_compile(const rlt_graph *g, const rlt_net_options *opts, rlt_net **out, rlt_diag *diag);
 
+/* The spec of the op without its epilogue (conv2d's epilogue= key, dense's
+ * bias and relu): the same loops, so a schedule of one applies to the
+ * other. "" when the op has no epilogue. */
+void rlt_net_base_spec(const char *spec, char *out, size_t cap);
+
 /* Whether a record's kernel may run in a network at n_threads. At one
  * thread, any. At several, only one built by the network's own compiler
  * (a configuration without cc=clang): gcc's kernels run their parallel

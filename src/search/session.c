@@ -338,6 +338,9 @@ struct rlt_session {
     rlt_session_about about;
     attachment *attached;     /* owned; freed last to first */
     int n_attached;
+    rlt_config *offered;      /* rlt_session_offer's, owned: [next_offered, n_offered) not yet proposed */
+    int n_offered, cap_offered, next_offered;
+    rlt_visited offered_seen; /* every configuration offered, by index */
     char last_error[1024];    /* "" when no call failed */
 };
 
@@ -394,6 +397,8 @@ void rlt_session_destroy(rlt_session *s)
     rlt_free(s->top.configs);
     rlt_free(s->top.indices);
     rlt_free(s->top.scores);
+    rlt_free(s->offered);
+    rlt_visited_free(&s->offered_seen);
     rlt_tune_result_free(&s->result);
     rlt_free(s);
 }
@@ -403,6 +408,35 @@ const rlt_space *rlt_session_space(const rlt_session *s) { return &s->space; }
 const rlt_op *rlt_session_op(const rlt_session *s) { return s->op; }
 
 int rlt_session_n_total(const rlt_session *s) { return s->opts.n_trials; }
+
+rlt_status rlt_session_offer(rlt_session *s, const char *key, int *out_n, rlt_diag *diag)
+{
+    *out_n = 0;
+    if (s->n_offered + RLT_SESSION_OFFER_MAX > s->cap_offered) {
+        /* what was proposed already is dropped first */
+        memmove(s->offered, s->offered + s->next_offered, sizeof *s->offered * (size_t)(s->n_offered - s->next_offered));
+        s->n_offered -= s->next_offered;
+        s->next_offered = 0;
+    }
+    if (s->n_offered + RLT_SESSION_OFFER_MAX > s->cap_offered) {
+        int cap = RLT_MAX(2 * s->cap_offered, s->n_offered + RLT_SESSION_OFFER_MAX);
+        rlt_config *grown = rlt_realloc(s->offered, sizeof *grown * (size_t)cap);
+        if (!grown) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping offered configurations");
+        s->offered = grown;
+        s->cap_offered = cap;
+    }
+    rlt_config adopted[RLT_SESSION_OFFER_MAX];
+    int n = rlt_space_configs_adopt(&s->space, key, adopted, 0, RLT_SESSION_OFFER_MAX);
+    for (int i = 0; i < n; i++) {
+        uint64_t index = rlt_space_index_of(&s->space, &adopted[i]);
+        if (rlt_visited_has(&s->offered_seen, index)) continue;
+        if (!rlt_visited_add(&s->offered_seen, index))
+            return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory keeping offered configurations");
+        s->offered[s->n_offered++] = adopted[i];
+        ++*out_n;
+    }
+    return RLT_STATUS_OK;
+}
 
 rlt_status rlt_session_add_proposer(rlt_session *s, rlt_proposer *p, rlt_diag *diag)
 {
@@ -494,15 +528,22 @@ static void note_best(const rlt_space *space, const rlt_config *c, rlt_tune_resu
 }
 
 /* Up to `want` configurations from the first proposer that has any left. */
+/* A batch: the configurations offered from outside first, then the first
+ * proposer with something left fills the rest. (One the proposer proposes
+ * again is read back from the records, not measured twice, when the
+ * session has them.) */
 static int propose(rlt_session *s, int want)
 {
     rlt_config *configs = rlt_malloc(sizeof *configs * (size_t)want);
     int n = 0;
     if (!configs) return -1;
+    while (n < want && s->next_offered < s->n_offered) configs[n++] = s->offered[s->next_offered++];
+    s->result.n_offered += n;
     uint64_t t0 = rlt_time_ns();
-    while (s->current < s->n_proposers) {
-        n = s->proposers[s->current]->ops->next(s->proposers[s->current], want, configs);
-        if (n > 0) break;
+    while (n < want && s->current < s->n_proposers) {
+        int got = s->proposers[s->current]->ops->next(s->proposers[s->current], want - n, configs + n);
+        n += got;
+        if (got > 0) break;
         s->current++;
     }
     s->result.tuner_s += seconds_since(t0);

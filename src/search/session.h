@@ -185,6 +185,7 @@ typedef struct rlt_tune_result {
                                  none was near) */
     int n_other_threads;      /* configurations proposed from other thread counts' records */
     int n_seeds;              /* rule-built configurations proposed */
+    int n_offered;            /* configurations offered from outside the proposers (rlt_session_offer) */
     double *curve;            /* best GFLOP/s after each trial (n_trials of them); owned */
     double wall_s;            /* the whole run, the final pick included */
     double tuner_s;           /* of which in the proposers: creating (and loading) them, proposing, learning */
@@ -241,6 +242,17 @@ int rlt_session_n_total(const rlt_session *s);        /* the trials asked for */
 rlt_status rlt_session_add_proposer(rlt_session *s, rlt_proposer *p, rlt_diag *diag);
 /* Takes ownership of m, replacing (and destroying) any earlier one. */
 void rlt_session_set_measurer(rlt_session *s, rlt_measurer *m);
+
+/* Offers the session a configuration from outside its proposers: `key`, a
+ * configuration of a kindred space (a network's tuning offers a task the
+ * best of its siblings, the same op with another epilogue), adopted as
+ * rlt_space_configs_adopt says (up to RLT_SESSION_OFFER_MAX
+ * configurations). The next steps measure what was offered first, the
+ * proposers filling the rest of the batch, and every proposer hears the
+ * scores. A configuration is taken once per session; *out_n says how many
+ * were new. OUT_OF_MEMORY only. */
+#define RLT_SESSION_OFFER_MAX 8
+rlt_status rlt_session_offer(rlt_session *s, const char *key, int *out_n, rlt_diag *diag);
 
 /* The tuner of the session's "tuner" proposer, or NULL (borrowed). */
 rlt_tuner *rlt_session_tuner(const rlt_session *s);

@@ -107,42 +107,6 @@ static int compare_by_rank(const void *a, const void *b)
     return (y->gflops > x->gflops) - (y->gflops < x->gflops);
 }
 
-/* Appends to configs (up to cap) the valid configurations of `space` that
- * `key` (from another thread count's space) becomes: a parallel= knob this
- * space lacks dropped, a parallel knob it has and key lacks tried at each
- * of its values. Returns how many it added. */
-static int adapt_other_threads_key(const rlt_space *space, const char *key, rlt_config *configs, int n, int cap)
-{
-    int par = parallel_knob(space);
-    char unused[sizeof ((rlt_record *)0)->config];
-    bool has_parallel = rlt_config_key_get(key, "parallel", unused, sizeof unused);
-    int n_choices = par >= 0 && !has_parallel ? space->knobs[par].n_choices : 1, added = 0;
-    rlt_str text, value;
-    rlt_str_init(&text);
-    rlt_str_init(&value);
-    for (int ch = 0; ch < n_choices && n + added < cap; ch++) {
-        rlt_str_clear(&text);
-        if (has_parallel && par < 0) rlt_config_key_without(key, "parallel", &text);
-        else rlt_str_append(&text, key);
-        if (par >= 0 && !has_parallel) {
-            rlt_str_clear(&value);
-            rlt_knob_value_text(space, &space->knobs[par], ch, &value);
-            rlt_str_printf(&text, ";parallel=%s", value.data ? value.data : "");
-        }
-        rlt_config c;
-        if (text.has_failed || value.has_failed || rlt_space_config_parse(space, text.data, &c, NULL) != RLT_STATUS_OK ||
-            !rlt_space_is_valid(space, &c))
-            continue;
-        uint64_t index = rlt_space_index_of(space, &c);
-        bool is_new = true;
-        for (int i = 0; i < n + added; i++) is_new &= rlt_space_index_of(space, &configs[i]) != index;
-        if (is_new) configs[n + added++] = c;
-    }
-    rlt_str_free(&text);
-    rlt_str_free(&value);
-    return added;
-}
-
 /* The same op's best configurations at other thread counts (and, in a cold
  * run, warm ones at this count), made to fit this run's space
  * (rlt_tune_opts.from_other_threads). *out (owned; NULL
@@ -179,7 +143,7 @@ static rlt_status other_threads_configs(rlt_db *db, const rlt_op *op, const rlt_
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory reading other thread counts' records");
     int n = 0;
     for (int i = 0, taken = 0; configs && i < n_latest && taken < RLT_TUNE_OTHER_THREADS; i++) {
-        int added = adapt_other_threads_key(space, w.records[i].config, configs, n, cap);
+        int added = rlt_space_configs_adopt(space, w.records[i].config, configs, n, cap);
         n += added;
         taken += added > 0;
     }

@@ -941,6 +941,58 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
     return RLT_STATUS_OK;
 }
 
+/* The choice of knob k whose text is `value`, or -1. */
+static int choice_of_text(const rlt_space *s, int k, const char *value, rlt_str *scratch)
+{
+    for (int ch = 0; ch < s->knobs[k].n_choices; ch++) {
+        rlt_str_clear(scratch);
+        rlt_knob_value_text(s, &s->knobs[k], ch, scratch);
+        if (scratch->data && strcmp(scratch->data, value) == 0) return ch;
+    }
+    return -1;
+}
+
+int rlt_space_configs_adopt(const rlt_space *s, const char *key, rlt_config *configs, int n, int cap)
+{
+    char version[16];
+    snprintf(version, sizeof version, "v%d", RLT_SPACE_VERSION);
+    size_t vlen = strlen(version);
+    if (strncmp(key, version, vlen) != 0 || (key[vlen] != ';' && key[vlen] != '\0')) return 0;
+    rlt_config base = {0};
+    bool is_missing[RLT_SPACE_MAX_KNOBS] = {false};
+    char value[1024]; /* a record's key is shorter */
+    rlt_str scratch;
+    rlt_str_init(&scratch);
+    bool is_foreign = false;
+    for (int k = 0; k < s->n_knobs && !is_foreign; k++) {
+        if (!rlt_config_key_get(key, s->knobs[k].name, value, sizeof value)) {
+            is_missing[k] = true;
+            continue;
+        }
+        int ch = choice_of_text(s, k, value, &scratch);
+        if (ch < 0) is_foreign = true;
+        else base.choice[k] = (int16_t)ch;
+    }
+    bool has_failed = scratch.has_failed;
+    rlt_str_free(&scratch);
+    if (is_foreign || has_failed) return 0;
+    /* the base, then each missing knob at each of its other choices */
+    int added = 0;
+    for (int k = -1; k < s->n_knobs && n + added < cap; k++) {
+        if (k >= 0 && !is_missing[k]) continue;
+        for (int ch = k < 0 ? 0 : 1; ch < (k < 0 ? 1 : s->knobs[k].n_choices) && n + added < cap; ch++) {
+            rlt_config c = base;
+            if (k >= 0) c.choice[k] = (int16_t)ch;
+            if (!rlt_space_is_valid(s, &c)) continue;
+            uint64_t index = rlt_space_index_of(s, &c);
+            bool is_new = true;
+            for (int i = 0; i < n + added && is_new; i++) is_new = rlt_space_index_of(s, &configs[i]) != index;
+            if (is_new) configs[n + added++] = c;
+        }
+    }
+    return added;
+}
+
 /* ---- fixings -------------------------------------------------------------- */
 
 void rlt_space_fixing_none(rlt_space_fixing *out)

@@ -149,6 +149,18 @@ rlt_status rlt_space_project(const rlt_space *s, const rlt_nest *nest, rlt_confi
 void rlt_space_config_key(const rlt_space *s, const rlt_config *c, rlt_str *out);
 rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag);
 
+/* Appends to configs[n..cap) the valid configurations of this space that
+ * `key`, a configuration of a kindred space, stands for: the same op at
+ * another thread count (with or without a parallel knob), or the op with
+ * another epilogue (with or without a pack knob for the bias or the
+ * residual). Each knob both spaces have takes the key's value; a knob the
+ * key lacks is tried at each of its choices, one such knob at a time, the
+ * others at their first; the key's knobs this space lacks are dropped.
+ * Configurations already in configs[0..n) are skipped. Returns how many it
+ * added: 0 when the key is not of this space's version or a shared knob's
+ * value is not one of this space's choices. */
+int rlt_space_configs_adopt(const rlt_space *s, const char *key, rlt_config *configs, int n, int cap);
+
 /* A key's fields read as text, without its space (what stored records
  * need: the compiler a configuration chose, a key with a knob left out).
  * rlt_config_key_get (rltune/records.h) reads one field. without: the key

@@ -160,12 +160,20 @@ Test(cli_run, tune_model_then_run)
     cJSON *tasks = cJSON_GetObjectItem(j, "tasks");
     cr_assert(cJSON_IsArray(tasks) && cJSON_GetArraySize(tasks) == 5, "%s", r.out);
     double latency = 0;
+    int from_siblings = 0;
     for (int i = 0; i < 5; i++) {
         cJSON *t = cJSON_GetArrayItem(tasks, i);
         cr_expect_geq(json_number_at(t, "rounds"), 1, "task %d", i);
         cr_expect_gt(json_number_at(t, "best_ms"), 0, "task %d", i);
         latency += json_number_at(t, "weight") * json_number_at(t, "best_ms");
+        /* the residual block's convs (bias+relu, bias+add+relu) are siblings:
+         * the one tuned second starts from the other's best */
+        int n = (int)json_number_at(t, "from_siblings");
+        bool has_sibling = strstr(json_string_at(t, "spec"), "C=8,H=16,W=16,K=8,R=3,S=3") != NULL;
+        cr_expect(has_sibling || n == 0, "task %d has no sibling: %d from siblings", i, n);
+        from_siblings += n;
     }
+    cr_expect_geq(from_siblings, 1, "%s", r.out);
     cr_expect_float_eq(json_number_at(j, "latency_ms"), latency, 1e-9 * latency);
     cJSON *curve = cJSON_GetObjectItem(j, "curve");
     cr_assert(cJSON_IsArray(curve) && cJSON_GetArraySize(curve) == rounds, "%s", r.out);

@@ -227,6 +227,47 @@ Test(session, the_queue_drains_before_the_tuner_proposes)
     rlt_op_destroy(op);
 }
 
+/* Configurations offered from outside (a sibling task's best) lead the
+ * next batch, the tuner filling the rest; each is taken once. */
+Test(session, offered_configurations_lead_the_next_batch_once)
+{
+    rlt_op *op = fixture_op("matmul:M=16,N=16,K=16");
+    rlt_space space;
+    tuner_space(op, &space);
+    synthetic syn = {0};
+    rlt_session *s = session_make(op, &space, &(rlt_session_opts){.n_trials = 64, .batch_size = 8}, "random", &syn);
+    const rlt_space *sp = rlt_session_space(s);
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_config seeds[3];
+    cr_assert_eq(rlt_space_seeds(sp, 3, seeds), 3);
+    int n = 0, total = 0;
+    for (int i = 0; i < 3; i++) {
+        rlt_str key;
+        rlt_str_init(&key);
+        rlt_space_config_key(sp, &seeds[i], &key);
+        cr_assert_eq(rlt_session_offer(s, key.data, &n, &d), RLT_STATUS_OK);
+        cr_assert_eq(n, 1, "one space: the key is one configuration");
+        total += n;
+        cr_assert_eq(rlt_session_offer(s, key.data, &n, &d), RLT_STATUS_OK);
+        cr_assert_eq(n, 0, "offered twice: taken once");
+        rlt_str_free(&key);
+    }
+    cr_assert_eq(rlt_session_offer(s, "v1;vec=nosuch", &n, &d), RLT_STATUS_OK);
+    cr_assert_eq(n, 0, "a key of no kindred space: nothing");
+    cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+    const rlt_trial *batch = rlt_session_last_batch(s, &n);
+    cr_assert_eq(n, 8, "the tuner fills the batch");
+    for (int i = 0; i < total; i++)
+        cr_assert_eq(rlt_space_index_of(sp, &batch[i].config), rlt_space_index_of(sp, &seeds[i]));
+    cr_assert_eq(rlt_session_result(s)->n_offered, total);
+    cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_session_result(s)->n_offered, total, "offered once, proposed once");
+    cr_assert_eq(rlt_session_result(s)->n_trials, 24);
+    rlt_session_destroy(s);
+    rlt_op_destroy(op);
+}
+
 /* ---- the recorded measurer ------------------------------------------------- */
 
 /* A second session over the same records reads every configuration back

@@ -445,6 +445,97 @@ static void assert_knob(const rlt_space *s, const rlt_config *c, int i, const ch
     cr_assert_str_eq(text, expected, "seed %d: %s=%s, not %s", i, name, text, expected);
 }
 
+/* knob_text as a value. */
+static const char *text_of(const rlt_space *s, const rlt_config *c, const char *name, char *buf, size_t cap)
+{
+    knob_text(s, c, name, buf, cap);
+    return buf;
+}
+
+static void key_of(const rlt_space *s, const rlt_config *c, char *buf, size_t cap)
+{
+    rlt_str key;
+    rlt_str_init(&key);
+    rlt_space_config_key(s, c, &key);
+    snprintf(buf, cap, "%s", key.data);
+    rlt_str_free(&key);
+}
+
+/* A configuration of a kindred space (the op with another epilogue, at
+ * another thread count) is adopted knob by knob: shared knobs keep their
+ * values, a knob the key lacks takes each of its choices, one the space
+ * lacks is dropped; back again, it is the configuration it came from. */
+Test(space, a_kindred_spaces_key_is_adopted)
+{
+    rlt_op *relu = fixture_op("conv2d:N=1,C=64,H=14,W=14,K=64,R=3,S=3,stride=1,pad=1,epilogue=bias+relu");
+    rlt_op *add = fixture_op("conv2d:N=1,C=64,H=14,W=14,K=64,R=3,S=3,stride=1,pad=1,epilogue=bias+add+relu");
+    rlt_space sr, sa, sr2;
+    make_space(relu, 1, &sr);
+    make_space(add, 1, &sa);
+    make_space(relu, 2, &sr2);
+    int res = find_knob(&sa, "pack.res"), par = find_knob(&sr2, "parallel");
+    cr_assert(res >= 0 && find_knob(&sr, "pack.res") < 0, "the residual's pack knob is the add's alone");
+    cr_assert(par >= 0 && find_knob(&sr, "parallel") < 0);
+    /* the seeds and their valid neighbours (random configurations are
+     * mostly invalid) */
+    rlt_config pool[16 * (1 + 2 * RLT_SPACE_MAX_KNOBS)];
+    int n_pool = rlt_space_seeds(&sr, 16, pool), n_seeds = n_pool;
+    for (int i = 0; i < n_seeds; i++)
+        for (int k = 0; k < sr.n_knobs; k++)
+            for (int dk = -1; dk <= 1; dk += 2)
+                if (rlt_space_neighbour(&sr, &pool[i], k, dk, &pool[n_pool]) && rlt_space_is_valid(&sr, &pool[n_pool]))
+                    n_pool++;
+    int n_tried = 0;
+    for (int i = 0; i < n_pool && n_tried < 60; i += 1 + n_pool / 60) {
+        rlt_config c = pool[i];
+        n_tried++;
+        char key[1024], a[256], b[256];
+        key_of(&sr, &c, key, sizeof key);
+        rlt_config got[RLT_SPACE_MAX_KNOBS + 16];
+        int n = rlt_space_configs_adopt(&sa, key, got, 0, (int)RLT_ARRAY_LEN(got));
+        cr_assert_geq(n, 1, "%s", key);
+        cr_assert_leq(n, sa.knobs[res].n_choices);
+        for (int j = 0; j < n; j++) {
+            cr_assert(rlt_space_is_valid(&sa, &got[j]));
+            for (int k = 0; k < sr.n_knobs; k++)
+                cr_assert_str_eq(text_of(&sa, &got[j], sr.knobs[k].name, a, sizeof a),
+                                 text_of(&sr, &c, sr.knobs[k].name, b, sizeof b), "knob %s of %s", sr.knobs[k].name,
+                                 key);
+            for (int m = 0; m < j; m++) cr_assert_neq(got[m].choice[res], got[j].choice[res], "each once");
+            /* back: the residual's knob dropped, the configuration it came from */
+            char back_key[1024];
+            key_of(&sa, &got[j], back_key, sizeof back_key);
+            rlt_config back;
+            cr_assert_eq(rlt_space_configs_adopt(&sr, back_key, &back, 0, 1), 1);
+            cr_assert_eq(rlt_space_index_of(&sr, &back), rlt_space_index_of(&sr, &c), "%s", back_key);
+        }
+        /* offered again with what it gave: nothing new */
+        cr_assert_eq(rlt_space_configs_adopt(&sa, key, got, n, (int)RLT_ARRAY_LEN(got)), 0);
+        /* at two threads: the parallel knob at each of its (valid) choices */
+        n = rlt_space_configs_adopt(&sr2, key, got, 0, (int)RLT_ARRAY_LEN(got));
+        cr_assert_geq(n, 1, "%s", key);
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < sr.n_knobs; k++)
+                cr_assert_str_eq(text_of(&sr2, &got[j], sr.knobs[k].name, a, sizeof a),
+                                 text_of(&sr, &c, sr.knobs[k].name, b, sizeof b));
+    }
+    cr_assert_geq(n_tried, 40);
+    /* not of this version, or a value that is not a choice: none */
+    rlt_config c, got;
+    rlt_space_seeds(&sr, 1, &c);
+    char key[1024];
+    key_of(&sr, &c, key, sizeof key);
+    key[1] = '9';
+    cr_assert_eq(rlt_space_configs_adopt(&sa, key, &got, 0, 1), 0);
+    key_of(&sr, &c, key, sizeof key);
+    char *vec = strstr(key, ";vec=");
+    cr_assert_not_null(vec);
+    memcpy(vec + 5, "zz", 2);
+    cr_assert_eq(rlt_space_configs_adopt(&sa, key, &got, 0, 1), 0, "%s", key);
+    rlt_op_destroy(relu);
+    rlt_op_destroy(add);
+}
+
 Test(space, seeds_are_distinct_valid_and_deterministic)
 {
     for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++)
