@@ -412,7 +412,7 @@ int rlt_session_n_total(const rlt_session *s) { return s->opts.n_trials; }
 rlt_status rlt_session_offer(rlt_session *s, const char *key, int *out_n, rlt_diag *diag)
 {
     *out_n = 0;
-    if (s->n_offered + RLT_SESSION_OFFER_MAX > s->cap_offered) {
+    if (s->next_offered > 0 && s->n_offered + RLT_SESSION_OFFER_MAX > s->cap_offered) {
         /* what was proposed already is dropped first */
         memmove(s->offered, s->offered + s->next_offered, sizeof *s->offered * (size_t)(s->n_offered - s->next_offered));
         s->n_offered -= s->next_offered;
