@@ -61,6 +61,7 @@ typedef struct ga_dqn_agent {
     double epsilon;
     int64_t n_transitions, n_learn_steps, n_random_children;
     double best_score; /* the best score reported so far */
+    rlt_ga_dqn_choices choices; /* what the agents chose this run (not saved) */
 } ga_dqn_agent;
 
 /* A child the agents bred, waiting for its score. */
@@ -70,6 +71,7 @@ typedef struct ga_dqn_pending {
     rlt_config crossed; /* after crossover, before mutation */
     rlt_config child;
     int point_action, knob_action;
+    bool is_point_greedy, is_knob_greedy;
     double parent_mean; /* the parents' scores (failures 0), averaged */
 } ga_dqn_pending;
 
@@ -278,14 +280,16 @@ static double clean_score(double score) { return isfinite(score) && score > 0 ? 
 /* ---- acting -------------------------------------------------------------- */
 
 /* Epsilon-greedy: a uniformly random action with probability epsilon,
- * else the greedy one. */
-static int agent_act(rlt_tuner *t, ga_dqn_state *st, const dqn *d, const float *state)
+ * else the greedy one (*is_greedy says which). */
+static int agent_act(rlt_tuner *t, ga_dqn_state *st, const dqn *d, const float *state, bool *is_greedy)
 {
+    *is_greedy = false;
     if (rlt_rng_uniform(&t->rng) < st->agent.epsilon) return (int)rlt_rng_below(&t->rng, (uint64_t)d->n_actions);
     int action = 0;
     /* predict fails only when out of memory: then the action is random */
     if (dqn_greedy(d, state, st->q_row, &action, NULL) != RLT_STATUS_OK)
-        action = (int)rlt_rng_below(&t->rng, (uint64_t)d->n_actions);
+        return (int)rlt_rng_below(&t->rng, (uint64_t)d->n_actions);
+    *is_greedy = true;
     return action;
 }
 
@@ -330,12 +334,13 @@ static bool ga_dqn_make_child(rlt_tuner *t, rlt_ga *g, void *ctx, int slot, rlt_
         const rlt_config *p1 = &g->pool[i1], *p2 = &g->pool[i2];
         gene_row(s, p1, pair);
         gene_row(s, p2, pair + n);
-        int point_action = agent_act(t, st, &st->agent.crossover, pair);
+        bool is_point_greedy, is_knob_greedy;
+        int point_action = agent_act(t, st, &st->agent.crossover, pair, &is_point_greedy);
         int point = point_action + 1;
         rlt_config crossed = {0};
         for (int k = 0; k < n; k++) crossed.choice[k] = (k < point ? p1 : p2)->choice[k];
         gene_row(s, &crossed, gene);
-        int knob_action = agent_act(t, st, &st->agent.mutation, gene);
+        int knob_action = agent_act(t, st, &st->agent.mutation, gene, &is_knob_greedy);
         *out = crossed;
         if (knob_action > 0) mutate_knob(t, out, knob_action - 1);
         if (!rlt_ga_claim(t, out)) continue;
@@ -345,6 +350,8 @@ static bool ga_dqn_make_child(rlt_tuner *t, rlt_ga *g, void *ctx, int slot, rlt_
                                .child = *out,
                                .point_action = point_action,
                                .knob_action = knob_action,
+                               .is_point_greedy = is_point_greedy,
+                               .is_knob_greedy = is_knob_greedy,
                                .parent_mean = 0.5 * (g->pool_score[i1] + g->pool_score[i2])};
         return true;
     }
@@ -353,6 +360,18 @@ static bool ga_dqn_make_child(rlt_tuner *t, rlt_ga *g, void *ctx, int slot, rlt_
 }
 
 /* ---- learning ------------------------------------------------------------ */
+
+/* A scored child into the counts of what the agents chose. */
+static void note_choices(rlt_ga_dqn_choices *c, const ga_dqn_pending *pd, double r, bool is_new_best)
+{
+    int kind = pd->is_knob_greedy ? RLT_GA_DQN_GREEDY : RLT_GA_DQN_EXPLORED;
+    c->n[kind]++;
+    c->reward_sum[kind] += r;
+    c->n_new_best[kind] += is_new_best;
+    c->n_no_mutation[kind] += pd->knob_action == 0;
+    if (pd->is_point_greedy && pd->point_action < RLT_SPACE_MAX_KNOBS) c->greedy_points[pd->point_action]++;
+    if (pd->is_knob_greedy && pd->knob_action <= RLT_SPACE_MAX_KNOBS) c->greedy_knobs[pd->knob_action]++;
+}
 
 /* A bred child's score is in: one transition for each DQN, the target
  * networks' copy when due, and one learning step each past learn_start.
@@ -369,6 +388,7 @@ static rlt_status agent_observe(rlt_tuner *t, ga_dqn_state *st, const ga_dqn_pen
     const rlt_space *s = t->space;
     int n = s->n_knobs;
     double r = reward(p, ag->best_score, pd->parent_mean, score);
+    note_choices(&ag->choices, pd, r, score > ag->best_score);
     float *pair = st->rows, *pair_next = st->rows + 2 * n;
     gene_row(s, &pd->parents[0], pair);
     gene_row(s, &pd->parents[1], pair + n);
@@ -560,7 +580,8 @@ rlt_status rlt_tuner_ga_dqn_stats(const rlt_tuner *t, rlt_ga_dqn_stats *out, rlt
                               .epsilon = ag->epsilon,
                               .best_score = ag->best_score,
                               .crossover_loss = ag->crossover.loss_avg,
-                              .mutation_loss = ag->mutation.loss_avg};
+                              .mutation_loss = ag->mutation.loss_avg,
+                              .choices = ag->choices};
     return RLT_STATUS_OK;
 }
 

@@ -9,6 +9,19 @@
 
 #include "search/tuner.h"
 
+/* What the agents chose for the children whose scores came in: by whether
+ * the mutation DQN chose greedily or explored (epsilon), the children,
+ * their rewards summed, new bests and "no mutation" choices; and how often
+ * each greedy crossover point (point - 1) and greedy mutation (0: none,
+ * k + 1: knob k) was chosen. */
+enum { RLT_GA_DQN_GREEDY, RLT_GA_DQN_EXPLORED };
+typedef struct rlt_ga_dqn_choices {
+    int64_t n[2], n_new_best[2], n_no_mutation[2];
+    double reward_sum[2];
+    int64_t greedy_points[RLT_SPACE_MAX_KNOBS];
+    int64_t greedy_knobs[RLT_SPACE_MAX_KNOBS + 1];
+} rlt_ga_dqn_choices;
+
 /* The agents' counters and learning progress. */
 typedef struct rlt_ga_dqn_stats {
     int64_t n_transitions;     /* children bred by the agents whose score came in: one
@@ -19,6 +32,7 @@ typedef struct rlt_ga_dqn_stats {
     double best_score;         /* the best score reported so far: the reward's scale */
     double crossover_loss;     /* TD loss (Huber) of the learning steps, a moving average */
     double mutation_loss;      /* (weight 0.05 on the newest); 0 before the first */
+    rlt_ga_dqn_choices choices;
 } rlt_ga_dqn_stats;
 
 /* Fills *out. `t` is borrowed and not changed. Errors: INVALID_ARGUMENT

@@ -159,6 +159,17 @@ Test(ga_dqn, learning_follows_the_published_schedule)
     cr_assert_float_eq(st.epsilon, fmax(0.1, pow(0.99, (double)st.n_learn_steps)), 1e-9);
     cr_assert(st.crossover_loss > 0 && isfinite(st.crossover_loss), "%g", st.crossover_loss);
     cr_assert(st.mutation_loss > 0 && isfinite(st.mutation_loss), "%g", st.mutation_loss);
+    /* every scored child counted once; none chosen greedily while epsilon
+     * was 1 (before learning started), some after */
+    const rlt_ga_dqn_choices *c = &st.choices;
+    cr_assert_eq(c->n[RLT_GA_DQN_GREEDY] + c->n[RLT_GA_DQN_EXPLORED], st.n_transitions);
+    cr_assert_leq(c->n[RLT_GA_DQN_GREEDY], st.n_learn_steps);
+    cr_assert_gt(c->n[RLT_GA_DQN_GREEDY], 0);
+    int64_t n_knobs_greedy = 0;
+    for (int k = 0; k <= s.n_knobs; k++) n_knobs_greedy += c->greedy_knobs[k];
+    cr_assert_eq(n_knobs_greedy, c->n[RLT_GA_DQN_GREEDY]);
+    cr_assert_leq(c->n_no_mutation[RLT_GA_DQN_GREEDY], c->n[RLT_GA_DQN_GREEDY]);
+    cr_assert_leq(c->n_new_best[RLT_GA_DQN_EXPLORED], c->n[RLT_GA_DQN_EXPLORED]);
     rlt_tuner_destroy(t);
     /* options move it */
     t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3, .ga_dqn_learn_start = 150, .ga_dqn_eps_min = 0.9});
