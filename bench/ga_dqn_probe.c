@@ -163,6 +163,13 @@ static void run_one(const char *spec, const char *dataset, const char *tuner, co
     rlt_op_destroy(op);
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: bench_ga_dqn_probe [--trials T] [--seeds S] [--batch B] [--agent-in FILE] "
+                    "OP=DATASET ...\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     int trials = 512, seeds = 10, batch = 16, n_work = 0;
@@ -179,13 +186,11 @@ int main(int argc, char **argv)
             specs[n_work] = argv[i];
             datasets[n_work++] = eq + 1;
         } else {
-            fprintf(stderr, "usage: bench_ga_dqn_probe [--trials T] [--seeds S] [--batch B] [--agent-in FILE] OP=DATASET ...\n");
-            return 2;
+            return usage();
         }
     }
     if (n_work == 0 || trials < 16 || seeds < 1 || batch < 1) {
-        fprintf(stderr, "usage: bench_ga_dqn_probe [--trials T] [--seeds S] [--batch B] [--agent-in FILE] OP=DATASET ...\n");
-        return 2;
+        return usage();
     }
     double log_ratio = 0;
     for (int w = 0; w < n_work; w++) {
