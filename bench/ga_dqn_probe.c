@@ -221,7 +221,8 @@ int main(int argc, char **argv)
             checkpoint *p = &cps[c];
             double n = p->n_runs > 0 ? p->n_runs : 1;
             printf("  %6d %6.0f %6.0f %7.3f %6.0f %8.4f %8.4f %7.2f %9.2f %9.2f %8.3f %8.3f %9.3f %9.3f %8.2f\n",
-                   p->n_trials, p->transitions / n, p->random_children / n, p->epsilon / n, p->learn_steps / n, p->crossover_loss / n, p->mutation_loss / n,
+                   p->n_trials, p->transitions / n, p->random_children / n, p->epsilon / n, p->learn_steps / n,
+                   p->crossover_loss / n, p->mutation_loss / n,
                    p->greedy_share / n, p->no_mut_greedy / n, p->no_mut_explored / n, p->reward_greedy / n,
                    p->reward_explored / n, p->best_rate_greedy / n, p->best_rate_explored / n,
                    p->top_point_share / n);

@@ -414,7 +414,8 @@ rlt_status rlt_session_offer(rlt_session *s, const char *key, int *out_n, rlt_di
     *out_n = 0;
     if (s->next_offered > 0 && s->n_offered + RLT_SESSION_OFFER_MAX > s->cap_offered) {
         /* what was proposed already is dropped first */
-        memmove(s->offered, s->offered + s->next_offered, sizeof *s->offered * (size_t)(s->n_offered - s->next_offered));
+        size_t n_left = (size_t)(s->n_offered - s->next_offered);
+        memmove(s->offered, s->offered + s->next_offered, sizeof *s->offered * n_left);
         s->n_offered -= s->next_offered;
         s->next_offered = 0;
     }
