@@ -2,7 +2,7 @@
  * ga_dqn_probe.c - what GA-DQN's two DQNs learn and choose within one run
  * (issue 33, "find out why"), on replayed datasets: no kernel is built.
  *
- *   bench_ga_dqn_probe [--trials T] [--seeds S] [--batch B] [--agent-in FILE] OP=DATASET ...
+ *   bench_ga_dqn_probe [--trials T] [--seeds S] [--batch B] [--agent-in FILE] [--options O] OP=DATASET ...
  *
  * For each workload (a built-in op spec and its dataset, made by `rltune
  * dataset`), ga and ga-dqn tune S seeds of T trials each. Printed per
@@ -19,7 +19,9 @@
  *     the share of the greedy crossover points taken by the most chosen one
  *     (1.0: the DQN always picks the same point).
  * With --agent-in, ga-dqn starts every run from that saved agent (`rltune
- * tune --tuner ga-dqn --agent-out FILE`, e.g. over other workloads).
+ * tune --tuner ga-dqn --agent-out FILE`, e.g. over other workloads); with
+ * --options, its hyper-parameters ("ga_dqn_best_bonus=20,...", `rltune
+ * tuners`).
  * Every random choice comes from the seeds: a run is reproducible.
  */
 #include "db/db.h"
@@ -108,9 +110,9 @@ static void add_window(checkpoint *c, const rlt_ga_dqn_stats *now, const rlt_ga_
 
 /* One run: its measurements to reach `target` GFLOP/s (trials + 1: never)
  * and its final best; ga-dqn's checkpoints added to cps. */
-static void run_one(const char *spec, const char *dataset, const char *tuner, const char *agent_in, int trials,
-                    int batch, uint64_t seed, double target, checkpoint *cps, int n_cps, int *out_to_target,
-                    double *out_best)
+static void run_one(const char *spec, const char *dataset, const char *tuner, const char *agent_in,
+                    const char *options, int trials, int batch, uint64_t seed, double target, checkpoint *cps,
+                    int n_cps, int *out_to_target, double *out_best)
 {
     rlt_diag d = {0};
     rlt_op *op = NULL;
@@ -127,7 +129,10 @@ static void run_one(const char *spec, const char *dataset, const char *tuner, co
     o.seed = seed;
     o.n_seeds = 0;
     bool is_ga_dqn = strcmp(tuner, "ga-dqn") == 0;
-    if (is_ga_dqn) o.agent_in = agent_in;
+    if (is_ga_dqn) {
+        o.agent_in = agent_in;
+        o.tuner_options = options;
+    }
     rlt_session *s = NULL;
     if (rlt_session_open(op, &o, &s, NULL, &d) != RLT_STATUS_OK) {
         fprintf(stderr, "ga_dqn_probe: %s on %s: %s\n", tuner, dataset, d.message);
@@ -166,20 +171,21 @@ static void run_one(const char *spec, const char *dataset, const char *tuner, co
 static int usage(void)
 {
     fprintf(stderr, "usage: bench_ga_dqn_probe [--trials T] [--seeds S] [--batch B] [--agent-in FILE] "
-                    "OP=DATASET ...\n");
+                    "[--options O] OP=DATASET ...\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     int trials = 512, seeds = 10, batch = 16, n_work = 0;
-    const char *agent_in = NULL;
+    const char *agent_in = NULL, *options = NULL;
     const char *specs[MAX_WORKLOADS], *datasets[MAX_WORKLOADS];
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) trials = atoi(argv[++i]);
         else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) seeds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) batch = atoi(argv[++i]);
         else if (strcmp(argv[i], "--agent-in") == 0 && i + 1 < argc) agent_in = argv[++i];
+        else if (strcmp(argv[i], "--options") == 0 && i + 1 < argc) options = argv[++i];
         else if (strchr(argv[i], '=') && strrchr(argv[i], '=') && n_work < MAX_WORKLOADS) {
             char *eq = strrchr(argv[i], '='); /* OP=DATASET: the last '=' (specs have their own) */
             *eq = '\0';
@@ -204,8 +210,8 @@ int main(int argc, char **argv)
             for (int sd = 0; sd < seeds; sd++) {
                 int to = 0;
                 double b = 0;
-                run_one(specs[w], datasets[w], tuners[k], agent_in, trials, batch, (uint64_t)sd + 1, target, cps, n_cps,
-                        &to, &b);
+                run_one(specs[w], datasets[w], tuners[k], agent_in, options, trials, batch, (uint64_t)sd + 1, target,
+                        cps, n_cps, &to, &b);
                 mean_to[k] += (double)to / seeds;
                 mean_best[k] += b / seeds;
             }
