@@ -470,15 +470,24 @@ static void wait_for_batch_in_flight(pid_t pid, const char *db, const char *err_
     }
 }
 
-Test(cli_tune, ctrl_c_stops_after_the_batch_in_flight_with_everything_stored)
+/* Starts the tune run the Ctrl-C tests interrupt (a slow compiler: each
+ * batch compiles for about SLOW_CC_S seconds) into db with this seed, and
+ * waits until it has stored a batch and compiles the next. */
+static pid_t start_run_to_interrupt(const char *db, const char *seed, const char *out, const char *err)
 {
     const char *cc = use_slow_compiler();
-    const char *db = tmp_path("int.db"), *out = tmp_path("out"), *err = tmp_path("err");
     const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
-                                BATCH_TEXT, "--seed", "4", "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
+                                BATCH_TEXT, "--seed", seed, "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
                                 "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
     pid_t pid = start_run(args, out, err);
     wait_for_batch_in_flight(pid, db, err);
+    return pid;
+}
+
+Test(cli_tune, ctrl_c_stops_after_the_batch_in_flight_with_everything_stored)
+{
+    const char *db = tmp_path("int.db"), *out = tmp_path("out"), *err = tmp_path("err");
+    pid_t pid = start_run_to_interrupt(db, "4", out, err);
     int64_t n_stored = db_count(db, OP); /* the batch in flight cannot end in the next second */
     cr_assert_eq(kill(pid, SIGINT), 0);  /* the tune process only, not its children */
     int status = cli_wait(pid, RUN_LIMIT_S);
@@ -510,13 +519,8 @@ Test(cli_tune, ctrl_c_stops_after_the_batch_in_flight_with_everything_stored)
 
 Test(cli_tune, a_second_ctrl_c_ends_the_run_at_once)
 {
-    const char *cc = use_slow_compiler();
     const char *db = tmp_path("int2.db"), *out = tmp_path("out"), *err = tmp_path("err");
-    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
-                                BATCH_TEXT, "--seed", "5", "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
-                                "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
-    pid_t pid = start_run(args, out, err);
-    wait_for_batch_in_flight(pid, db, err);
+    pid_t pid = start_run_to_interrupt(db, "5", out, err);
     int64_t n_stored = db_count(db, OP);
     cr_assert(process_catches_sigint(pid), "tune has no SIGINT handler while it runs");
     cr_assert_eq(kill(pid, SIGINT), 0);
@@ -537,13 +541,8 @@ Test(cli_tune, a_second_ctrl_c_ends_the_run_at_once)
  * batch in flight is stored and the report printed. */
 Test(cli_tune, one_interrupt_delivered_twice_is_one_ctrl_c)
 {
-    const char *cc = use_slow_compiler();
     const char *db = tmp_path("int3.db"), *out = tmp_path("out"), *err = tmp_path("err");
-    const char *const args[] = {"tune", "--final", "0", "--op", OP, "--tuner", "random", "--trials", TRIALS_TEXT, "--batch",
-                                BATCH_TEXT, "--seed", "6", "--cc", cc, "--cflags", TUNE_CFLAGS, "--repeat", "1",
-                                "--min-repeat-ms", "0.5", "--db", db, "--json", NULL};
-    pid_t pid = start_run(args, out, err);
-    wait_for_batch_in_flight(pid, db, err);
+    pid_t pid = start_run_to_interrupt(db, "6", out, err);
     int64_t n_stored = db_count(db, OP);
     cr_assert_eq(kill(pid, SIGINT), 0);
     cr_assert_eq(kill(pid, SIGINT), 0);

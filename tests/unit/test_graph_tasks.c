@@ -162,6 +162,13 @@ static int block_of(const rlt_graph *g, const rlt_graph_tasks *t, const char *na
     return t->tensor_block[i];
 }
 
+/* Each of the n tensors named has channel block `block` in t's layouts. */
+static void expect_blocks(const rlt_graph *g, const rlt_graph_tasks *t, const char *const *names, size_t n, int block)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(block_of(g, t, names[i]), block, "%s: block %d expected", names[i], block);
+}
+
 /* Blocked layouts (block 8): the stem reads the NCHW input and writes
  * blocks; MaxPool, the residual block, a fire-style Concat and an unfused
  * Relu and Add keep them; GlobalAveragePool reads them; a conv whose K is
@@ -195,11 +202,9 @@ Test(graph_tasks, blocked_layouts)
     cr_assert_eq(rlt_graph_tasks_extract_blocked(g, 8, &t, &d), RLT_STATUS_OK, "%s", d.message);
     cr_expect_eq(t.block, 8);
     const char *blocked[] = {"s", "p", "blk_out", "a", "bb", "c", "e", "f"};
-    for (size_t i = 0; i < sizeof blocked / sizeof *blocked; i++)
-        cr_expect_eq(block_of(g, &t, blocked[i]), 8, "%s blocked", blocked[i]);
+    expect_blocks(g, &t, blocked, RLT_ARRAY_LEN(blocked), 8);
     const char *plain[] = {"x", "o12", "y", "g"};
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
-        cr_expect_eq(block_of(g, &t, plain[i]), 0, "%s NCHW", plain[i]);
+    expect_blocks(g, &t, plain, RLT_ARRAY_LEN(plain), 0);
     task_expect(&t, "conv2d:N=1,C=3,H=8,W=8,K=16,R=3,S=3,pad=1,oblock=8", "bias,relu", 1);
     task_expect(&t, "conv2d:N=1,C=16,H=8,W=8,K=16,R=3,S=3,pad=1,iblock=8,oblock=8", "bias,relu", 1);
     task_expect(&t, "conv2d:N=1,C=16,H=8,W=8,K=16,R=3,S=3,pad=1,iblock=8,oblock=8", "bias,add,relu", 1);
@@ -242,8 +247,7 @@ Test(graph_tasks, blocked_layouts_stay_nchw)
     rlt_diag d = {0};
     cr_assert_eq(rlt_graph_tasks_extract_blocked(g, 16, &t, &d), RLT_STATUS_OK, "%s", d.message);
     const char *plain[] = {"t1", "t2", "t3", "t4", "t8"};
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
-        cr_expect_eq(block_of(g, &t, plain[i]), 0, "%s NCHW", plain[i]);
+    expect_blocks(g, &t, plain, RLT_ARRAY_LEN(plain), 0);
     cr_expect_eq(block_of(g, &t, "t5"), 16);
     task_expect(&t, "conv2d:N=1,C=20,H=1,W=16,K=16,R=1,S=1,oblock=16", "", 1);
     task_expect(&t, "conv2d:N=1,C=16,H=1,W=16,K=16,R=1,S=1,iblock=16", "add,relu", 1);

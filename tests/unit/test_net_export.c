@@ -21,6 +21,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -99,10 +100,12 @@ static rlt_model *model_of(onnx_build *b, const char *dir)
     return m;
 }
 
-static rlt_net *compile_ok(rlt_model *m)
+/* m compiled in NCHW (channel_block 0) or in blocks of channel_block. */
+static rlt_net *compile_ok(rlt_model *m, int channel_block)
 {
     rlt_net_options o;
     rlt_net_options_init(&o);
+    o.channel_block = channel_block;
     rlt_net *n = NULL;
     rlt_diag d = {0};
     cr_assert_eq(rlt_model_compile(m, &o, &n, &d), RLT_STATUS_OK, "compile: %s", d.message);
@@ -182,6 +185,37 @@ static lib lib_open(const char *dir, const char *name)
     return l;
 }
 
+/* The library `name` in dir (weights in its file) and the net n, run on
+ * the same inputs: each of the n_out outputs (bytes[i] long) is the same,
+ * bit for bit. The library's buffers start filled with NaNs. */
+static void expect_lib_equals_net(const char *dir, const char *name, rlt_net *n, const void *const *in, int n_out,
+                                  const size_t *bytes)
+{
+    lib l = lib_open(dir, name);
+    char msg[512] = "", path[1400];
+    void *net = NULL;
+    snprintf(path, sizeof path, "%s/%s.weights", dir, name);
+    cr_assert_eq(l.create(path, 1, &net, msg, sizeof msg), 0, "%s", msg);
+    void *out_lib[8], *out_net[8];
+    cr_assert_leq(n_out, 8);
+    for (int i = 0; i < n_out; i++) {
+        out_lib[i] = malloc(bytes[i]);
+        out_net[i] = malloc(bytes[i]);
+        cr_assert(out_lib[i] && out_net[i]);
+        memset(out_lib[i], 0xff, bytes[i]);
+    }
+    cr_assert_eq(l.run(net, in, out_lib), 0, "%s", l.last_error(net));
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_net_run_buffers(n, in, out_net, &d), RLT_STATUS_OK, "%s", d.message);
+    for (int i = 0; i < n_out; i++) {
+        cr_expect(memcmp(out_lib[i], out_net[i], bytes[i]) == 0, "output %d differs from rltune's", i);
+        free(out_lib[i]);
+        free(out_net[i]);
+    }
+    l.destroy(net);
+    dlclose(l.handle);
+}
+
 /* create with weights_path: its status, the message in msg. */
 static int create_status(const lib *l, const char *weights_path, char *msg, size_t cap)
 {
@@ -200,7 +234,7 @@ Test(net_export, every_kind_of_step_builds_checks_and_matches_rltune, .timeout =
     onnx_build b;
     build_mixed(&b);
     rlt_model *m = model_of(&b, dir);
-    rlt_net *n = compile_ok(m);
+    rlt_net *n = compile_ok(m, 0);
     char out_dir[300];
     snprintf(out_dir, sizeof out_dir, "%s/lib", dir);
     rlt_model_export_result res;
@@ -320,7 +354,7 @@ Test(net_export, embedded_weights, .timeout = 300)
     onnx_build b;
     build_tiny(&b);
     rlt_model *m = model_of(&b, dir);
-    rlt_net *n = compile_ok(m);
+    rlt_net *n = compile_ok(m, 0);
     rlt_model_export_result res;
     export_ok(m, n, dir, "tiny", true, &res);
     cr_expect(exists(dir, "tiny_weights.c"));
@@ -363,7 +397,7 @@ Test(net_export, in_place_split_and_concat, .timeout = 300)
     ob_output(&b, "y");
     ob_output(&b, "a");
     rlt_model *m = model_of(&b, dir);
-    rlt_net *n = compile_ok(m);
+    rlt_net *n = compile_ok(m, 0);
     char out_dir[300];
     snprintf(out_dir, sizeof out_dir, "%s/lib", dir);
     rlt_model_export_result res;
@@ -380,25 +414,11 @@ Test(net_export, in_place_split_and_concat, .timeout = 300)
               text);
     free(text);
 
-    lib l = lib_open(out_dir, "split_net");
-    char msg[512] = "", path[1400];
-    void *net = NULL;
-    snprintf(path, sizeof path, "%s/split_net.weights", out_dir);
-    cr_assert_eq(l.create(path, 1, &net, msg, sizeof msg), 0, "%s", msg);
-    float x[144], y_lib[252], a_lib[108], y_net[252], a_net[108];
+    float x[144];
     rng_state = 98;
     for (int i = 0; i < 144; i++) x[i] = ob_rand(&rng_state);
     const void *in[1] = {x};
-    void *out_lib[2] = {y_lib, a_lib}, *out_net[2] = {y_net, a_net};
-    memset(y_lib, 0xff, sizeof y_lib);
-    memset(a_lib, 0xff, sizeof a_lib);
-    cr_assert_eq(l.run(net, in, out_lib), 0, "%s", l.last_error(net));
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_net_run_buffers(n, in, out_net, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_expect(memcmp(y_lib, y_net, sizeof y_lib) == 0, "output y differs from rltune's");
-    cr_expect(memcmp(a_lib, a_net, sizeof a_lib) == 0, "output a differs from rltune's");
-    l.destroy(net);
-    dlclose(l.handle);
+    expect_lib_equals_net(out_dir, "split_net", n, in, 2, (const size_t[]){252 * sizeof(float), 108 * sizeof(float)});
     rlt_net_destroy(n);
     rlt_model_destroy(m);
     tmp_remove_tree(dir);
@@ -427,12 +447,7 @@ Test(net_export, blocked_layout, .timeout = 300)
     ob_node(&b, "GlobalAveragePool", "gap", "r", "y");
     ob_output(&b, "y");
     rlt_model *m = model_of(&b, dir);
-    rlt_net_options o;
-    rlt_net_options_init(&o);
-    o.channel_block = 8;
-    rlt_net *n = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_model_compile(m, &o, &n, &d), RLT_STATUS_OK, "compile: %s", d.message);
+    rlt_net *n = compile_ok(m, 8);
     rlt_net_task t;
     rlt_net_task_get(n, 1, &t);
     cr_expect(strstr(t.spec, ",iblock=8,oblock=8,epilogue=bias+add"), "%s", t.spec);
@@ -446,20 +461,10 @@ Test(net_export, blocked_layout, .timeout = 300)
     cr_assert_eq(rc, 0, "make check failed:\n%s", text);
     cr_expect(strstr(text, "(tolerance 0.0001 relative): OK"), "%s", text);
     free(text);
-    lib l = lib_open(out_dir, "blocked_net");
-    char msg[512] = "", path[1400];
-    void *net = NULL;
-    snprintf(path, sizeof path, "%s/blocked_net.weights", out_dir);
-    cr_assert_eq(l.create(path, 1, &net, msg, sizeof msg), 0, "%s", msg);
-    float x[243], y_lib[16], y_net[16];
+    float x[243];
     for (int i = 0; i < 243; i++) x[i] = ob_rand(&rng_state);
     const void *in[1] = {x};
-    void *out_lib[1] = {y_lib}, *out_net[1] = {y_net};
-    cr_assert_eq(l.run(net, in, out_lib), 0, "%s", l.last_error(net));
-    cr_assert_eq(rlt_net_run_buffers(n, in, out_net, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_expect(memcmp(y_lib, y_net, sizeof y_lib) == 0, "the library's output differs from rltune's");
-    l.destroy(net);
-    dlclose(l.handle);
+    expect_lib_equals_net(out_dir, "blocked_net", n, in, 1, (const size_t[]){16 * sizeof(float)});
     rlt_net_destroy(n);
     rlt_model_destroy(m);
     tmp_remove_tree(dir);
@@ -480,7 +485,7 @@ Test(net_export, refusals)
     asym->attribute[0]->ints[2] = 2; /* pads [0,0,2,0]: no task, the evaluator runs it */
     ob_output(&b, "y");
     rlt_model *m = model_of(&b, dir);
-    rlt_net *n = compile_ok(m);
+    rlt_net *n = compile_ok(m, 0);
     rlt_model_export_options o;
     rlt_model_export_options_init(&o);
     o.dir = out_dir;
@@ -497,7 +502,7 @@ Test(net_export, refusals)
     onnx_build b2;
     build_tiny(&b2);
     rlt_model *m2 = model_of(&b2, dir);
-    rlt_net *n2 = compile_ok(m2);
+    rlt_net *n2 = compile_ok(m2, 0);
     o.name = "Bad-Name";
     d = (rlt_diag){0};
     cr_expect_eq(rlt_model_export(m2, n2, &o, &res, &d), RLT_STATUS_INVALID_ARGUMENT);
@@ -530,7 +535,7 @@ Test(net_export, allocation_failures)
     onnx_build b;
     build_mixed(&b);
     rlt_model *m = model_of(&b, dir);
-    rlt_net *n = compile_ok(m);
+    rlt_net *n = compile_ok(m, 0);
     rlt_model_export_options o;
     rlt_model_export_options_init(&o);
     o.dir = dir;
