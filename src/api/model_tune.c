@@ -176,7 +176,7 @@ static rlt_status offer_siblings(rlt_model_tuning *t, int i, rlt_diag *diag)
         const tuning_task *sib = &t->tasks[j];
         if (j == i || sib->family != k->family || sib->best_serial == k->offered_serial[j]) continue;
         k->offered_serial[j] = sib->best_serial;
-        if (sib->best_key_ms >= k->best_key_ms && strcmp(sib->best_key, k->best_key) == 0) continue;
+        if (strcmp(sib->best_key, k->best_key) == 0) continue; /* measured here already */
         int n = 0;
         rlt_status st = rlt_session_offer(k->session, sib->best_key, &n, diag);
         if (st != RLT_STATUS_OK) return st;

@@ -319,9 +319,9 @@ static rlt_status task_record_first(rlt_db *db, const char *const *targets, cons
     return RLT_STATUS_OK;
 }
 
-/* Chooses task i's schedule and lowers it to the kernel's source. */
-/* Kernel i's schedule: the record of the first of `targets` (NULL-ended,
- * at most two) that has one, else the seed. */
+/* Chooses kernel i's schedule (the record of the first of `targets`,
+ * NULL-ended, at most two, that has one, else the seed) and lowers it to
+ * the kernel's source. */
 static rlt_status kernel_source(rlt_net *n, rlt_db *db, const char *const *targets, int i, rlt_diag *diag)
 {
     net_kernel *k = &n->kernels[i];

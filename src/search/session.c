@@ -528,7 +528,6 @@ static void note_best(const rlt_space *space, const rlt_config *c, rlt_tune_resu
     rlt_str_free(&text);
 }
 
-/* Up to `want` configurations from the first proposer that has any left. */
 /* A batch: the configurations offered from outside first, then the first
  * proposer with something left fills the rest. (One the proposer proposes
  * again is read back from the records, not measured twice, when the

@@ -812,6 +812,22 @@ void rlt_space_config_key(const rlt_space *s, const rlt_config *c, rlt_str *out)
     }
 }
 
+/* The choice of knob k whose text is value[0..len), or -1 (also when out
+ * of memory). */
+static int choice_of_text(const rlt_space *s, int k, const char *value, size_t len)
+{
+    int choice = -1;
+    rlt_str text;
+    rlt_str_init(&text);
+    for (int ch = 0; ch < s->knobs[k].n_choices && choice < 0; ch++) {
+        rlt_str_clear(&text);
+        rlt_knob_value_text(s, &s->knobs[k], ch, &text);
+        if (text.data && strlen(text.data) == len && strncmp(text.data, value, len) == 0) choice = ch;
+    }
+    rlt_str_free(&text);
+    return choice;
+}
+
 /* Parses one "knob=value" of a key or a fixing, [p, end): the knob's index
  * and the choice whose text is value. Messages start with "<what>: ". */
 static rlt_status parse_assignment(const rlt_space *s, const char *what, const char *p, const char *end, int *out_knob,
@@ -832,16 +848,7 @@ static rlt_status parse_assignment(const rlt_space *s, const char *what, const c
         rlt_str_free(&names);
         return st;
     }
-    int choice = -1;
-    rlt_str text;
-    rlt_str_init(&text);
-    for (int ch = 0; ch < s->knobs[k].n_choices && choice < 0; ch++) {
-        rlt_str_clear(&text);
-        rlt_knob_value_text(s, &s->knobs[k], ch, &text);
-        if (text.data && strlen(text.data) == (size_t)(end - eq - 1) && strncmp(text.data, eq + 1, (size_t)(end - eq - 1)) == 0)
-            choice = ch;
-    }
-    rlt_str_free(&text);
+    int choice = choice_of_text(s, k, eq + 1, (size_t)(end - eq - 1));
     if (choice < 0) {
         rlt_str choices;
         rlt_str_init(&choices);
@@ -914,17 +921,24 @@ void rlt_config_key_without(const char *key, const char *name, rlt_str *out)
     }
 }
 
-rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag)
+/* Where a key's fields start: past its "v<RLT_SPACE_VERSION>"; NULL when
+ * it is of another version. */
+static const char *after_version(const char *key)
 {
     char version[16];
     snprintf(version, sizeof version, "v%d", RLT_SPACE_VERSION);
     size_t vlen = strlen(version);
-    if (strncmp(key, version, vlen) != 0 || (key[vlen] != ';' && key[vlen] != '\0'))
-        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration '%.80s': expected it to start with '%s'", key,
-                        version);
+    return strncmp(key, version, vlen) == 0 && (key[vlen] == ';' || key[vlen] == '\0') ? key + vlen : NULL;
+}
+
+rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_config *out, rlt_diag *diag)
+{
+    const char *p = after_version(key);
+    if (!p)
+        return rlt_fail(diag, RLT_STATUS_PARSE_ERROR, "configuration '%.80s': expected it to start with 'v%d'", key,
+                        RLT_SPACE_VERSION);
     bool seen[RLT_SPACE_MAX_KNOBS] = {false};
     memset(out, 0, sizeof *out);
-    const char *p = key + vlen;
     while (*p == ';') {
         p++;
         const char *end = field_end(p);
@@ -941,56 +955,42 @@ rlt_status rlt_space_config_parse(const rlt_space *s, const char *key, rlt_confi
     return RLT_STATUS_OK;
 }
 
-/* The choice of knob k whose text is `value`, or -1. */
-static int choice_of_text(const rlt_space *s, int k, const char *value, rlt_str *scratch)
+/* Appends c to configs[0..*n) when it is valid and not there yet (and
+ * *n < cap). */
+static void add_new_valid(const rlt_space *s, const rlt_config *c, rlt_config *configs, int *n, int cap)
 {
-    for (int ch = 0; ch < s->knobs[k].n_choices; ch++) {
-        rlt_str_clear(scratch);
-        rlt_knob_value_text(s, &s->knobs[k], ch, scratch);
-        if (scratch->data && strcmp(scratch->data, value) == 0) return ch;
-    }
-    return -1;
+    if (*n >= cap || !rlt_space_is_valid(s, c)) return;
+    uint64_t index = rlt_space_index_of(s, c);
+    for (int i = 0; i < *n; i++)
+        if (rlt_space_index_of(s, &configs[i]) == index) return;
+    configs[(*n)++] = *c;
 }
 
 int rlt_space_configs_adopt(const rlt_space *s, const char *key, rlt_config *configs, int n, int cap)
 {
-    char version[16];
-    snprintf(version, sizeof version, "v%d", RLT_SPACE_VERSION);
-    size_t vlen = strlen(version);
-    if (strncmp(key, version, vlen) != 0 || (key[vlen] != ';' && key[vlen] != '\0')) return 0;
+    if (!after_version(key)) return 0;
     rlt_config base = {0};
     bool is_missing[RLT_SPACE_MAX_KNOBS] = {false};
     char value[1024]; /* a record's key is shorter */
-    rlt_str scratch;
-    rlt_str_init(&scratch);
-    bool is_foreign = false;
-    for (int k = 0; k < s->n_knobs && !is_foreign; k++) {
+    for (int k = 0; k < s->n_knobs; k++) {
         if (!rlt_config_key_get(key, s->knobs[k].name, value, sizeof value)) {
             is_missing[k] = true;
             continue;
         }
-        int ch = choice_of_text(s, k, value, &scratch);
-        if (ch < 0) is_foreign = true;
-        else base.choice[k] = (int16_t)ch;
+        int ch = choice_of_text(s, k, value, strlen(value));
+        if (ch < 0) return 0;
+        base.choice[k] = (int16_t)ch;
     }
-    bool has_failed = scratch.has_failed;
-    rlt_str_free(&scratch);
-    if (is_foreign || has_failed) return 0;
     /* the base, then each missing knob at each of its other choices */
-    int added = 0;
-    for (int k = -1; k < s->n_knobs && n + added < cap; k++) {
-        if (k >= 0 && !is_missing[k]) continue;
-        for (int ch = k < 0 ? 0 : 1; ch < (k < 0 ? 1 : s->knobs[k].n_choices) && n + added < cap; ch++) {
+    int end = n;
+    add_new_valid(s, &base, configs, &end, cap);
+    for (int k = 0; k < s->n_knobs; k++)
+        for (int ch = 1; is_missing[k] && ch < s->knobs[k].n_choices; ch++) {
             rlt_config c = base;
-            if (k >= 0) c.choice[k] = (int16_t)ch;
-            if (!rlt_space_is_valid(s, &c)) continue;
-            uint64_t index = rlt_space_index_of(s, &c);
-            bool is_new = true;
-            for (int i = 0; i < n + added && is_new; i++) is_new = rlt_space_index_of(s, &configs[i]) != index;
-            if (is_new) configs[n + added++] = c;
+            c.choice[k] = (int16_t)ch;
+            add_new_valid(s, &c, configs, &end, cap);
         }
-    }
-    return added;
+    return end - n;
 }
 
 /* ---- fixings -------------------------------------------------------------- */
