@@ -83,7 +83,11 @@ Test(knob_space, keys_read_back_and_validity_has_reasons)
     rlt_knob_space *s = space_of("matmul:M=16,N=16,K=16", 1);
     int n = rlt_knob_space_n_knobs(s);
     int median[RLT_KNOB_SPACE_MAX_KNOBS], back[RLT_KNOB_SPACE_MAX_KNOBS];
-    cr_assert_geq(rlt_knob_space_median(s, median), 0);
+    /* at most two knob steps from the middle, or (-1) a rule-built seed: on
+     * an AVX2 machine the middle of 16^3's space (vec=i*8, i.tile=5) is more
+     * than two steps from any valid configuration */
+    int steps = rlt_knob_space_median(s, median);
+    cr_assert(steps >= -1 && steps <= 2, "%d", steps);
     cr_assert(rlt_knob_space_is_valid(s, median));
     rlt_diag d = {0};
     cr_assert_eq(rlt_knob_space_config_check(s, median, &d), RLT_STATUS_OK, "%s", d.message);
