@@ -114,6 +114,51 @@ RLT_API void rlt_workload_destroy(rlt_workload *w); /* NULL ok */
 RLT_API rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
                                const rlt_nest *const *nests, rlt_run_result *out, rlt_diag *diag);
 
+/* The two halves of rlt_measure, for an executor that chooses when a
+ * machine compiles and when it times (rltune's MPI executor builds on
+ * every rank, then times one host's kernels at a time): rlt_measure_build
+ * lowers and compiles the n nests, nest i with compiler cc_of[i] ("clang";
+ * NULL entries, or cc_of NULL: bopts's), into a batch that borrows the
+ * workload; rlt_measure_run then runs it, one kernel at a time, as many
+ * times as asked: out[i] is nest i's result, a failed build or code
+ * generation its BUILD_ERROR. Errors of the build: as rlt_measure's (the
+ * batch is made anyway, its kernels carrying the builder's message), an
+ * invalid argument (no batch). */
+typedef struct rlt_batch rlt_batch;
+RLT_API rlt_status rlt_measure_build(const rlt_workload *w, const rlt_build_opts *bopts, int n,
+                                     const rlt_nest *const *nests, const char *const *cc_of, rlt_batch **out,
+                                     rlt_diag *diag);
+RLT_API void rlt_measure_run(const rlt_batch *b, const rlt_run_opts *ropts, rlt_run_result *out);
+RLT_API void rlt_batch_destroy(rlt_batch *b); /* NULL ok */
+
+/* ---- executors -------------------------------------------------------------
+ * Where a session's or a dataset's candidates are built and timed: NULL
+ * (the default) here, in this process, as rlt_measure does; the rltune
+ * command's `--executor mpi` over the ranks of an MPI job
+ * (docs/distributed.md). */
+
+/* One candidate, as data: an executor's machines compile what they make of
+ * it themselves, never code they are sent. */
+typedef struct rlt_candidate {
+    const char *schedule; /* rlt_sched_text's form, of the op measured */
+    const char *cc;       /* the compiler, "clang"; NULL: the build options' */
+} rlt_candidate;
+
+typedef struct rlt_executor {
+    /* Measures n candidates of `op` as rlt_measure does (all built, then
+     * run one at a time, checked against the op's reference computed with
+     * seed 0): out[i] is candidate i's result, a kernel that fails its
+     * status. `target` is the key the results are filed under
+     * (rlt_record_target_text): a machine that would measure for another
+     * target must be refused (INVALID_ARGUMENT), never mixed in. Non-OK
+     * only when measuring itself cannot go on; the session then ends with
+     * that error, what was stored before it kept. */
+    rlt_status (*measure)(void *ctx, const rlt_op *op, const char *target, const rlt_build_opts *build,
+                          const rlt_run_opts *run, int n, const rlt_candidate *candidates, rlt_run_result *out,
+                          rlt_diag *diag);
+    void *ctx;
+} rlt_executor;
+
 #ifdef __cplusplus
 }
 #endif

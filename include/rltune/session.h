@@ -61,6 +61,7 @@ typedef struct rlt_session_options {
     int n_threads;              /* run-time threads, 1..256 (> 1 offers the parallel knob); default 1 */
     rlt_build_opts build;       /* the compiler and its flags (the space may also try clang) */
     rlt_run_opts run;           /* tuning's timing; default 3 samples of >= 10 ms, 10 s timeout */
+    const rlt_executor *executor; /* where batches are built and run (borrowed); NULL (default): here */
     const char *db_path;        /* records database, created if absent; NULL (default): none */
     /* A dataset to answer from instead of measuring ('rltune dataset'):
      * nothing compiled or run, nothing stored (db_path must be NULL). */
@@ -226,6 +227,7 @@ typedef struct rlt_dataset_opts {
     int n_threads;
     rlt_build_opts build;
     rlt_run_opts run;
+    const rlt_executor *executor; /* where batches are built and run (borrowed); NULL: here */
     const volatile sig_atomic_t *stop; /* stop after the batch in flight; run again to go on */
     rlt_tune_progress_fn progress;
     void *progress_ctx;

@@ -110,6 +110,19 @@ typedef struct rlt_run_result {
 } rlt_run_result;
 
 typedef struct rlt_workload rlt_workload;
+typedef struct rlt_batch rlt_batch;
+
+typedef struct rlt_candidate {
+    const char *schedule;
+    const char *cc;
+} rlt_candidate;
+
+typedef struct rlt_executor {
+    rlt_status (*measure)(void *ctx, const rlt_op *op, const char *target, const rlt_build_opts *build,
+                          const rlt_run_opts *run, int n, const rlt_candidate *candidates, rlt_run_result *out,
+                          rlt_diag *diag);
+    void *ctx;
+} rlt_executor;
 
 /* rltune/records.h */
 typedef struct rlt_db rlt_db;
@@ -172,6 +185,7 @@ typedef struct rlt_session_options {
     int n_threads;
     rlt_build_opts build;
     rlt_run_opts run;
+    const rlt_executor *executor;
     const char *db_path;
     const char *replay_path;
     const char *transfer_path;
@@ -382,6 +396,7 @@ typedef struct rlt_dataset_opts {
     int n_threads;
     rlt_build_opts build;
     rlt_run_opts run;
+    const rlt_executor *executor;
     const volatile int *stop;
     rlt_tune_progress_fn progress;
     void *progress_ctx;
@@ -717,6 +732,9 @@ void rlt_machine_detect(rlt_machine *out);
 rlt_status rlt_workload_create(const rlt_op *op, const rlt_build_opts *opts, uint64_t seed, rlt_workload **out, rlt_diag *diag);
 void rlt_workload_destroy(rlt_workload *w);
 rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n, const rlt_nest *const *nests, rlt_run_result *out, rlt_diag *diag);
+rlt_status rlt_measure_build(const rlt_workload *w, const rlt_build_opts *bopts, int n, const rlt_nest *const *nests, const char *const *cc_of, rlt_batch **out, rlt_diag *diag);
+void rlt_measure_run(const rlt_batch *b, const rlt_run_opts *ropts, rlt_run_result *out);
+void rlt_batch_destroy(rlt_batch *b);
 rlt_status rlt_db_open(const char *path, const rlt_db_opts *opts, rlt_db **out, rlt_diag *diag);
 void rlt_db_close(rlt_db *db);
 const char *rlt_db_last_error(const rlt_db *db);
@@ -905,6 +923,8 @@ STRUCTS = (
     "rlt_machine",
     "rlt_run_opts",
     "rlt_run_result",
+    "rlt_candidate",
+    "rlt_executor",
     "rlt_db_opts",
     "rlt_record_target",
     "rlt_record",

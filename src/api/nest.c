@@ -81,13 +81,13 @@ void rlt_machine_detect(rlt_machine *out)
     snprintf(out->cpu, sizeof out->cpu, "%s", t.cpu_model);
 }
 
-rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
-                       const rlt_nest *const *nests, rlt_run_result *out, rlt_diag *diag)
+rlt_status rlt_measure_build(const rlt_workload *w, const rlt_build_opts *bopts, int n, const rlt_nest *const *nests,
+                             const char *const *cc_of, rlt_batch **out, rlt_diag *diag)
 {
+    *out = NULL;
     if (n < 0) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "a batch of %d nests", n);
-    if (n == 0) return RLT_STATUS_OK;
-    rlt_nest *values = rlt_malloc(sizeof *values * (size_t)n);
-    if (!values) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory measuring %d nests", n);
+    rlt_nest *values = rlt_malloc(sizeof *values * (size_t)RLT_MAX(n, 1));
+    if (!values) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building %d nests", n);
     for (int i = 0; i < n; i++) {
         if (nests[i]->op != rlt_workload_op(w)) {
             rlt_free(values);
@@ -98,7 +98,22 @@ rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const
         values[i] = *nests[i];
     }
     rlt_build_opts b = bopts ? *bopts : (rlt_build_opts){0};
-    rlt_status st = rlt_measure_nests(w, &b, ropts, n, values, out, diag);
+    rlt_status st = rlt_batch_build(w, &b, cc_of, n, values, out, diag);
     rlt_free(values);
+    return st;
+}
+
+void rlt_measure_run(const rlt_batch *b, const rlt_run_opts *ropts, rlt_run_result *out)
+{
+    rlt_batch_run(b, ropts, out);
+}
+
+rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
+                       const rlt_nest *const *nests, rlt_run_result *out, rlt_diag *diag)
+{
+    rlt_batch *b = NULL;
+    rlt_status st = rlt_measure_build(w, bopts, n, nests, NULL, &b, diag);
+    if (b) rlt_measure_run(b, ropts, out);
+    rlt_batch_destroy(b);
     return st;
 }

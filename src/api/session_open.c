@@ -212,6 +212,7 @@ static rlt_status session_open(const rlt_op *op, const rlt_session_options *o, r
                         .n_threads = o->n_threads,
                         .build = o->build,
                         .run = o->run,
+                        .executor = o->executor,
                         .agent_in = o->agent_in,
                         .agent_out = o->agent_out,
                         .start_key = o->start_key,
@@ -233,6 +234,12 @@ static rlt_status session_open(const rlt_op *op, const rlt_session_options *o, r
         st = refuse(&x, RLT_OPTION_POLICY,
                     rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                              "a policy's rollout is measured live: it does not go with a replay"));
+        goto done;
+    }
+    if (o->replay_path && o->executor) {
+        st = refuse(&x, RLT_OPTION_REPLAY,
+                    rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                             "a replay builds and runs nothing: no executor goes with it"));
         goto done;
     }
     if (o->transfer_path && !(rlt_tuner_flags(tuner) & RLT_TUNER_USES_TRANSFER)) {

@@ -395,8 +395,10 @@ rlt_status rlt_dataset_build(const rlt_op *op, rlt_db *db, const char *path, con
         (st = rlt_proposer_plan_create(n_plan, plan, &proposer, diag)) != RLT_STATUS_OK ||
         (st = rlt_session_add_proposer(session, proposer, diag)) != RLT_STATUS_OK ||
         (st = rlt_measurer_live_create(op, rlt_session_space(session), &target, &o.build, &o.run,
-                                       RLT_DATASET_PROPOSER, o.seed, &m, diag)) != RLT_STATUS_OK ||
-        (st = rlt_measurer_recorded_create(db, op, rlt_session_space(session), &target, RLT_DATASET_PROPOSER, m, &m,
+                                       RLT_DATASET_PROPOSER, o.seed, &m, diag)) != RLT_STATUS_OK)
+        goto cleanup;
+    rlt_measurer_live_set_executor(m, o.executor);
+    if ((st = rlt_measurer_recorded_create(db, op, rlt_session_space(session), &target, RLT_DATASET_PROPOSER, m, &m,
                                            diag)) != RLT_STATUS_OK)
         goto cleanup;
     rlt_session_set_measurer(session, m);

@@ -54,6 +54,11 @@ typedef struct live_state {
     rlt_run_result *results;
     const char **cc_of; /* "clang", or NULL for the build options' compiler */
     int *slot;          /* measured item -> trial */
+    /* Where the batches are built and run (NULL: here), and what it is
+     * told: the records' target key (owned) and each item as a candidate. */
+    const rlt_executor *executor;
+    char *target_key;
+    rlt_candidate *candidates;
 } live_state;
 
 static bool live_reserve(live_state *l, int n)
@@ -67,7 +72,9 @@ static bool live_reserve(live_state *l, int n)
     if (cc_of) l->cc_of = cc_of;
     int *slot = rlt_realloc(l->slot, sizeof *slot * (size_t)n);
     if (slot) l->slot = slot;
-    if (!nests || !results || !cc_of || !slot) return false;
+    rlt_candidate *candidates = rlt_realloc(l->candidates, sizeof *candidates * (size_t)n);
+    if (candidates) l->candidates = candidates;
+    if (!nests || !results || !cc_of || !slot || !candidates) return false;
     l->cap = n;
     return true;
 }
@@ -101,10 +108,20 @@ static rlt_status live_lower(live_state *l, rlt_trial *t, int k, rlt_diag *diag)
         copy_text(rec->tuner, sizeof rec->tuner, l->tuner);
         rec->seed = l->seed;
         l->cc_of[k] = strcmp(cc, "clang") == 0 ? "clang" : NULL;
+        l->candidates[k] = (rlt_candidate){.schedule = rec->schedule, .cc = l->cc_of[k]};
     }
     rlt_str_free(&schedule);
     rlt_str_free(&key);
     return st;
+}
+
+/* Builds and runs scratch items 0..n (lowered by live_lower) here, or by
+ * the executor. */
+static rlt_status live_run_items(live_state *l, const rlt_run_opts *run, int n, rlt_diag *diag)
+{
+    if (!l->executor) return rlt_measure_nests_cc(l->workload, &l->build, l->cc_of, run, n, l->nests, l->results, diag);
+    return l->executor->measure(l->executor->ctx, l->op, l->target_key, &l->build, run, n, l->candidates, l->results,
+                                diag);
 }
 
 static rlt_status live_measure(rlt_measurer *m, int n, rlt_trial *trials, const rlt_measure_ctx *ctx, rlt_diag *diag)
@@ -124,7 +141,7 @@ static rlt_status live_measure(rlt_measurer *m, int n, rlt_trial *trials, const 
     rlt_run_opts run = l->run;
     if (ctx->best_gflops > 0 && l->run.slow_cutoff_ms <= 0)
         run.slow_cutoff_ms = 4.0 * l->op->flops / (ctx->best_gflops * 1e6);
-    rlt_status st = rlt_measure_nests_cc(l->workload, &l->build, l->cc_of, &run, n_new, l->nests, l->results, diag);
+    rlt_status st = live_run_items(l, &run, n_new, diag);
     if (st != RLT_STATUS_OK) return st;
     for (int k = 0; k < n_new; k++) {
         const rlt_run_result *r = &l->results[k];
@@ -181,9 +198,7 @@ static rlt_status live_remeasure(rlt_measurer *m, int n, rlt_trial *trials, int 
     }
     for (int r = 0; r < rounds; r++) {
         if (ctx->stop && *ctx->stop) break;
-        if ((st = rlt_measure_nests_cc(l->workload, &l->build, l->cc_of, &run, n, l->nests, l->results, diag)) !=
-            RLT_STATUS_OK)
-            goto done;
+        if ((st = live_run_items(l, &run, n, diag)) != RLT_STATUS_OK) goto done;
         for (int i = 0; i < n; i++) {
             const rlt_run_result *res = &l->results[i];
             if (res->status != RLT_STATUS_OK) {
@@ -240,6 +255,8 @@ static void live_destroy(rlt_measurer *m)
     rlt_free(l->results);
     rlt_free(l->cc_of);
     rlt_free(l->slot);
+    rlt_free(l->candidates);
+    rlt_free(l->target_key);
     rlt_free(l);
 }
 
@@ -260,12 +277,23 @@ rlt_status rlt_measurer_live_create(const rlt_op *op, const rlt_space *space, co
     l->run.n_threads = target->n_threads;
     copy_text(l->tuner, sizeof l->tuner, tuner);
     l->seed = seed;
+    if (!(l->target_key = rlt_record_target_text(target))) {
+        rlt_free(l);
+        return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a measurer");
+    }
     rlt_status st = rlt_workload_create(op, &l->build, 0, &l->workload, diag);
     if (st != RLT_STATUS_OK) {
+        rlt_free(l->target_key);
         rlt_free(l);
         return st;
     }
     return measurer_new(&k_live_ops, l, out, diag);
+}
+
+void rlt_measurer_live_set_executor(rlt_measurer *m, const rlt_executor *executor)
+{
+    RLT_ASSERT(m->ops == &k_live_ops);
+    ((live_state *)m->state)->executor = executor;
 }
 
 /* ---- recorded ----------------------------------------------------------- */

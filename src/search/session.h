@@ -144,6 +144,11 @@ rlt_status rlt_measurer_live_create(const rlt_op *op, const rlt_space *space, co
                                     const rlt_build_opts *build, const rlt_run_opts *run, const char *tuner,
                                     uint64_t seed, rlt_measurer **out, rlt_diag *diag);
 
+/* Has a live measurer (rlt_measurer_live_create's) build and run its
+ * batches, the final pick's too, by `executor` (borrowed; NULL: here)
+ * rather than in this process. */
+void rlt_measurer_live_set_executor(rlt_measurer *m, const rlt_executor *executor);
+
 /* Wraps `inner` (owned from here on, also when this fails): a trial whose
  * configuration has a record in `db` (borrowed) for the op and target is
  * read back (rlt_db_lookup: what the search measured then), the others go

@@ -376,6 +376,7 @@ rlt_status rlt_tune_start(const rlt_op *op, const rlt_tune_opts *opts, rlt_sessi
         st = rlt_measurer_replay_create(o.replay, &m, diag);
     } else {
         st = rlt_measurer_live_create(op, rlt_session_space(s), &target, &o.build, &o.run, o.tuner, o.seed, &m, diag);
+        if (st == RLT_STATUS_OK) rlt_measurer_live_set_executor(m, o.executor);
         if (st == RLT_STATUS_OK && o.db)
             st = rlt_measurer_recorded_create(o.db, op, rlt_session_space(s), &target, o.plan ? o.tuner : NULL, m,
                                               &m, diag);

@@ -37,6 +37,8 @@ typedef struct rlt_tune_opts {
      * dataset's. A configuration the dataset lacks is counted in n_absent,
      * never given a time; the tuner hears 0 for it, as for a failure. */
     const rlt_replay *replay;
+    /* Where a live run's batches are built and run (borrowed; NULL: here). */
+    const rlt_executor *executor;
     /* NULL: a tuner proposes. Else exactly these n_plan configurations of
      * the op's space (borrowed) are evaluated, in order: n_trials is taken
      * to be n_plan, `tuner` only names the proposer in the records, and

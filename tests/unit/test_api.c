@@ -292,6 +292,17 @@ Test(api, a_session_names_the_option_it_refuses)
     rlt_op_destroy(op);
 }
 
+/* A session of o opened, stepped to its end and finished. */
+static rlt_session *session_run(const rlt_op *op, const rlt_session_options *o)
+{
+    rlt_session *s = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_session_open(op, o, &s, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    while (!rlt_session_is_done(s)) cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_session_finish(s, &d), RLT_STATUS_OK, "%s", d.message);
+    return s;
+}
+
 Test(api, a_session_steps_to_its_end_and_says_where_it_stands)
 {
     rlt_op *op = op_of("matmul:M=16,N=16,K=16");
@@ -343,6 +354,81 @@ Test(api, a_session_steps_to_its_end_and_says_where_it_stands)
     rlt_op_destroy(op);
 }
 
+/* An executor that measures here through the public halves of rlt_measure
+ * (rlt_measure_build, rlt_measure_run), as a remote machine would: from
+ * each candidate's schedule text, compiled by the candidate's compiler. */
+typedef struct counting_executor {
+    rlt_workload *w;
+    const rlt_op *op;
+    char target[1024];
+    int n_calls, n_candidates;
+} counting_executor;
+
+static rlt_status counted_measure(void *ctx, const rlt_op *op, const char *target, const rlt_build_opts *build,
+                                  const rlt_run_opts *run, int n, const rlt_candidate *cands, rlt_run_result *out,
+                                  rlt_diag *diag)
+{
+    counting_executor *x = ctx;
+    cr_assert_eq(op, x->op, "the session's own op");
+    cr_assert_str_eq(target, x->target);
+    cr_assert_eq(run->n_threads, 1);
+    x->n_calls++;
+    x->n_candidates += n;
+    rlt_nest *nests[64];
+    const char *cc_of[64];
+    cr_assert_leq(n, 64);
+    for (int i = 0; i < n; i++) {
+        rlt_sched *s = NULL;
+        cr_assert_eq(rlt_sched_parse(cands[i].schedule, "candidate", &s, diag), RLT_STATUS_OK, "%s", diag->message);
+        cr_assert_eq(rlt_nest_create(op, s, &nests[i], diag), RLT_STATUS_OK, "%s", diag->message);
+        rlt_sched_destroy(s);
+        cc_of[i] = cands[i].cc;
+    }
+    rlt_batch *b = NULL;
+    rlt_status st = rlt_measure_build(x->w, build, n, (const rlt_nest *const *)nests, cc_of, &b, diag);
+    if (b) {
+        rlt_measure_run(b, run, out);
+        rlt_measure_run(b, run, out); /* a batch runs as often as asked */
+    }
+    rlt_batch_destroy(b);
+    for (int i = 0; i < n; i++) rlt_nest_destroy(nests[i]);
+    return st;
+}
+
+Test(api, an_executor_builds_and_runs_every_batch_of_a_session)
+{
+    rlt_op *op = op_of("matmul:M=16,N=24,K=8");
+    const char *db = temp_path("executor.db");
+    rlt_session_options o = small_options(db);
+    counting_executor x = {.op = op};
+    rlt_diag d = {0};
+    rlt_record_target t;
+    cr_assert_eq(rlt_session_target(&o.build, 1, &t, &d), RLT_STATUS_OK, "%s", d.message);
+    char *key = rlt_record_target_text(&t);
+    snprintf(x.target, sizeof x.target, "%s", key);
+    rlt_free(key);
+    cr_assert_eq(rlt_workload_create(op, &o.build, 0, &x.w, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_executor executor = {.measure = counted_measure, .ctx = &x};
+    o.executor = &executor;
+    rlt_session *s = session_run(op, &o);
+    rlt_session_summary sum;
+    rlt_session_summary_get(s, &sum);
+    cr_assert_eq(sum.n_measured, 10);
+    cr_assert_eq(sum.n_failed, 0);
+    cr_assert_gt(sum.best_gflops, 0);
+    /* three batches (2 seeds, then 4 and 4), then the final pick's rounds of its 2 */
+    cr_assert_eq(x.n_calls, 3 + sum.final_rounds, "%d calls", x.n_calls);
+    cr_assert_eq(x.n_candidates, 10 + 2 * sum.final_rounds);
+    rlt_session_destroy(s);
+    /* and no executor with a replay, which runs nothing */
+    o = small_options(NULL);
+    o.executor = &executor;
+    o.replay_path = temp_path("none.db");
+    expect_refused(op, &o, RLT_OPTION_REPLAY, "no executor");
+    rlt_workload_destroy(x.w);
+    rlt_op_destroy(op);
+}
+
 static bool names_a_compiler(const rlt_record *r, void *ctx)
 {
     if (strstr(r->config, "cc=")) (*(int *)ctx)++;
@@ -361,12 +447,8 @@ Test(api, a_session_without_clang_searches_one_compiler)
         o.n_threads = 2;
         o.n_final = 0;
         o.no_clang = no_clang;
-        rlt_session *s = NULL;
+        rlt_session_destroy(session_run(op, &o));
         rlt_diag d = {0};
-        cr_assert_eq(rlt_session_open(op, &o, &s, NULL, &d), RLT_STATUS_OK, "%s", d.message);
-        while (!rlt_session_is_done(s)) cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
-        cr_assert_eq(rlt_session_finish(s, &d), RLT_STATUS_OK, "%s", d.message);
-        rlt_session_destroy(s);
         rlt_db *rdb = NULL;
         int n_named = 0;
         cr_assert_eq(rlt_db_open(db, &(rlt_db_opts){.is_read_only = true}, &rdb, &d), RLT_STATUS_OK, "%s", d.message);
@@ -428,10 +510,7 @@ Test(api, a_dataset_is_measured_then_replayed_under_its_target)
     so.n_trials = 40;
     so.replay_path = path;
     so.build = o.build;
-    rlt_session *s = NULL;
-    cr_assert_eq(rlt_session_open(op, &so, &s, NULL, &d), RLT_STATUS_OK, "%s", d.message);
-    while (!rlt_session_is_done(s)) cr_assert_eq(rlt_session_step(s, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_assert_eq(rlt_session_finish(s, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_session *s = session_run(op, &so);
     rlt_session_summary sum;
     rlt_session_summary_get(s, &sum);
     cr_assert_eq(sum.n_measured, 0, "a replay measures nothing");
