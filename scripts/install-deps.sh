@@ -22,6 +22,8 @@ packages=(
     protobuf-c-compiler                   # protoc-c: C code for ONNX's protobuf messages (cmake/onnx.cmake)
     libprotobuf-c-dev                     # protobuf-c runtime the generated ONNX decoder links (graph)
     libonnx-dev                           # onnx.proto, the ONNX model schema the decoder is generated from
+    libopenmpi-dev openmpi-bin            # --executor mpi (optional at build time: docs/distributed.md)
+    iproute2                              # ip netns: the MPI executor's two-host test (tests/mpi/)
     python3 python3-venv                  # the Python package's tests (.venv/, below); no python3-dev: nothing is compiled
 )
 

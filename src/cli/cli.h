@@ -226,9 +226,12 @@ int rlt_cli_best_input(const rlt_cli_args *args, rlt_cli_input *in, rlt_record *
     {"timeout", "S", "time limit in seconds for one candidate's run, above 0 (default 10)"},              \
     {"cold", NULL, "time each candidate cold, as a network's layer runs: its weights, workspace and output "  \
                    "evicted from the caches before every call (the default with --model); records file under "    \
-                   "weights=cold"}
+                   "weights=cold"},                                                                                \
+    {"executor", "NAME", "where candidates are built and run: local (default: here) or mpi (over the ranks of an " \
+                         "MPI job: mpirun -np N rltune ... --executor mpi; docs/distributed.md)"}
 
-/* Reads RLT_CLI_MEASURE_OPTS into o->batch_size, n_threads, build and run;
+/* Reads RLT_CLI_MEASURE_OPTS into o->batch_size, n_threads, build, run and
+ * executor;
  * options not given keep o's values (rlt_session_options_init's defaults).
  * Prints the error and returns the exit code on bad input. */
 int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_session_options *o);

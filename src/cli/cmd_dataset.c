@@ -145,6 +145,7 @@ static int run_dataset(const rlt_cli_args *args)
         .n_threads = measure.n_threads,
         .build = measure.build,
         .run = measure.run,
+        .executor = measure.executor,
         .stop = &rlt_cli_stop_requested,
         .progress = rlt_cli_progress_show,
         .progress_ctx = &pc,

@@ -17,6 +17,7 @@
  * (rlt_cli_measure_opts_get), the progress line and the Ctrl-C handling.
  */
 #include "cli/cli.h"
+#include "cli/executor.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -132,7 +133,7 @@ int rlt_cli_measure_opts_get(const rlt_cli_args *args, rlt_session_options *o)
                             .min_repeat_ms = min_repeat_ms,
                             .timeout_s = timeout_s,
                             .cold_weights = rlt_cli_args_has(args, "cold")};
-    return RLT_CLI_EXIT_OK;
+    return rlt_cli_executor_get(rlt_cli_args_get(args, "executor"), &o->executor);
 }
 
 /* ---- tune ------------------------------------------------------------------ */
@@ -151,7 +152,7 @@ static int measure_mode_get(const rlt_cli_args *args, const char **out_replay_pa
         return RLT_CLI_EXIT_USAGE;
     }
     /* nothing is run in a replay: options about running would be ignored */
-    static const char *const live_only[] = {"db", "repeat", "min-repeat-ms", "timeout", "cold"};
+    static const char *const live_only[] = {"db", "repeat", "min-repeat-ms", "timeout", "cold", "executor"};
     for (size_t i = 0; i < RLT_CLI_ARRAY_LEN(live_only); i++)
         if (rlt_cli_args_has(args, live_only[i])) {
             rlt_cli_error("--%s cannot be combined with --measure replay: a replay %s", live_only[i],

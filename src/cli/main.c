@@ -6,9 +6,12 @@
  *
  * Nothing here installs signal handlers or starts threads: the runner puts
  * its children in their own process groups and has them die with the parent,
- * and handlers or an OpenMP pool in this process would get in its way.
+ * and handlers or an OpenMP pool in this process would get in its way. The
+ * one exception is `--executor mpi`, joined before anything else: MPI's
+ * library starts threads of its own (docs/distributed.md).
  */
 #include "cli/cli.h"
+#include "cli/executor.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -128,7 +131,20 @@ static int run_help(int argc, char **argv)
 
 static bool is_help_word(const char *w) { return strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0; }
 
+static int run_command(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    /* Under --executor mpi every rank joins the job here; only rank 0 goes
+     * on to run the command (cli/executor.h). */
+    int rc;
+    if (rlt_cli_executor_join(argc, argv, &rc)) return rc;
+    rc = run_command(argc, argv);
+    rlt_cli_executor_leave();
+    return rc;
+}
+
+static int run_command(int argc, char **argv)
 {
     char names[256];
     list_commands(names, sizeof names);

@@ -43,12 +43,12 @@ static inline void append_bytes(char **buf, size_t *len, const char *data, size_
 
 #define CLI_MAX_ARGS 62 /* arguments after the program's name */
 
-/* argv for execv: RLTUNE_BINARY, then `args` (NULL-terminated, at most
+/* argv for execv: `program`, then `args` (NULL-terminated, at most
  * CLI_MAX_ARGS of them, borrowed), then NULL. */
-static inline void cli_argv_fill(const char *argv[CLI_MAX_ARGS + 2], const char *const *args)
+static inline void program_argv_fill(const char *argv[CLI_MAX_ARGS + 2], const char *program, const char *const *args)
 {
     int argc = 0;
-    argv[argc++] = RLTUNE_BINARY;
+    argv[argc++] = program;
     for (int i = 0; args[i]; i++) {
         cr_assert_lt(argc, CLI_MAX_ARGS + 1);
         argv[argc++] = args[i];
@@ -56,12 +56,18 @@ static inline void cli_argv_fill(const char *argv[CLI_MAX_ARGS + 2], const char 
     argv[argc] = NULL;
 }
 
-/* Runs RLTUNE_BINARY with `args` (NULL-terminated), feeding `in` (may be
- * NULL: /dev/null) on stdin. */
-static inline cli_run run_cli_argv(const char *in, const char *const *args)
+/* The same for RLTUNE_BINARY. */
+static inline void cli_argv_fill(const char *argv[CLI_MAX_ARGS + 2], const char *const *args)
+{
+    program_argv_fill(argv, RLTUNE_BINARY, args);
+}
+
+/* Runs `program` (a path) with `args` (NULL-terminated), feeding `in` (may
+ * be NULL: /dev/null) on stdin. */
+static inline cli_run run_program_argv(const char *program, const char *in, const char *const *args)
 {
     const char *argv[CLI_MAX_ARGS + 2];
-    cli_argv_fill(argv, args);
+    program_argv_fill(argv, program, args);
 
     int out_pipe[2], err_pipe[2], in_pipe[2];
     cr_assert_eq(pipe(out_pipe), 0);
@@ -80,7 +86,7 @@ static inline cli_run run_cli_argv(const char *in, const char *const *args)
         close(out_pipe[1]);
         close(err_pipe[0]);
         close(err_pipe[1]);
-        execv(RLTUNE_BINARY, (char *const *)argv);
+        execv(program, (char *const *)argv);
         _exit(127);
     }
     setpgid(pid, pid);
@@ -137,19 +143,27 @@ static inline cli_run run_cli_argv(const char *in, const char *const *args)
     return r;
 }
 
+/* Runs RLTUNE_BINARY with `args`, feeding `in` (may be NULL) on stdin. */
+static inline cli_run run_cli_argv(const char *in, const char *const *args)
+{
+    return run_program_argv(RLTUNE_BINARY, in, args);
+}
+
 #define CLI(...) run_cli_argv(NULL, (const char *const[]){__VA_ARGS__, NULL})
 
 /* ---- running the binary in the background -------------------------------- */
 
-/* Starts RLTUNE_BINARY with `args` (NULL-terminated) and returns at once:
+/* Starts `program` (a path; cli_spawn: RLTUNE_BINARY) with `args`
+ * (NULL-terminated) and returns at once:
  * stdin /dev/null, stdout and stderr into the files out_path and err_path
  * (created or truncated), in a process group of its own whose id is the
  * returned pid (kill(-pid, ...) reaches everything it started there). The
  * environment is the caller's. Wait for it with cli_wait. */
-static inline pid_t cli_spawn(const char *const *args, const char *out_path, const char *err_path)
+static inline pid_t program_spawn(const char *program, const char *const *args, const char *out_path,
+                                  const char *err_path)
 {
     const char *argv[CLI_MAX_ARGS + 2];
-    cli_argv_fill(argv, args);
+    program_argv_fill(argv, program, args);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
@@ -164,11 +178,16 @@ static inline pid_t cli_spawn(const char *const *args, const char *out_path, con
         close(in);
         close(out);
         close(err);
-        execv(RLTUNE_BINARY, (char *const *)argv);
+        execv(program, (char *const *)argv);
         _exit(127);
     }
     setpgid(pid, pid); /* also here, so that it holds before either side goes on */
     return pid;
+}
+
+static inline pid_t cli_spawn(const char *const *args, const char *out_path, const char *err_path)
+{
+    return program_spawn(RLTUNE_BINARY, args, out_path, err_path);
 }
 
 /* Waits up to limit_s seconds for a process started by cli_spawn and

@@ -641,3 +641,21 @@ Test(cli_tune, an_agent_saved_on_one_workload_starts_the_next)
                        junk);
     cr_assert_eq(stat(tmp_path("random.rla"), &st), -1, "a refused run wrote an agent");
 }
+
+Test(cli_tune, the_executor_is_local_or_mpi_and_mpi_needs_its_job)
+{
+    const char *db = tmp_path("executor.db");
+    EXPECT_USAGE_ERROR("unknown executor 'ssh'", "tune", "--op", OP, "--db", db, "--executor", "ssh");
+    EXPECT_USAGE_ERROR("--executor cannot be combined with --measure replay", "tune", "--op", OP, "--measure",
+                       "replay:none.db", "--executor", "local");
+    cli_run r = CLI("tune", "--final", "0", "--op", OP, "--trials", "2", "--batch", "2", "--db", db, "--executor",
+                    "local", "--json");
+    assert_ok(&r);
+    cli_run_free(&r);
+#if !RLTUNE_WITH_MPI
+    /* a build without MPI says so, whatever the command */
+    EXPECT_USAGE_ERROR("built without MPI", "tune", "--op", OP, "--db", db, "--executor", "mpi");
+    EXPECT_USAGE_ERROR("built without MPI", "dataset", "--op", OP, "--out", db, "--executor=mpi");
+#endif
+    cr_assert_eq(access(db, F_OK), 0);
+}
