@@ -2,7 +2,8 @@
  * test_mpi_executor.c - `--executor mpi` under a real mpirun (RLTUNE_MPIRUN,
  * set by CMake; built only where CMake found MPI): three ranks on this
  * machine record exactly what a local run records, a lost rank loses no
- * finished batch and the same command resumes, a rank of another target
+ * finished batch and the same command resumes, a rank that stops answering
+ * ends the job instead of hanging it, a rank of another target
  * is refused before anything is stored, ranks waiting leave the cores to
  * the kernel timed, `dataset` and `tune --model` run over the ranks, and
  * a job spans two hosts simulated as network namespaces (root only).
@@ -254,6 +255,46 @@ Test(mpi_executor, a_lost_rank_loses_no_finished_batch_and_the_command_resumes)
     assert_has(r.out, want, "the stored batches read back");
     assert_has(r.out, "\"measured\":16", "the rest measured");
     cli_run_free(&r);
+}
+
+Test(mpi_executor, a_rank_that_stops_answering_ends_the_job_instead_of_hanging_it)
+{
+    char db_path[512], out_path[512], err_path[512];
+    path_in(db_path, sizeof db_path, "stopped.db");
+    path_in(out_path, sizeof out_path, "stopped.out");
+    path_in(err_path, sizeof err_path, "stopped.err");
+    /* rank 0 waits this long for a reply (instead of the share's worst case) */
+    cr_assert_eq(setenv("RLTUNE_MPI_WAIT_S", "6", 1), 0);
+    const char *args[] = {"--oversubscribe", "-np", "3", RLTUNE_BINARY, "tune", "--op", SPEC, "--tuner", "random",
+                          "--trials", "400", "--batch", "8", "--db", db_path, "--executor", "mpi", "--json", NULL};
+    pid_t pid = program_spawn(RLTUNE_MPIRUN, args, out_path, err_path);
+    unsetenv("RLTUNE_MPI_WAIT_S");
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t victim = 0;
+    for (;;) {
+        if (!victim) victim = rank_pid(pid, 2);
+        if (victim && count_records(db_path) >= 16) break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        cr_assert_lt((double)(now.tv_sec - t0.tv_sec), 120, "no two batches stored in 120 s");
+        nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+    }
+    /* a machine that stops answering: the process is there, but never replies */
+    cr_assert_eq(kill(victim, SIGSTOP), 0);
+    int status = cli_wait(pid, 60);
+    cr_assert(!WIFEXITED(status) || WEXITSTATUS(status) != 0, "the job ends with an error");
+    FILE *f = fopen(err_path, "r");
+    cr_assert_not_null(f);
+    char err[8192] = {0};
+    size_t got = fread(err, 1, sizeof err - 1, f);
+    fclose(f);
+    err[got] = '\0';
+    assert_has(err, "rank 2", "the rank named");
+    assert_has(err, "has not answered", "why the job ended");
+    int64_t kept = count_records(db_path);
+    cr_assert_geq(kept, 16);
+    cr_assert_eq(kept % 8, 0, "whole batches only: %lld records", (long long)kept);
+    kill(victim, SIGKILL); /* should mpirun have left it */
 }
 
 Test(mpi_executor, a_rank_of_another_target_is_refused_and_nothing_is_stored)

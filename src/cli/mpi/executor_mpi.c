@@ -311,9 +311,17 @@ static void send_reply(int to, int tag, cJSON *o, const char *error)
     cJSON_Delete(o);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* The next message for this rank from `from` (MPI_ANY_SOURCE: any): its
- * text (malloc'd, NUL-terminated), tag and source. */
-static char *receive_text(int from, int *out_tag, int *out_source)
+ * text (malloc'd, NUL-terminated), tag and source; or NULL with *out_tag
+ * -1 once the monotonic clock passes give_up_at (0: wait for ever). */
+static char *receive_text(int from, double give_up_at, int *out_tag, int *out_source)
 {
     /* Not MPI_Probe: OpenMPI's blocking calls spin on a core while they
      * wait, and a rank waiting while its host times a kernel would take a
@@ -324,6 +332,10 @@ static char *receive_text(int from, int *out_tag, int *out_source)
         int has_message = 0;
         MPI_Iprobe(from, MPI_ANY_TAG, MPI_COMM_WORLD, &has_message, &status);
         if (has_message) break;
+        if (give_up_at > 0 && now_s() > give_up_at) {
+            *out_tag = *out_source = -1;
+            return NULL;
+        }
         if (sleep_ns > WAIT_POLL_MAX_NS) sleep_ns = WAIT_POLL_MAX_NS;
         nanosleep(&(struct timespec){.tv_nsec = sleep_ns}, NULL);
     }
@@ -344,7 +356,7 @@ static void serve(void)
     worker wk = {0};
     for (;;) {
         int tag, source;
-        char *text = receive_text(0, &tag, &source);
+        char *text = receive_text(0, 0, &tag, &source);
         if (tag == TAG_STOP) {
             free(text);
             break;
@@ -473,6 +485,33 @@ static bool reply_read(int r, const char *text, rlt_run_result *out, int n, rlt_
     return is_ok;
 }
 
+/* How long rank 0 waits for a rank's reply before it takes the rank for
+ * lost: far more than the share can take (each compile and each run has a
+ * time limit of its own), so that only a rank that has stopped meets it;
+ * $RLTUNE_MPI_WAIT_S, when set, instead (docs/distributed.md). */
+static double reply_limit_s(const rlt_build_opts *build, const rlt_run_opts *run, int n, bool is_build)
+{
+    const char *env = getenv("RLTUNE_MPI_WAIT_S");
+    if (env && atof(env) > 0) return atof(env);
+    double compile_s = build->timeout_s > 0 ? build->timeout_s : 60;
+    double run_s = run->timeout_s > 0 ? run->timeout_s : 10;
+    /* a share is at most the whole batch; its kernels may be compiled
+     * twice (a unit that fails is compiled again one kernel at a time) */
+    return is_build ? (2.0 * n + 2) * compile_s + 60 : n * (run_s + 10) + 60;
+}
+
+/* A rank that has not answered in time: the job ends here (MPI_Abort: a
+ * rank that stopped cannot be told to stop), every batch stored before it
+ * kept, so that the same command goes on from there. */
+static _Noreturn void give_up(int r, bool was_building)
+{
+    rlt_cli_error("--executor mpi: rank %d (host %.100s) has not answered %s: taking it for lost and ending the "
+                  "job; every batch stored before is in the records, and the same command goes on from there",
+                  r, g.ranks[r].host, was_building ? "with its compiled share" : "with its timings");
+    MPI_Abort(MPI_COMM_WORLD, RLT_CLI_EXIT_INTERNAL);
+    abort(); /* MPI_Abort does not return */
+}
+
 /* Where a rank stands in a batch. */
 typedef enum share_state { SHARE_NONE, SHARE_BUILDING, SHARE_BUILT, SHARE_RUNNING, SHARE_DONE } share_state;
 
@@ -486,7 +525,9 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
     share_state *state = calloc((size_t)R, sizeof *state);
     int *working_on_host = calloc((size_t)H, sizeof *working_on_host);
     bool *host_busy = calloc((size_t)H, sizeof *host_busy);
-    if (!state || !working_on_host || !host_busy) {
+    double *due = calloc((size_t)R, sizeof *due); /* when a rank's reply is late */
+    if (!state || !working_on_host || !host_busy || !due) {
+        free(due);
         free(state);
         free(working_on_host);
         free(host_busy);
@@ -518,6 +559,7 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
             continue;
         }
         send_text(r, TAG_BUILD, text);
+        due[r] = now_s() + reply_limit_s(build, run, n, true);
         free(text);
     }
     /* rank 0's own share, compiled while the others compile theirs */
@@ -547,6 +589,7 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
                 if (!is_turn || state[r] != SHARE_BUILT || host_busy[h] || working_on_host[h] > 0) continue;
                 if (r != 0) {
                     send_text(r, TAG_RUN, "");
+                    due[r] = now_s() + reply_limit_s(build, run, n, false);
                     state[r] = SHARE_RUNNING;
                     host_busy[h] = true;
                     continue;
@@ -560,11 +603,14 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
                 state[0] = SHARE_DONE;
             }
         }
-        bool is_waiting = false;
-        for (int r = 1; r < R; r++) is_waiting |= state[r] == SHARE_BUILDING || state[r] == SHARE_RUNNING;
-        if (!is_waiting) break;
+        int first_due = -1; /* the rank whose reply is due first */
+        for (int r = 1; r < R; r++)
+            if ((state[r] == SHARE_BUILDING || state[r] == SHARE_RUNNING) && (first_due < 0 || due[r] < due[first_due]))
+                first_due = r;
+        if (first_due < 0) break;
         int tag, source;
-        char *text = receive_text(MPI_ANY_SOURCE, &tag, &source);
+        char *text = receive_text(MPI_ANY_SOURCE, due[first_due], &tag, &source);
+        if (tag < 0) give_up(first_due, state[first_due] == SHARE_BUILDING);
         rlt_diag d = {0};
         bool is_ok = reply_read(source, text, out, n, &d);
         free(text);
@@ -578,6 +624,7 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
         }
         if (!is_ok && st == RLT_STATUS_OK) st = rlt_fail(diag, d.status, "%s", d.message);
     }
+    free(due);
     free(state);
     free(working_on_host);
     free(host_busy);
