@@ -66,16 +66,22 @@ static bool collect(const rlt_record *r, void *ctx)
 
 static int compare_texts(const void *a, const void *b) { return strcmp(a, b); }
 
-static recorded *read_records(const char *db_path)
+/* fn on every record of SPEC in a database, oldest first. */
+static void for_each_record(const char *db_path, rlt_db_record_fn fn, void *ctx)
 {
-    recorded *c = calloc(1, sizeof *c);
-    cr_assert_not_null(c);
     rlt_db *db = NULL;
     rlt_diag d = {0};
     cr_assert_eq(rlt_db_open(db_path, &(rlt_db_opts){.is_read_only = true}, &db, &d), RLT_STATUS_OK, "%s",
                  d.message);
-    cr_assert_eq(rlt_db_history(db, SPEC, NULL, collect, c, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_db_history(db, SPEC, NULL, fn, ctx, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_db_close(db);
+}
+
+static recorded *read_records(const char *db_path)
+{
+    recorded *c = calloc(1, sizeof *c);
+    cr_assert_not_null(c);
+    for_each_record(db_path, collect, c);
     qsort(c->configs, (size_t)c->n, sizeof c->configs[0], compare_texts);
     return c;
 }
@@ -128,12 +134,7 @@ static speeds *read_speeds(const char *db_path)
 {
     speeds *sp = calloc(1, sizeof *sp);
     cr_assert_not_null(sp);
-    rlt_db *db = NULL;
-    rlt_diag d = {0};
-    cr_assert_eq(rlt_db_open(db_path, &(rlt_db_opts){.is_read_only = true}, &db, &d), RLT_STATUS_OK, "%s",
-                 d.message);
-    cr_assert_eq(rlt_db_history(db, SPEC, NULL, collect_speed, sp, &d), RLT_STATUS_OK, "%s", d.message);
-    rlt_db_close(db);
+    for_each_record(db_path, collect_speed, sp);
     return sp;
 }
 
@@ -217,33 +218,54 @@ static int64_t count_records(const char *db_path)
     return n;
 }
 
-Test(mpi_executor, a_lost_rank_loses_no_finished_batch_and_the_command_resumes)
+/* Starts a long run over 3 ranks into tmp_dir/NAME.db (stderr in
+ * NAME.err) and returns once two batches are stored: mpirun's pid, and in
+ * *out_victim the pid of rank `victim`. */
+static pid_t start_long_run(const char *name, int victim, pid_t *out_victim)
 {
-    char db_path[512], out_path[512], err_path[512];
-    path_in(db_path, sizeof db_path, "lost.db");
-    path_in(out_path, sizeof out_path, "lost.out");
-    path_in(err_path, sizeof err_path, "lost.err");
+    char file[64], db_path[512], out_path[512], err_path[512];
+    snprintf(file, sizeof file, "%s.db", name);
+    path_in(db_path, sizeof db_path, file);
+    snprintf(file, sizeof file, "%s.out", name);
+    path_in(out_path, sizeof out_path, file);
+    snprintf(file, sizeof file, "%s.err", name);
+    path_in(err_path, sizeof err_path, file);
     const char *args[] = {"--oversubscribe", "-np", "3", RLTUNE_BINARY, "tune", "--op", SPEC, "--tuner", "random",
                           "--trials", "400", "--batch", "8", "--db", db_path, "--executor", "mpi", "--json", NULL};
     pid_t pid = program_spawn(RLTUNE_MPIRUN, args, out_path, err_path);
-    /* once two batches are stored, rank 1 dies as a lost machine would */
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t victim = 0;
+    *out_victim = 0;
     for (;;) {
-        if (!victim) victim = rank_pid(pid, 1);
-        if (victim && count_records(db_path) >= 16) break;
+        if (!*out_victim) *out_victim = rank_pid(pid, victim);
+        if (*out_victim && count_records(db_path) >= 16) return pid;
         clock_gettime(CLOCK_MONOTONIC, &now);
         cr_assert_lt((double)(now.tv_sec - t0.tv_sec), 120, "no two batches stored in 120 s");
         nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
     }
-    cr_assert_eq(kill(victim, SIGKILL), 0);
-    int status = cli_wait(pid, 120);
-    cr_assert(!WIFEXITED(status) || WEXITSTATUS(status) != 0, "mpirun ends the job when a rank is lost");
+}
+
+/* The records a run cut short left: whole batches of 8, two at least. */
+static int64_t expect_whole_batches(const char *db_path)
+{
     int64_t kept = count_records(db_path);
     cr_assert_geq(kept, 16);
     cr_assert_lt(kept, 400, "the run was cut short");
     cr_assert_eq(kept % 8, 0, "whole batches only: %lld records", (long long)kept);
+    return kept;
+}
+
+Test(mpi_executor, a_lost_rank_loses_no_finished_batch_and_the_command_resumes)
+{
+    char db_path[512];
+    path_in(db_path, sizeof db_path, "lost.db");
+    /* once two batches are stored, rank 1 dies as a lost machine would */
+    pid_t victim;
+    pid_t pid = start_long_run("lost", 1, &victim);
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    int status = cli_wait(pid, 120);
+    cr_assert(!WIFEXITED(status) || WEXITSTATUS(status) != 0, "mpirun ends the job when a rank is lost");
+    int64_t kept = expect_whole_batches(db_path);
     /* the same command goes on from there */
     char trials[32];
     snprintf(trials, sizeof trials, "%lld", (long long)kept + 16);
@@ -259,26 +281,14 @@ Test(mpi_executor, a_lost_rank_loses_no_finished_batch_and_the_command_resumes)
 
 Test(mpi_executor, a_rank_that_stops_answering_ends_the_job_instead_of_hanging_it)
 {
-    char db_path[512], out_path[512], err_path[512];
+    char db_path[512], err_path[512];
     path_in(db_path, sizeof db_path, "stopped.db");
-    path_in(out_path, sizeof out_path, "stopped.out");
     path_in(err_path, sizeof err_path, "stopped.err");
     /* rank 0 waits this long for a reply (instead of the share's worst case) */
     cr_assert_eq(setenv("RLTUNE_MPI_WAIT_S", "6", 1), 0);
-    const char *args[] = {"--oversubscribe", "-np", "3", RLTUNE_BINARY, "tune", "--op", SPEC, "--tuner", "random",
-                          "--trials", "400", "--batch", "8", "--db", db_path, "--executor", "mpi", "--json", NULL};
-    pid_t pid = program_spawn(RLTUNE_MPIRUN, args, out_path, err_path);
+    pid_t victim;
+    pid_t pid = start_long_run("stopped", 2, &victim);
     unsetenv("RLTUNE_MPI_WAIT_S");
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t victim = 0;
-    for (;;) {
-        if (!victim) victim = rank_pid(pid, 2);
-        if (victim && count_records(db_path) >= 16) break;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        cr_assert_lt((double)(now.tv_sec - t0.tv_sec), 120, "no two batches stored in 120 s");
-        nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
-    }
     /* a machine that stops answering: the process is there, but never replies */
     cr_assert_eq(kill(victim, SIGSTOP), 0);
     int status = cli_wait(pid, 60);
@@ -291,9 +301,7 @@ Test(mpi_executor, a_rank_that_stops_answering_ends_the_job_instead_of_hanging_i
     err[got] = '\0';
     assert_has(err, "rank 2", "the rank named");
     assert_has(err, "has not answered", "why the job ended");
-    int64_t kept = count_records(db_path);
-    cr_assert_geq(kept, 16);
-    cr_assert_eq(kept % 8, 0, "whole batches only: %lld records", (long long)kept);
+    expect_whole_batches(db_path);
     kill(victim, SIGKILL); /* should mpirun have left it */
 }
 

@@ -33,9 +33,9 @@ enum { TAG_BUILD = 1, TAG_BUILT, TAG_RUN, TAG_RESULTS, TAG_STOP };
 
 #define WORKLOADS_KEPT 32 /* ops a rank keeps the reference of (a network's tasks) */
 
-/* A waiting rank looks for a message after 1 ms, then twice as long each
- * time up to every 20 ms: a reply that comes at once is read at once, and
- * a long wait (another rank timing) wakes the rank 50 times a second. */
+/* A waiting rank's sleeps between looks (`waiting`, below): a reply that
+ * comes at once is read at once, and a long wait (another rank timing)
+ * wakes the rank 50 times a second. */
 #define WAIT_POLL_MIN_NS (1000 * 1000)
 #define WAIT_POLL_MAX_NS (20 * 1000 * 1000)
 
@@ -292,10 +292,49 @@ static cJSON *worker_run(worker *wk)
 
 /* ---- messages --------------------------------------------------------------- */
 
-static void send_text(int to, int tag, const char *text)
+static double now_s(void)
 {
-    MPI_Send(text, text ? (int)strlen(text) + 1 : 0, MPI_CHAR, to, tag, MPI_COMM_WORLD);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* Waiting without spinning. OpenMPI's blocking calls (MPI_Send of a long
+ * message, MPI_Probe, MPI_Recv) spin on a core while they wait, and a rank
+ * waiting on a host that times a kernel would take a core from it (at two
+ * threads, kernels timed at 2-11% of their speed). So every wait here
+ * looks, then sleeps: 1 ms, then twice as long each time, up to 20 ms. */
+typedef struct waiting {
+    long sleep_ns;
+    double give_up_at; /* monotonic seconds; 0: never */
+} waiting;
+
+/* Sleeps before the next look; false once give_up_at has passed. */
+static bool wait_more(waiting *w)
+{
+    if (w->give_up_at > 0 && now_s() > w->give_up_at) return false;
+    w->sleep_ns = w->sleep_ns <= 0 ? WAIT_POLL_MIN_NS : w->sleep_ns * 2;
+    if (w->sleep_ns > WAIT_POLL_MAX_NS) w->sleep_ns = WAIT_POLL_MAX_NS;
+    nanosleep(&(struct timespec){.tv_nsec = w->sleep_ns}, NULL);
+    return true;
+}
+
+/* Sends text to rank `to`; false when it was not taken by give_up_at (0:
+ * wait for ever), the rank then taken for lost. */
+static bool send_text_by(int to, int tag, const char *text, double give_up_at)
+{
+    MPI_Request request;
+    MPI_Isend(text, text ? (int)strlen(text) + 1 : 0, MPI_CHAR, to, tag, MPI_COMM_WORLD, &request);
+    waiting w = {.give_up_at = give_up_at};
+    for (;;) {
+        int is_done = 0;
+        MPI_Test(&request, &is_done, MPI_STATUS_IGNORE);
+        if (is_done) return true;
+        if (!wait_more(&w)) return false;
+    }
+}
+
+static void send_text(int to, int tag, const char *text) { send_text_by(to, tag, text, 0); }
 
 /* Sends {"error": message} or the object `o` (consumed; NULL: out of memory). */
 static void send_reply(int to, int tag, cJSON *o, const char *error)
@@ -311,33 +350,21 @@ static void send_reply(int to, int tag, cJSON *o, const char *error)
     cJSON_Delete(o);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The next message for this rank from `from` (MPI_ANY_SOURCE: any): its
  * text (malloc'd, NUL-terminated), tag and source; or NULL with *out_tag
  * -1 once the monotonic clock passes give_up_at (0: wait for ever). */
 static char *receive_text(int from, double give_up_at, int *out_tag, int *out_source)
 {
-    /* Not MPI_Probe: OpenMPI's blocking calls spin on a core while they
-     * wait, and a rank waiting while its host times a kernel would take a
-     * core from it (at two threads, kernels timed at 2-4% of their speed).
-     * Waiting ranks sleep between looks instead. */
     MPI_Status status;
-    for (long sleep_ns = WAIT_POLL_MIN_NS;; sleep_ns = sleep_ns * 2) {
+    waiting w = {.give_up_at = give_up_at};
+    for (;;) {
         int has_message = 0;
         MPI_Iprobe(from, MPI_ANY_TAG, MPI_COMM_WORLD, &has_message, &status);
         if (has_message) break;
-        if (give_up_at > 0 && now_s() > give_up_at) {
+        if (!wait_more(&w)) {
             *out_tag = *out_source = -1;
             return NULL;
         }
-        if (sleep_ns > WAIT_POLL_MAX_NS) sleep_ns = WAIT_POLL_MAX_NS;
-        nanosleep(&(struct timespec){.tv_nsec = sleep_ns}, NULL);
     }
     int n = 0;
     MPI_Get_count(&status, MPI_CHAR, &n);
@@ -503,11 +530,11 @@ static double reply_limit_s(const rlt_build_opts *build, const rlt_run_opts *run
 /* A rank that has not answered in time: the job ends here (MPI_Abort: a
  * rank that stopped cannot be told to stop), every batch stored before it
  * kept, so that the same command goes on from there. */
-static _Noreturn void give_up(int r, bool was_building)
+static _Noreturn void give_up(int r, const char *what)
 {
     rlt_cli_error("--executor mpi: rank %d (host %.100s) has not answered %s: taking it for lost and ending the "
                   "job; every batch stored before is in the records, and the same command goes on from there",
-                  r, g.ranks[r].host, was_building ? "with its compiled share" : "with its timings");
+                  r, g.ranks[r].host, what);
     MPI_Abort(MPI_COMM_WORLD, RLT_CLI_EXIT_INTERNAL);
     abort(); /* MPI_Abort does not return */
 }
@@ -558,8 +585,8 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
             own_text = text;
             continue;
         }
-        send_text(r, TAG_BUILD, text);
         due[r] = now_s() + reply_limit_s(build, run, n, true);
+        if (!send_text_by(r, TAG_BUILD, text, due[r])) give_up(r, "to take its share");
         free(text);
     }
     /* rank 0's own share, compiled while the others compile theirs */
@@ -588,8 +615,8 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
                 bool is_turn = (r == 0) == (pass == 1);
                 if (!is_turn || state[r] != SHARE_BUILT || host_busy[h] || working_on_host[h] > 0) continue;
                 if (r != 0) {
-                    send_text(r, TAG_RUN, "");
                     due[r] = now_s() + reply_limit_s(build, run, n, false);
+                    if (!send_text_by(r, TAG_RUN, "", due[r])) give_up(r, "to time its share");
                     state[r] = SHARE_RUNNING;
                     host_busy[h] = true;
                     continue;
@@ -610,7 +637,8 @@ static rlt_status mpi_measure(void *ctx, const rlt_op *op, const char *target, c
         if (first_due < 0) break;
         int tag, source;
         char *text = receive_text(MPI_ANY_SOURCE, due[first_due], &tag, &source);
-        if (tag < 0) give_up(first_due, state[first_due] == SHARE_BUILDING);
+        if (tag < 0)
+            give_up(first_due, state[first_due] == SHARE_BUILDING ? "with its compiled share" : "with its timings");
         rlt_diag d = {0};
         bool is_ok = reply_read(source, text, out, n, &d);
         free(text);
