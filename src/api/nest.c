@@ -103,11 +103,6 @@ rlt_status rlt_measure_build(const rlt_workload *w, const rlt_build_opts *bopts,
     return st;
 }
 
-void rlt_measure_run(const rlt_batch *b, const rlt_run_opts *ropts, rlt_run_result *out)
-{
-    rlt_batch_run(b, ropts, out);
-}
-
 rlt_status rlt_measure(const rlt_workload *w, const rlt_build_opts *bopts, const rlt_run_opts *ropts, int n,
                        const rlt_nest *const *nests, rlt_run_result *out, rlt_diag *diag)
 {

@@ -6,8 +6,9 @@
  * distinct kernels in one batch first, so nothing is timed while compilers
  * run, then run them one at a time. Nests that lower to the same code for
  * the same compiler share one compile and one run. The two halves are
- * rlt_batch_build and rlt_batch_run, for a caller that must do something
- * between them (an executor that times one host's kernels at a time).
+ * rlt_batch_build and rlt_measure_run (rltune/measure.h), for a caller
+ * that must do something between them (an executor that times one host's
+ * kernels at a time).
  */
 #include "measure/measure.h"
 
@@ -144,9 +145,9 @@ static void batch_run(const rlt_batch *b, const rlt_run_opts *ropts, const rlt_r
     rlt_free(run_by);
 }
 
-void rlt_batch_run(const rlt_batch *b, const rlt_run_opts *ropts, rlt_run_result *results)
+void rlt_measure_run(const rlt_batch *b, const rlt_run_opts *ropts, rlt_run_result *out)
 {
-    batch_run(b, ropts, NULL, results);
+    batch_run(b, ropts, NULL, out);
 }
 
 static rlt_status measure_batch(const rlt_workload *w, const rlt_workload *const *w_of,

@@ -110,16 +110,15 @@ rlt_status rlt_measure_nests_multi(const rlt_workload *const *w_of, const rlt_bu
                                    const rlt_run_opts *const *ropts_of, int n, const rlt_nest *nests,
                                    rlt_run_result *results, rlt_diag *diag);
 
-/* The two halves of rlt_measure_nests_cc, for a caller that chooses when a
+/* The first half of rlt_measure_nests_cc, for a caller that chooses when a
  * machine compiles and when it times (an executor, rltune/measure.h):
- * rlt_batch_build lowers and compiles the n nests (cc_of as there: read
- * during the build only) into a batch (rlt_batch_destroy, rltune/measure.h;
- * set also when the builder itself failed, the error returned, so that
- * every nest still gets a result), and rlt_batch_run runs it, one kernel
- * at a time: results[i] is nest i's. The batch borrows the workload. */
+ * lowers and compiles the n nests (cc_of as there: read during the build
+ * only) into a batch that borrows the workload (set also when the builder
+ * itself failed, the error returned, so that every nest still gets a
+ * result). rlt_measure_run runs it and rlt_batch_destroy frees it
+ * (rltune/measure.h). */
 rlt_status rlt_batch_build(const rlt_workload *w, const rlt_build_opts *bopts, const char *const *cc_of, int n,
                            const rlt_nest *nests, rlt_batch **out, rlt_diag *diag);
-void rlt_batch_run(const rlt_batch *b, const rlt_run_opts *ropts, rlt_run_result *results);
 
 /* ---- target ------------------------------------------------------------- */
 
