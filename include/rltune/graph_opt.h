@@ -153,6 +153,8 @@ typedef struct rlt_graph_env_options {
     int n_threads;
     rlt_build_opts build;
     uint64_t seed;
+    bool cold_weights;   /* kernels costed cold, as rlt_graph_opt_options.cold_weights (default true):
+                            the costs the greedy and TASO searches see */
 } rlt_graph_env_options;
 
 RLT_API void rlt_graph_env_options_init(rlt_graph_env_options *o);
@@ -269,6 +271,7 @@ typedef struct rlt_graph_train_options {
     const rlt_graph_policy *init; /* go on training this one (copied), or NULL: a new policy */
     void (*progress)(void *ctx, const rlt_graph_train_progress *p); /* after each iteration, or NULL */
     void *progress_ctx;
+    bool cold_weights;    /* the environment's (default true) */
 } rlt_graph_train_options;
 
 RLT_API void rlt_graph_train_options_init(rlt_graph_train_options *o);

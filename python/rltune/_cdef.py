@@ -673,6 +673,7 @@ typedef struct rlt_graph_env_options {
     int n_threads;
     rlt_build_opts build;
     uint64_t seed;
+    bool cold_weights;
 } rlt_graph_env_options;
 
 typedef struct rlt_graph_env_obs {

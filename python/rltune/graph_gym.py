@@ -26,7 +26,8 @@ Keyword arguments: model (a path or a Model; or models, a list of them: each
 reset picks one, seeded), rules (a Rules; default the shipped set,
 verified), horizon (50), max_candidates (256), reward ("step": X-RLflow's
 100 x (c_prev - c_new) / c_0; "best": the drop of the best cost), step_penalty,
-db_path (records for the kernels' times), threads, illegal_action.
+db_path (records for the kernels' times), threads, cold_weights (True:
+kernels costed cold, as graph_opt costs them), illegal_action.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class GraphRewriteEnv(gym.Env[dict, np.int64]):
         step_penalty: float = 0.0,
         db_path: Optional[str | os.PathLike[str]] = None,
         threads: int = 1,
+        cold_weights: bool = True,
         illegal_action: str = "noop",
         render_mode: Optional[str] = None,
     ) -> None:
@@ -75,7 +77,8 @@ class GraphRewriteEnv(gym.Env[dict, np.int64]):
         self._models = [m if isinstance(m, Model) else Model(m) for m in given]
         self.rules = rules if rules is not None else Rules()
         self._env = GraphEnv(self.rules, horizon=horizon, max_candidates=max_candidates, reward=reward,
-                             step_penalty=step_penalty, db_path=db_path, threads=threads)
+                             step_penalty=step_penalty, db_path=db_path, threads=threads,
+                             cold_weights=cold_weights)
         self.render_mode = render_mode
         n_features = self._env.n_features
         self.max_candidates = max_candidates

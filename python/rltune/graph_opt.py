@@ -255,7 +255,8 @@ class GraphEnv(Handle):
     """The graph-rewrite environment over verified rules (rlt_graph_env):
     reset(model) then step(action) until done; action n_actions - 1 stops.
     reward="step" is X-RLflow's 100 x (c_prev - c_new) / c_0, "best" the
-    drop of the best cost so far."""
+    drop of the best cost so far. Kernels are costed cold, as graph_opt
+    costs them (`cold_weights=False`: warm records, seeds timed warm)."""
 
     def __init__(
         self,
@@ -268,6 +269,7 @@ class GraphEnv(Handle):
         db_path: Optional[str | os.PathLike[str]] = None,
         threads: int = 1,
         seed: int = 1,
+        cold_weights: bool = True,
     ) -> None:
         L = lib()
         o = ffi.new("rlt_graph_env_options *")
@@ -280,6 +282,7 @@ class GraphEnv(Handle):
         o.step_penalty = step_penalty
         o.n_threads = threads
         o.seed = seed
+        o.cold_weights = cold_weights
         db = ffi.new("char[]", os.fsencode(db_path)) if db_path is not None else ffi.NULL
         o.db_path = db
         out = ffi.new("rlt_graph_env **")

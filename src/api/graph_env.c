@@ -68,6 +68,7 @@ void rlt_graph_env_options_init(rlt_graph_env_options *o)
     o->max_candidates = 256;
     o->n_threads = 1;
     o->seed = 1;
+    o->cold_weights = true;
 }
 
 rlt_status rlt_graph_env_create(const rlt_rules *rules, const rlt_graph_env_options *o, rlt_graph_env **out,
@@ -97,6 +98,7 @@ rlt_status rlt_graph_env_create(const rlt_rules *rules, const rlt_graph_env_opti
     co.n_threads = o->n_threads;
     co.build = o->build;
     co.seed = o->seed;
+    co.cold_weights = o->cold_weights;
     rlt_status st = RLT_STATUS_OK;
     if (!e->mask || !e->cand_rule || !e->cand_nodes)
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making a graph environment");

@@ -91,6 +91,7 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
     eo.n_threads = o->n_threads;
     eo.build = o->build;
     eo.seed = o->seed;
+    eo.cold_weights = o->cold_weights;
     rlt_graph_env *env = NULL;
     rlt_diag d = {0};
     rlt_status st = rlt_graph_env_create(rules, &eo, &env, &d);

@@ -511,6 +511,7 @@ void rlt_graph_train_options_init(rlt_graph_train_options *o)
     o->gnn_layers = 3;
     o->seed = 1;
     o->n_threads = 1;
+    o->cold_weights = true;
 }
 
 typedef struct sample {
@@ -720,6 +721,7 @@ rlt_status rlt_graph_policy_train(const rlt_rules *rules, rlt_model *const *mode
     eo.n_threads = o->n_threads;
     eo.build = o->build;
     eo.seed = o->seed;
+    eo.cold_weights = o->cold_weights;
     if (st == RLT_STATUS_OK) st = rlt_graph_env_create(rules, &eo, &env, diag);
     uint64_t t0 = rlt_time_ns();
     for (int it = 0; it < o->n_iterations && st == RLT_STATUS_OK; it++) {

@@ -28,6 +28,7 @@ static const rlt_cli_opt graph_train_opts[] = {
     {"init", "FILE", "go on training this policy instead of a new one"},
     {"db", "FILE", "records database for the kernels' times (measured seeds are stored in it)"},
     {"threads", "N", "the networks' threads (default 1)"},
+    {"warm", NULL, "cost kernels warm: warm records, seeds timed warm (default: cold, as graph-opt and tune --model)"},
     {"seed", "N", "weights, sampling and order (default 1)"},
     {"json", NULL, "print exactly one JSON object on stdout at the end, no progress lines"},
 };
@@ -107,6 +108,7 @@ static int run_graph_train(const rlt_cli_args *args)
         return RLT_CLI_EXIT_USAGE;
     }
     o.db_path = rlt_cli_args_get(args, "db");
+    o.cold_weights = !rlt_cli_args_has(args, "warm");
     char *copy = strdup(list);
     rlt_model *models[MAX_MODELS] = {0};
     rlt_rules *rules = NULL;

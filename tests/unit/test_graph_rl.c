@@ -10,11 +10,13 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/onnx_build.h"
 #include "../common/tmp.h"
 #include "rltune/graph_opt.h"
+#include "rltune/records.h"
 
 static char tmp_dir[] = "/tmp/rlt_graph_rl_XXXXXX";
 static char model_path[300];
@@ -282,6 +284,58 @@ Test(graph_rl, a_rewrite_back_to_an_earlier_graph_is_refused)
     cr_assert_eq(rlt_graph_env_n_cost_evals(env), evals, "nothing costed");
     cr_assert_eq(o.n_nodes, 3, "the graph stays: Concat, Relu, Sigmoid");
     rlt_graph_env_destroy(env);
+    rlt_model_destroy(m);
+    rlt_rules_destroy(rules);
+}
+
+/* The records of the seeds an environment measured, as JSON lines. */
+static char *records_text(const char *db_path)
+{
+    rlt_db *db = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_open(db_path, NULL, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    cr_assert_eq(rlt_db_export_jsonl(db, NULL, f, &d), RLT_STATUS_OK, "%s", d.message);
+    fclose(f);
+    rlt_db_close(db);
+    return text;
+}
+
+/* The environment costs kernels as graph-opt's other searches do: cold by
+ * default (cold records; the seeds it measures stored as cold ones), warm
+ * when asked. Costing them warm while greedy and TASO cost them cold made
+ * the "rl" search's costs incomparable with theirs. */
+Test(graph_rl, kernels_are_costed_cold_as_the_other_searches_cost_them)
+{
+    rlt_rules *rules = verified_rules();
+    rlt_model *m = load_model();
+    for (int cold = 1; cold >= 0; cold--) {
+        char db_path[320];
+        snprintf(db_path, sizeof db_path, "%s/%s.db", tmp_dir, cold ? "cold" : "warm");
+        rlt_graph_env_options eo;
+        rlt_graph_env_options_init(&eo);
+        cr_assert(eo.cold_weights, "cold by default");
+        eo.cold_weights = cold;
+        eo.db_path = db_path;
+        rlt_graph_env *env = NULL;
+        rlt_diag d = {0};
+        cr_assert_eq(rlt_graph_env_create(rules, &eo, &env, &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_eq(rlt_graph_env_reset(env, m, &d), RLT_STATUS_OK, "%s", d.message);
+        rlt_graph_env_destroy(env);
+        char *text = records_text(db_path);
+        cr_assert(strstr(text, "\"tuner\":\"gopt-seed\""), "the seed is stored: %s", text);
+        if (cold)
+            cr_assert(strstr(text, "\"weights\":\"cold\""), "%s", text);
+        else
+            cr_assert_null(strstr(text, "\"weights\":\"cold\""), "%s", text);
+        free(text);
+    }
+    rlt_graph_train_options to;
+    rlt_graph_train_options_init(&to);
+    cr_assert(to.cold_weights, "training costs as the searches do");
     rlt_model_destroy(m);
     rlt_rules_destroy(rules);
 }
