@@ -1,0 +1,191 @@
+/*
+ * lower_internal.h - what the files that lower a scheduled nest to C share,
+ * and nobody else needs.
+ *
+ * One lowering is one generator (lower_gen), filled in stages:
+ *  - lower_symbols.c names the C variables and analyses the nest: symbols,
+ *    each variable's value as a linear form over them, guards, the vector
+ *    loop, the accumulator tile, the workspace; it also holds the helpers
+ *    for linear forms and for writing the kernel's text;
+ *  - lower_access.c turns addresses, loads, expressions and the output's
+ *    accesses into C text;
+ *  - lower_loops.c walks the loops (guards, versions, vectors, unrolled
+ *    copies, the accumulator tile) down to the statements;
+ *  - lower.c stages the packed and padded inputs and writes the kernel
+ *    (rlt_codegen_kernel), and explains the whole scheme.
+ * All of it runs on one thread; the generator borrows the nest and its op.
+ */
+#ifndef RLT_LOWER_INTERNAL_H
+#define RLT_LOWER_INTERNAL_H
+
+#include "codegen/codegen_internal.h"
+
+/* ---- linear forms and addresses ----------------------------------------- */
+
+/* A linear form over symbols: sum of c[s] * symbol s, plus k. */
+typedef struct lower_lin {
+    int64_t c[RLT_MAX_VARS];
+    int64_t k;
+} lower_lin;
+
+/* One nonlinear piece of an address: stride * (x / b) or stride * (x % b). */
+typedef struct lower_nonlin {
+    lower_lin x;
+    int64_t b;
+    bool is_div;
+    int64_t stride;
+} lower_nonlin;
+
+/* An element's offset in its tensor (or staged copy): a linear part and the
+ * nonlinear pieces of blocked dims that do not stay linear. */
+typedef struct lower_addr {
+    lower_lin l;
+    int n_nl;
+    lower_nonlin nl[RLT_MAX_DIMS * 2];
+} lower_addr;
+
+/* How an address varies across the lanes of the vector loop: not at all,
+ * one float a lane, 2 or 4 floats a lane at a width the preamble has a
+ * strided load for (rlt_lds2_W, rlt_lds4_W: a stride-2 convolution's input
+ * along its width), or otherwise (lane by lane). */
+typedef enum lower_lane_pattern {
+    LOWER_LANES_UNIFORM,
+    LOWER_LANES_CONTIGUOUS,
+    LOWER_LANES_STRIDED,
+    LOWER_LANES_GATHER
+} lower_lane_pattern;
+
+/* ---- generator state ---------------------------------------------------- */
+
+/* The statement at the bottom of a walk over the loops (lower_plan). */
+typedef enum lower_body_kind {
+    LOWER_BODY_MAIN,     /* the computation */
+    LOWER_BODY_OUT_ZERO, /* output = 0 before an in-place reduction */
+    LOWER_BODY_EPILOGUE, /* output = epilogue(output) after it */
+    LOWER_BODY_ACC_LOAD, /* acc = output (a reduction loop is outside the accumulator) */
+    LOWER_BODY_WRITEBACK /* output = acc (or epilogue(acc) when the value is final) */
+} lower_body_kind;
+
+/* The state of one lowering: what the analysis found (set once) and where
+ * the emission is (changed and restored as it walks the loops). n and op
+ * are borrowed; s is the kernel's text, borrowed from rlt_codegen_kernel. */
+typedef struct lower_gen {
+    const rlt_nest *n;
+    const rlt_op *op;
+    rlt_str *s;
+    char cname[RLT_MAX_VARS][RLT_LOOP_NAME_MAX + 8];
+    char tname[RLT_MAX_TENSORS][RLT_NAME_MAX + 8];
+    bool is_symbol[RLT_MAX_VARS];
+    int sym_depth[RLT_MAX_VARS];   /* loop position whose body first sees the symbol */
+    int derived_from[RLT_MAX_VARS]; /* fused variable a derived symbol comes from */
+    lower_lin value[RLT_MAX_VARS];
+    lower_lin axis[RLT_MAX_AXES];
+    int n_guards;
+    lower_lin guard[RLT_MAX_VARS]; /* guard g: guard[g] < guard_bound[g] */
+    int64_t guard_bound[RLT_MAX_VARS];
+    int guard_depth[RLT_MAX_VARS];
+    int guard_vpoint[RLT_MAX_VARS]; /* loop position to version the guard at, or -1 */
+    bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
+    bool is_bounds_known; /* inside a tile whose loads were all checked in bounds at its start */
+    /* Inside a guarded accumulation (lower_hoist_factor_checks): these loads'
+     * dims were checked by the statement's guard, not by the load. */
+    int n_hoisted;
+    const rlt_expr *hoisted_load[RLT_MAX_TENSORS];
+    unsigned hoisted_dims[RLT_MAX_TENSORS];
+    int slow_depth;       /* > 0 inside the guarded (tail) copy of a versioned subtree */
+    bool is_acc_in_slow;  /* the accumulator was declared inside that copy */
+    bool is_fixed[RLT_MAX_VARS];
+    int64_t fixed[RLT_MAX_VARS];
+    int vec_var;        /* the vectorized loop's variable, or -1 */
+    int vec_width;
+    bool in_vector;     /* emitting the vector path (vec_var spans lanes) */
+    int mask_nv;        /* in a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1; else -1 */
+    int r0;             /* position of the outermost reduction loop of more than one iteration (n_loops if none) */
+    int acc_depth;      /* loops at and after this position form the tile; -1: none */
+    bool acc_is_final;  /* every reduction loop is inside the accumulator */
+    int64_t ws_offset[RLT_MAX_TENSORS];
+    int64_t ws_bytes;
+    int64_t phys_dims[RLT_MAX_TENSORS][2 * RLT_MAX_DIMS];
+    int n_phys[RLT_MAX_TENSORS];
+    int outer_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS]; /* where each original dim went */
+    int inner_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS];
+    int n_temps;        /* unique suffix for temporaries */
+} lower_gen;
+
+/* A walk over some of the nest's loops: all of them for the computation, the
+ * spatial ones for zeroing, epilogue, accumulator load and write-back. */
+typedef struct lower_plan {
+    int n;
+    int pos[RLT_MAX_LOOPS];
+    lower_body_kind kind;
+} lower_plan;
+
+/* ---- lower_symbols.c: symbols, analysis, linear forms, text ------------- */
+
+/* Appends a line (or a piece of one) to the kernel, indented by `indent`. */
+void lower_out(lower_gen *g, int indent, const char *fmt, ...) RLT_PRINTF(3, 4);
+
+/* Marks the kernel's text failed when the temporary string t ran out of
+ * memory; lower_text_of does it too, and returns t's text ("" if failed). */
+void lower_note_failure(const lower_gen *g, const rlt_str *t);
+const char *lower_text_of(const lower_gen *g, const rlt_str *t);
+
+/* The C names of the tensors and variables (g->tname, g->cname). */
+void lower_make_cnames(lower_gen *g);
+
+/* Fills the analysis part of g from g->n: symbols, values, guards, the
+ * vector loop, the reductions, the accumulator, the staged tensors. */
+void lower_analyse(lower_gen *g);
+
+void lower_lin_zero(lower_lin *l);
+/* dst += scale * src. */
+void lower_lin_add_scaled(lower_lin *dst, const lower_lin *src, int64_t scale);
+/* An affine index over the op's axes as a linear form over symbols. */
+void lower_affine_to_lin(const lower_gen *g, const rlt_affine *a, lower_lin *out_lin);
+/* l with the fixed symbols (unrolled copies, lanes) folded into k. */
+void lower_lin_fold(const lower_gen *g, const lower_lin *l, lower_lin *folded);
+bool lower_lin_is_const(const lower_gen *g, const lower_lin *l);
+/* Appends l, folded, as C: "i_o*6144 + k + 3". */
+void lower_lin_print(const lower_gen *g, const lower_lin *l, rlt_str *s);
+/* The range of l over its symbols' loop ranges. */
+void lower_lin_range(const lower_gen *g, const lower_lin *l, int64_t *lo, int64_t *hi);
+
+/* ---- lower_access.c: addresses, loads, expressions, the output ---------- */
+
+/* Row-major strides of dims[0..n). */
+void lower_dims_strides(const int64_t *dims, int n, int64_t *strides);
+/* The address a load reads (in its staged copy if it has one). */
+void lower_load_addr(const lower_gen *g, const rlt_expr *e, lower_addr *a);
+/* The address of the output element at the current point. */
+void lower_out_addr(const lower_gen *g, lower_addr *a);
+/* Appends a's address at lane 0 of the vector loop. */
+void lower_addr_print_lane0(lower_gen *g, const lower_addr *a, rlt_str *s);
+/* How a varies across the vector loop's lanes (uniform when there is none). */
+lower_lane_pattern lower_lanes_of(const lower_gen *g, const lower_addr *a);
+
+/* Whether the preamble has masked loads and stores at this vector width. */
+bool lower_has_masked_lanes(int width);
+/* Narrows a lane range's bound, held as C text, to where x0 + c * lane
+ * stays inside [0, n). */
+void lower_narrow_lanes(lower_gen *g, rlt_str *bound, bool is_lower, const char *x0, int64_t c, int64_t n);
+
+/* Appends e as C (a scalar or, in the vector path, a vector); acc_text
+ * stands for the reduction's value in an epilogue. */
+void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_str *s);
+/* Appends to `guard` the bounds checks of e's factors that hold for the
+ * whole statement and marks them done for the loads; false when a factor
+ * is out of bounds for certain (the statement adds nothing). */
+bool lower_hoist_factor_checks(lower_gen *g, const rlt_expr *e, rlt_str *guard);
+/* Appends the accumulator element at the current point ("rlt_acc[i_i][0]"). */
+void lower_acc_ref(const lower_gen *g, rlt_str *s);
+/* Appends the output's value at the current point. */
+void lower_out_value(lower_gen *g, rlt_str *s);
+/* Emits the store of value_text to the output at the current point. */
+void lower_store_out(lower_gen *g, int indent, const char *value_text);
+
+/* ---- lower_loops.c: loops and statements -------------------------------- */
+
+/* Emits the loops of p from index idx on, and the statement inside them. */
+void lower_emit_plan(lower_gen *g, const lower_plan *p, int idx, int indent);
+
+#endif
