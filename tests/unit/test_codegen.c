@@ -1,4 +1,4 @@
-/* Unit tests of code generation (src/codegen/lower.c, reference.c) beyond
+/* Unit tests of code generation (src/codegen/lower*.c, reference.c) beyond
  * the goldens: symbols are a function of the code (the compile cache
  * depends on it), workspace sizes of staged layouts, the preamble compiles
  * with gcc and clang, names that are C keywords or predefined macros still
