@@ -99,6 +99,13 @@ typedef struct rlt_c_source {
 } rlt_c_source;
 RLT_API rlt_status rlt_nest_c_source(const rlt_nest *n, rlt_c_source *out, rlt_diag *diag);
 
+/* The lowered loop tree that the nest's C is printed from (loops, unrolled
+ * copies, guards, versions, vector loops, the accumulator tile and its
+ * write-back, the statements), one node a line, as `rltune show --stage
+ * lowered` prints it. *out: free with rlt_free (NULL on error). Errors:
+ * OUT_OF_MEMORY, INTERNAL (a bug). */
+RLT_API rlt_status rlt_nest_lowered_text(const rlt_nest *n, char **out, rlt_diag *diag);
+
 /* Whether the nest has a parallel loop (its kernel needs OpenMP). */
 RLT_API bool rlt_nest_is_parallel(const rlt_nest *n);
 

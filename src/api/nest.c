@@ -1,8 +1,9 @@
 /*
  * nest.c - the public face of nests and their measurement
  * (rltune/schedule.h, rltune/measure.h): a nest handle made from an op and
- * a schedule, its loop tree and C source, rlt_measure over handles, and
- * what the measurement's report shows (the compiler command, the machine).
+ * a schedule, its loop tree, lowered loops and C source, rlt_measure over
+ * handles, and what the measurement's report shows (the compiler command,
+ * the machine).
  * Inside rltune a nest is a value (ir.h: a fixed-size struct that search
  * states copy freely); a handle is one such value on the heap.
  */
@@ -54,6 +55,20 @@ rlt_status rlt_nest_c_source(const rlt_nest *n, rlt_c_source *out, rlt_diag *dia
     }
     rlt_kernel_src_free(&k);
     return st;
+}
+
+rlt_status rlt_nest_lowered_text(const rlt_nest *n, char **out, rlt_diag *diag)
+{
+    *out = NULL;
+    rlt_str s;
+    rlt_str_init(&s);
+    rlt_status st = rlt_codegen_lowered_text(n, &s, diag);
+    if (st != RLT_STATUS_OK) {
+        rlt_str_free(&s);
+        return st;
+    }
+    *out = rlt_str_take(&s);
+    return *out ? RLT_STATUS_OK : rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory printing the lowered loops");
 }
 
 bool rlt_nest_is_parallel(const rlt_nest *n)

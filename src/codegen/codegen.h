@@ -97,6 +97,11 @@ const char *rlt_codegen_preamble(void);
  * equal code gives equal symbols (the compile cache relies on it). */
 rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *out, rlt_diag *diag);
 
+/* The lowered loop tree of a checked nest (src/codegen/lowered.h), one
+ * node a line, appended to out: the stage between the nest and its C
+ * (`rltune show --stage lowered`). Errors: OUT_OF_MEMORY. */
+rlt_status rlt_codegen_lowered_text(const rlt_nest *nest, rlt_str *out, rlt_diag *diag);
+
 /* The op's reference kernel (see above). */
 rlt_status rlt_codegen_reference(const rlt_op *op, rlt_kernel_src *out, rlt_diag *diag);
 

@@ -1,8 +1,10 @@
 /*
  * lower.c - lowers a scheduled loop nest to C: rlt_codegen_kernel, which
- * analyses the nest (lower_symbols.c), copies the staged inputs into the
- * workspace (here) and emits the loops (lower_loops.c) with their accesses
- * (lower_access.c); and codegen_print_axis_affine, for the reference kernel.
+ * analyses the nest (lower_symbols.c), builds the lowered tree of its loops
+ * (lower_build.c, lowered.h), copies the staged inputs into the workspace
+ * (here) and prints the tree (lower_print.c) with its accesses
+ * (lower_access.c); rlt_codegen_lowered_text, which prints the tree as text
+ * (lower_dump.c); and codegen_print_axis_affine, for the reference kernel.
  *
  * How a nest becomes code:
  *  - Symbols. Every loop counter is a symbol; so is every variable that a
@@ -26,7 +28,7 @@
  *    loads from them decompose indices into block / offset pairs, using the
  *    ranges of the loop counters to keep the address linear where it can.
  */
-#include "codegen/lower_internal.h"
+#include "codegen/lowered.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -158,19 +160,55 @@ static void emit_staging(lower_gen *g, int t, bool use_openmp)
 
 /* ---- the kernel --------------------------------------------------------- */
 
-rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *ksrc, rlt_diag *diag)
+/* Starts a lowering of `nest` into the text s: checks the nest, analyses
+ * it, and builds the lowered tree of its main plan (*out_root, in
+ * (*out_g)->arena). Free *out_g with lower_end, also after a failure. */
+static rlt_status lower_begin(const rlt_nest *nest, rlt_str *s, lower_gen **out_g, lowered_node **out_root,
+                              rlt_diag *diag)
 {
+    *out_g = NULL;
     rlt_status st = rlt_nest_check(nest, diag);
     if (st != RLT_STATUS_OK) return st;
     lower_gen *g = rlt_calloc(1, sizeof *g);
     if (!g) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating C");
-    rlt_str s;
-    rlt_str_init(&s);
+    *out_g = g;
     g->n = nest;
     g->op = nest->op;
-    g->s = &s;
+    g->s = s;
+    g->arena = rlt_arena_create();
+    g->sink = rlt_calloc(1, sizeof *g->sink);
+    if (!g->arena || !g->sink) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating C");
     lower_make_cnames(g);
     lower_analyse(g);
+    lower_plan main_plan = {.n = nest->n_loops, .kind = LOWER_BODY_MAIN};
+    for (int l = 0; l < nest->n_loops; l++) main_plan.pos[l] = l;
+    lower_cursor start = g->at;
+    *out_root = lowered_new(g, LOWERED_SEQ, &start);
+    lower_build_plan(g, &main_plan, 0, &start, *out_root);
+    if (g->is_oom) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory building the lowered loops");
+    return RLT_STATUS_OK;
+}
+
+static void lower_end(lower_gen *g)
+{
+    if (!g) return;
+    rlt_arena_destroy(g->arena);
+    rlt_free(g->sink);
+    rlt_free(g);
+}
+
+rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *ksrc, rlt_diag *diag)
+{
+    rlt_str s;
+    rlt_str_init(&s);
+    lower_gen *g;
+    lowered_node *root;
+    rlt_status st = lower_begin(nest, &s, &g, &root, diag);
+    if (st != RLT_STATUS_OK) {
+        lower_end(g);
+        rlt_str_free(&s);
+        return st;
+    }
     const rlt_op *op = g->op;
     bool needs_openmp = false;
     for (int l = 0; l < nest->n_loops; l++) needs_openmp |= nest->loops[l].kind == RLT_LOOP_PARALLEL;
@@ -221,12 +259,23 @@ rlt_status rlt_codegen_kernel(const rlt_nest *nest, rlt_kernel_src *ksrc, rlt_di
     lower_out(g, 1, "if (rlt_nthreads < 1) rlt_nthreads = 1;\n");
     for (int t = 0; t + 1 < op->n_tensors; t++)
         if (g->ws_offset[t] >= 0 && !is_prestaged(g, t)) emit_staging(g, t, needs_openmp);
-    lower_plan main_plan = {.n = nest->n_loops, .kind = LOWER_BODY_MAIN};
-    for (int l = 0; l < nest->n_loops; l++) main_plan.pos[l] = l;
-    lower_emit_plan(g, &main_plan, 0, 1);
+    lower_print_tree(g, root, 1);
     lower_out(g, 0, "}\n");
-    rlt_free(g);
+    lower_end(g);
     return codegen_finish(&s, "rlt_k_", needs_openmp, ksrc, diag);
+}
+
+rlt_status rlt_codegen_lowered_text(const rlt_nest *nest, rlt_str *out, rlt_diag *diag)
+{
+    lower_gen *g;
+    lowered_node *root;
+    rlt_status st = lower_begin(nest, out, &g, &root, diag);
+    if (st == RLT_STATUS_OK) {
+        lower_dump_tree(g, root, out);
+        if (out->has_failed) st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory printing the lowered loops");
+    }
+    lower_end(g);
+    return st;
 }
 
 void codegen_print_axis_affine(const rlt_op *op, const rlt_affine *a, const char *prefix, rlt_str *s)

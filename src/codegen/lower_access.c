@@ -111,11 +111,11 @@ static void print_addr(const lower_gen *g, const lower_addr *a, rlt_str *s)
 void lower_addr_print_lane0(lower_gen *g, const lower_addr *a, rlt_str *s)
 {
     int v = g->vec_var;
-    bool was_fixed = g->is_fixed[v];
-    g->is_fixed[v] = true;
-    g->fixed[v] = 0;
+    bool was_fixed = g->at.is_fixed[v];
+    g->at.is_fixed[v] = true;
+    g->at.fixed[v] = 0;
     print_addr(g, a, s);
-    g->is_fixed[v] = was_fixed;
+    g->at.is_fixed[v] = was_fixed;
 }
 
 /* The pattern across the vector loop's lanes, wherever the code is. */
@@ -135,7 +135,7 @@ lower_lane_pattern lower_lanes_of(const lower_gen *g, const lower_addr *a)
 /* The pattern of an access in the code being emitted (uniform outside the vector path). */
 static lower_lane_pattern addr_lanes(const lower_gen *g, const lower_addr *a)
 {
-    return g->in_vector ? lower_lanes_of(g, a) : LOWER_LANES_UNIFORM;
+    return g->at.in_vector ? lower_lanes_of(g, a) : LOWER_LANES_UNIFORM;
 }
 
 /* ---- expressions -------------------------------------------------------- */
@@ -182,7 +182,7 @@ static dim_reach load_dim_reach(const lower_gen *g, const rlt_expr *e, int d, lo
 static void load_condition(const lower_gen *g, const rlt_expr *e, rlt_str *cond)
 {
     const rlt_tensor *t = &g->op->tensors[e->tensor];
-    if (g->n->layouts[e->tensor].is_padded || g->is_bounds_known) return;
+    if (g->n->layouts[e->tensor].is_padded || g->at.is_bounds_known) return;
     unsigned hoisted = hoisted_dims(g, e);
     for (int d = 0; d < t->n_dims; d++) {
         lower_lin x, f;
@@ -240,7 +240,7 @@ static bool load_lanes(lower_gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *
     rlt_str_printf(lo, "0");
     if (g->mask_nv >= 0) rlt_str_printf(hi, "rlt_nv%d", g->mask_nv);
     else rlt_str_printf(hi, "%d", g->vec_width);
-    if (g->n->layouts[e->tensor].is_padded || g->is_bounds_known) return true;
+    if (g->n->layouts[e->tensor].is_padded || g->at.is_bounds_known) return true;
     unsigned hoisted = hoisted_dims(g, e);
     bool ok = true;
     for (int d = 0; d < t->n_dims && ok; d++) {
@@ -311,19 +311,19 @@ static void emit_lanes(lower_gen *g, lane_fn fn, const void *arg, rlt_str *s)
 {
     int v = g->vec_var;
     rlt_str_printf(s, "(rlt_v%d){", g->vec_width);
-    bool was_fixed = g->is_fixed[v];
-    bool was_vector = g->in_vector;
-    g->is_fixed[v] = true;
-    g->in_vector = false;
+    bool was_fixed = g->at.is_fixed[v];
+    bool was_vector = g->at.in_vector;
+    g->at.is_fixed[v] = true;
+    g->at.in_vector = false;
     for (int lane = 0; lane < g->vec_width; lane++) {
-        g->fixed[v] = lane;
+        g->at.fixed[v] = lane;
         if (lane) rlt_str_append(s, ", ");
         if (g->mask_nv >= 0) rlt_str_printf(s, "(%d < rlt_nv%d ? ", lane, g->mask_nv);
         fn(g, arg, s);
         if (g->mask_nv >= 0) rlt_str_append(s, " : 0.0f)");
     }
-    g->is_fixed[v] = was_fixed;
-    g->in_vector = was_vector;
+    g->at.is_fixed[v] = was_fixed;
+    g->at.in_vector = was_vector;
     rlt_str_append(s, "}");
 }
 
@@ -399,7 +399,7 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
     int64_t tap = 0, last_tap = 0;
     for (int f = 0; f < g->n->n_vars; f++) {
         int64_t c = idx[dw].c[f];
-        if (f == v || !g->is_fixed[f] || c <= 0 || c >= 32) continue;
+        if (f == v || !g->at.is_fixed[f] || c <= 0 || c >= 32) continue;
         bool is_only_here = true;
         for (int d = 0; d < t->n_dims; d++)
             if (d != dw && idx[d].c[f]) is_only_here = false;
@@ -407,7 +407,7 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
             if (g->guard[k].c[f]) is_only_here = false; /* a tail's guard: not every tap is there */
         if (!is_only_here) continue;
         is_tap[f] = true;
-        tap += c * g->fixed[f];
+        tap += c * g->at.fixed[f];
         last_tap += c * (g->n->vars[f].extent - 1);
     }
     if (last_tap < 1 || last_tap > 31) return false;
@@ -417,11 +417,11 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
     bool was_fixed[RLT_MAX_VARS];
     int64_t old_fixed[RLT_MAX_VARS];
     for (int f = 0; f < g->n->n_vars; f++) {
-        was_fixed[f] = g->is_fixed[f];
-        old_fixed[f] = g->fixed[f];
+        was_fixed[f] = g->at.is_fixed[f];
+        old_fixed[f] = g->at.fixed[f];
         if (f == v || is_tap[f]) {
-            g->is_fixed[f] = true;
-            g->fixed[f] = 0;
+            g->at.is_fixed[f] = true;
+            g->at.fixed[f] = 0;
         }
     }
     lower_lin x0;
@@ -432,12 +432,12 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
     print_addr(g, a, &start);
     lower_lin_print(g, &x0, &first);
     for (int f = 0; f < g->n->n_vars; f++) {
-        g->is_fixed[f] = was_fixed[f];
-        g->fixed[f] = old_fixed[f];
+        g->at.is_fixed[f] = was_fixed[f];
+        g->at.fixed[f] = old_fixed[f];
     }
 
     /* the other dims' bounds do not depend on the lane: one condition */
-    bool is_checked = !g->n->layouts[e->tensor].is_padded && !g->is_bounds_known;
+    bool is_checked = !g->n->layouts[e->tensor].is_padded && !g->at.is_bounds_known;
     bool is_zero = false;
     rlt_str cond;
     rlt_str_init(&cond);
@@ -488,7 +488,7 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
 
 static void emit_load(lower_gen *g, const rlt_expr *e, rlt_str *s)
 {
-    if (!g->in_vector) {
+    if (!g->at.in_vector) {
         emit_scalar_load(g, e, s);
         return;
     }
@@ -514,9 +514,9 @@ static void emit_load(lower_gen *g, const rlt_expr *e, rlt_str *s)
         rlt_str_append(s, "])");
     } else if (p == LOWER_LANES_UNIFORM) {
         rlt_str_printf(s, "rlt_splat%d(", g->vec_width);
-        g->in_vector = false;
+        g->at.in_vector = false;
         emit_scalar_load(g, e, s);
-        g->in_vector = true;
+        g->at.in_vector = true;
         rlt_str_append(s, ")");
     } else {
         rlt_str_printf(s, "rlt_load%d(&%s[", g->vec_width, base);
@@ -538,7 +538,7 @@ static void print_float(double x, rlt_str *s)
 void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_str *s)
 {
     int w = g->vec_width;
-    bool vec = g->in_vector;
+    bool vec = g->at.in_vector;
     switch (e->kind) {
     case RLT_EXPR_CONST:
         if (vec) rlt_str_printf(s, "rlt_splat%d(", w);
@@ -591,7 +591,7 @@ void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_
  * being emitted. */
 static bool varies_by_lane(const lower_gen *g, const lower_lin *x)
 {
-    if (!g->in_vector || g->vec_var < 0) return false;
+    if (!g->at.in_vector || g->vec_var < 0) return false;
     for (int v = 0; v < g->n->n_vars; v++)
         if (x->c[v] && (v == g->vec_var || g->derived_from[v] == g->vec_var)) return true;
     return false;
@@ -612,7 +612,7 @@ bool lower_hoist_factor_checks(lower_gen *g, const rlt_expr *e, rlt_str *guard)
     if (e->kind == RLT_EXPR_MUL)
         return lower_hoist_factor_checks(g, e->a, guard) && lower_hoist_factor_checks(g, e->b, guard);
     if (e->kind == RLT_EXPR_NEG) return lower_hoist_factor_checks(g, e->a, guard);
-    if (e->kind != RLT_EXPR_LOAD || g->n->layouts[e->tensor].is_padded || g->is_bounds_known ||
+    if (e->kind != RLT_EXPR_LOAD || g->n->layouts[e->tensor].is_padded || g->at.is_bounds_known ||
         g->n_hoisted == RLT_MAX_TENSORS)
         return true;
     const rlt_tensor *t = &g->op->tensors[e->tensor];
@@ -641,13 +641,13 @@ void lower_acc_ref(const lower_gen *g, rlt_str *s)
     for (int l = g->acc_depth; l < g->n->n_loops; l++) {
         int v = g->n->loops[l].var;
         if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
-        if (g->is_fixed[v]) rlt_str_printf(s, "[%" PRId64 "]", g->fixed[v]);
+        if (g->at.is_fixed[v]) rlt_str_printf(s, "[%" PRId64 "]", g->at.fixed[v]);
         else rlt_str_printf(s, "[%s]", g->cname[v]);
         any = true;
     }
     if (!any) rlt_str_append(s, "[0]");
-    if (g->vec_var >= 0 && !g->in_vector) {
-        if (g->is_fixed[g->vec_var]) rlt_str_printf(s, "[%" PRId64 "]", g->fixed[g->vec_var]);
+    if (g->vec_var >= 0 && !g->at.in_vector) {
+        if (g->at.is_fixed[g->vec_var]) rlt_str_printf(s, "[%" PRId64 "]", g->at.fixed[g->vec_var]);
         else rlt_str_printf(s, "[%s]", g->cname[g->vec_var]);
     }
 }
@@ -659,7 +659,7 @@ void lower_out_value(lower_gen *g, rlt_str *s)
     lower_out_addr(g, &a);
     const char *o = g->tname[g->op->n_tensors - 1];
     lower_lane_pattern p = addr_lanes(g, &a);
-    if (!g->in_vector) {
+    if (!g->at.in_vector) {
         rlt_str_printf(s, "%s[", o);
         print_addr(g, &a, s);
         rlt_str_append(s, "]");
@@ -676,9 +676,11 @@ void lower_out_value(lower_gen *g, rlt_str *s)
          * loop either moves along it contiguously or strides (gather). */
         rlt_str_printf(s, "(rlt_v%d){", g->vec_width);
         int v = g->vec_var;
-        g->is_fixed[v] = true;
+        bool was_fixed = g->at.is_fixed[v];
+        int64_t was_value = g->at.fixed[v];
+        g->at.is_fixed[v] = true;
         for (int lane = 0; lane < g->vec_width; lane++) {
-            g->fixed[v] = lane;
+            g->at.fixed[v] = lane;
             rlt_str_append(s, lane ? ", " : "");
             if (g->mask_nv >= 0) rlt_str_printf(s, "(%d < rlt_nv%d ? ", lane, g->mask_nv);
             rlt_str_printf(s, "%s[", o);
@@ -686,7 +688,8 @@ void lower_out_value(lower_gen *g, rlt_str *s)
             rlt_str_append(s, "]");
             if (g->mask_nv >= 0) rlt_str_append(s, " : 0.0f)");
         }
-        g->is_fixed[v] = false;
+        g->at.is_fixed[v] = was_fixed;
+        g->at.fixed[v] = was_value;
         rlt_str_append(s, "}");
     }
 }
@@ -699,7 +702,7 @@ void lower_store_out(lower_gen *g, int indent, const char *value_text)
     const char *o = g->tname[g->op->n_tensors - 1];
     rlt_str s;
     rlt_str_init(&s);
-    if (!g->in_vector) {
+    if (!g->at.in_vector) {
         rlt_str_printf(&s, "%s[", o);
         print_addr(g, &a, &s);
         lower_out(g, indent, "%s] = %s;\n", lower_text_of(g, &s), value_text);
@@ -715,9 +718,11 @@ void lower_store_out(lower_gen *g, int indent, const char *value_text)
         lower_out(g, indent, "{\n");
         lower_out(g, indent + 1, "rlt_v%d rlt_t%d = %s;\n", g->vec_width, tmp, value_text);
         int v = g->vec_var;
-        g->is_fixed[v] = true;
+        bool was_fixed = g->at.is_fixed[v];
+        int64_t was_value = g->at.fixed[v];
+        g->at.is_fixed[v] = true;
         for (int lane = 0; lane < g->vec_width; lane++) {
-            g->fixed[v] = lane;
+            g->at.fixed[v] = lane;
             rlt_str_clear(&s);
             print_addr(g, &a, &s);
             if (g->mask_nv >= 0)
@@ -726,7 +731,8 @@ void lower_store_out(lower_gen *g, int indent, const char *value_text)
             else
                 lower_out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, lower_text_of(g, &s), tmp, lane);
         }
-        g->is_fixed[v] = false;
+        g->at.is_fixed[v] = was_fixed;
+        g->at.fixed[v] = was_value;
         lower_out(g, indent, "}\n");
     }
     rlt_str_free(&s);

@@ -9,8 +9,10 @@
  *    for linear forms and for writing the kernel's text;
  *  - lower_access.c turns addresses, loads, expressions and the output's
  *    accesses into C text;
- *  - lower_loops.c walks the loops (guards, versions, vectors, unrolled
- *    copies, the accumulator tile) down to the statements;
+ *  - lower_build.c builds the lowered tree (lowered.h): the loops, guards,
+ *    versions, vectors, unrolled copies and the accumulator tile down to
+ *    the statements; lower_print.c prints it as C (and lower_dump.c as
+ *    text);
  *  - lower.c stages the packed and padded inputs and writes the kernel
  *    (rlt_codegen_kernel), and explains the whole scheme.
  * All of it runs on one thread; the generator borrows the nest and its op.
@@ -57,6 +59,8 @@ typedef enum lower_lane_pattern {
 
 /* ---- generator state ---------------------------------------------------- */
 
+typedef struct lowered_node lowered_node; /* lowered.h */
+
 /* The statement at the bottom of a walk over the loops (lower_plan). */
 typedef enum lower_body_kind {
     LOWER_BODY_MAIN,     /* the computation */
@@ -66,9 +70,26 @@ typedef enum lower_body_kind {
     LOWER_BODY_WRITEBACK /* output = acc (or epilogue(acc) when the value is final) */
 } lower_body_kind;
 
-/* The state of one lowering: what the analysis found (set once) and where
- * the emission is (changed and restored as it walks the loops). n and op
- * are borrowed; s is the kernel's text, borrowed from rlt_codegen_kernel. */
+/* Where a walk over the loops is (lowered.h: every node of the lowered tree
+ * keeps the cursor it is printed at): which variables an unrolled copy or a
+ * lane fixed to a constant, whether the vector path (and a partial vector's
+ * mask) is on, which guards and bounds are known to hold, and whether this
+ * is the guarded copy of a versioned subtree. */
+typedef struct lower_cursor {
+    bool is_fixed[RLT_MAX_VARS];
+    int64_t fixed[RLT_MAX_VARS];
+    bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
+    bool is_bounds_known; /* inside a tile whose loads were all checked in bounds at its start */
+    bool in_vector;       /* the vector path (vec_var spans lanes) */
+    bool is_masked;       /* in a partial vector (lower_gen.mask_nv names its lane count) */
+    int slow_depth;       /* > 0 inside the guarded (tail) copy of a versioned subtree */
+    bool is_acc_in_slow;  /* the accumulator was declared inside that copy */
+} lower_cursor;
+
+/* The state of one lowering: what the analysis found (set once), and the
+ * cursor that the access layer reads (`at`), loaded from the node being
+ * built or printed. n and op are borrowed; s is the kernel's text,
+ * borrowed from rlt_codegen_kernel; arena holds the lowered tree. */
 typedef struct lower_gen {
     const rlt_nest *n;
     const rlt_op *op;
@@ -85,21 +106,14 @@ typedef struct lower_gen {
     int64_t guard_bound[RLT_MAX_VARS];
     int guard_depth[RLT_MAX_VARS];
     int guard_vpoint[RLT_MAX_VARS]; /* loop position to version the guard at, or -1 */
-    bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
-    bool is_bounds_known; /* inside a tile whose loads were all checked in bounds at its start */
     /* Inside a guarded accumulation (lower_hoist_factor_checks): these loads'
      * dims were checked by the statement's guard, not by the load. */
     int n_hoisted;
     const rlt_expr *hoisted_load[RLT_MAX_TENSORS];
     unsigned hoisted_dims[RLT_MAX_TENSORS];
-    int slow_depth;       /* > 0 inside the guarded (tail) copy of a versioned subtree */
-    bool is_acc_in_slow;  /* the accumulator was declared inside that copy */
-    bool is_fixed[RLT_MAX_VARS];
-    int64_t fixed[RLT_MAX_VARS];
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
-    bool in_vector;     /* emitting the vector path (vec_var spans lanes) */
-    int mask_nv;        /* in a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1; else -1 */
+    int mask_nv;        /* printing a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1; else -1 */
     int r0;             /* position of the outermost reduction loop of more than one iteration (n_loops if none) */
     int acc_depth;      /* loops at and after this position form the tile; -1: none */
     bool acc_is_final;  /* every reduction loop is inside the accumulator */
@@ -109,7 +123,11 @@ typedef struct lower_gen {
     int n_phys[RLT_MAX_TENSORS];
     int outer_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS]; /* where each original dim went */
     int inner_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS];
-    int n_temps;        /* unique suffix for temporaries */
+    int n_temps;        /* unique suffix for temporaries, numbered as they are printed */
+    lower_cursor at;    /* the walk's position (see lower_cursor) */
+    rlt_arena *arena;   /* the lowered tree's nodes and texts (owned by rlt_codegen_kernel) */
+    bool is_oom;        /* building the tree ran out of memory */
+    lowered_node *sink; /* what lowered_new returns then (owned, rlt_free) */
 } lower_gen;
 
 /* A walk over some of the nest's loops: all of them for the computation, the
@@ -182,10 +200,5 @@ void lower_acc_ref(const lower_gen *g, rlt_str *s);
 void lower_out_value(lower_gen *g, rlt_str *s);
 /* Emits the store of value_text to the output at the current point. */
 void lower_store_out(lower_gen *g, int indent, const char *value_text);
-
-/* ---- lower_loops.c: loops and statements -------------------------------- */
-
-/* Emits the loops of p from index idx on, and the statement inside them. */
-void lower_emit_plan(lower_gen *g, const lower_plan *p, int idx, int indent);
 
 #endif

@@ -226,8 +226,8 @@ void lower_lin_fold(const lower_gen *g, const lower_lin *l, lower_lin *folded)
 {
     *folded = *l;
     for (int s = 0; s < g->n->n_vars; s++)
-        if (folded->c[s] && g->is_fixed[s]) {
-            folded->k += folded->c[s] * g->fixed[s];
+        if (folded->c[s] && g->at.is_fixed[s]) {
+            folded->k += folded->c[s] * g->at.fixed[s];
             folded->c[s] = 0;
         }
 }

@@ -1,5 +1,6 @@
-/* Golden tests of the printed loop tree (rlt_nest_print) and the generated C
- * (rlt_codegen_kernel) for every schedule primitive.
+/* Golden tests of the printed loop tree (rlt_nest_print), the lowered loops
+ * (rlt_codegen_lowered_text) and the generated C (rlt_codegen_kernel) for
+ * every schedule primitive: the stages of code generation.
  *
  * Each case is one file, tests/golden/cases/NAME.golden:
  *
@@ -12,10 +13,12 @@
  *     split i 3                         (schedule text, up to "== tree")
  *     == tree
  *     <expected rlt_nest_print output>
+ *     == lowered                        (optional: a few cases have it)
+ *     <expected rlt_codegen_lowered_text output>
  *     == c
  *     <expected rlt_codegen_kernel code, to the end of the file>
  *
- * The test compares both outputs exactly and, on a mismatch, shows the first
+ * The test compares the outputs exactly and, on a mismatch, shows the first
  * differing line with context. With RLTUNE_UPDATE_GOLDEN=1 in the
  * environment it rewrites the expected parts from the actual output instead
  * (then read the diff before committing: a golden states what is right, not
@@ -46,6 +49,7 @@ typedef struct golden {
     char *shape;
     char *schedule; /* the lines after "schedule:" (owned) */
     char *tree;     /* expected (owned) */
+    char *lowered;  /* expected (owned), or NULL: the case has no "== lowered" */
     char *code;     /* expected (owned) */
 } golden;
 
@@ -89,8 +93,12 @@ static void golden_load(golden *g, const char *dir, const char *name)
     const char *code_mark = strstr(text, "== c\n");
     cr_assert(tree_mark && code_mark && tree_mark < code_mark, "%s: needs '== tree' then '== c' lines", name);
     cr_assert(tree_mark == text || tree_mark[-1] == '\n', "%s: '== tree' must start a line", name);
+    const char *lowered_mark = strstr(text, "\n== lowered\n");
+    cr_assert(!lowered_mark || (tree_mark < lowered_mark && lowered_mark < code_mark),
+              "%s: '== lowered' goes between '== tree' and '== c'", name);
     g->header = dup_range(text, tree_mark);
-    g->tree = dup_range(tree_mark + strlen("== tree\n"), code_mark);
+    g->tree = dup_range(tree_mark + strlen("== tree\n"), lowered_mark ? lowered_mark + 1 : code_mark);
+    if (lowered_mark) g->lowered = dup_range(lowered_mark + strlen("\n== lowered\n"), code_mark);
     g->code = dup_range(code_mark + strlen("== c\n"), text + len);
     rlt_free(text);
 
@@ -115,6 +123,7 @@ static void golden_free(golden *g)
     free(g->shape);
     free(g->schedule);
     free(g->tree);
+    free(g->lowered);
     free(g->code);
 }
 
@@ -185,9 +194,10 @@ static void log_diff(const char *name, const char *what, const char *want, const
     rlt_str_free(&msg);
 }
 
-/* Runs one case: its op, schedule, tree and code. Returns the actual
- * outputs in *tree / *code (owned). */
-static void golden_run(const golden *g, char **tree, char **code, bool *needs_openmp)
+/* Runs one case: its op, schedule, tree, lowered loops (when the case has
+ * them) and code. Returns the actual outputs in *tree / *lowered / *code
+ * (owned; *lowered NULL when the case has none). */
+static void golden_run(const golden *g, char **tree, char **lowered, char **code, bool *needs_openmp)
 {
     rlt_op *op = NULL;
     rlt_diag d = {0};
@@ -202,6 +212,13 @@ static void golden_run(const golden *g, char **tree, char **code, bool *needs_op
     rlt_nest_print(&n, &t);
     *tree = rlt_str_take(&t);
     cr_assert_not_null(*tree);
+    *lowered = NULL;
+    if (g->lowered) {
+        rlt_str_init(&t);
+        cr_assert_eq(rlt_codegen_lowered_text(&n, &t, &d), RLT_STATUS_OK, "%s: %s", g->name, d.message);
+        *lowered = rlt_str_take(&t);
+        cr_assert_not_null(*lowered);
+    }
     rlt_kernel_src k;
     cr_assert_eq(rlt_codegen_kernel(&n, &k, &d), RLT_STATUS_OK, "%s: %s", g->name, d.message);
     *code = k.code;
@@ -210,11 +227,13 @@ static void golden_run(const golden *g, char **tree, char **code, bool *needs_op
     rlt_op_destroy(op);
 }
 
-static void golden_rewrite(const golden *g, const char *tree, const char *code)
+static void golden_rewrite(const golden *g, const char *tree, const char *lowered, const char *code)
 {
     rlt_str text;
     rlt_str_init(&text);
-    rlt_str_printf(&text, "%s== tree\n%s== c\n%s", g->header, tree, code);
+    rlt_str_printf(&text, "%s== tree\n%s", g->header, tree);
+    if (lowered) rlt_str_printf(&text, "== lowered\n%s", lowered);
+    rlt_str_printf(&text, "== c\n%s", code);
     rlt_diag d = {0};
     cr_assert_eq(rlt_file_write(g->path, text.data, text.len, &d), RLT_STATUS_OK, "%s", d.message);
     rlt_str_free(&text);
@@ -227,29 +246,34 @@ Test(golden, trees_and_code_match_the_cases)
     cr_assert_geq(n, 20, "only %d golden cases in %s", n, CASES_DIR);
     const char *update = getenv("RLTUNE_UPDATE_GOLDEN");
     bool is_update = update && strcmp(update, "1") == 0;
-    int n_bad = 0, n_updated = 0;
+    int n_bad = 0, n_updated = 0, n_lowered = 0;
     for (int i = 0; i < n; i++) {
         golden g;
         golden_load(&g, CASES_DIR, names[i]);
-        char *tree = NULL, *code = NULL;
+        char *tree = NULL, *lowered = NULL, *code = NULL;
         bool needs_openmp = false;
-        golden_run(&g, &tree, &code, &needs_openmp);
-        bool is_same = strcmp(tree, g.tree) == 0 && strcmp(code, g.code) == 0;
+        golden_run(&g, &tree, &lowered, &code, &needs_openmp);
+        bool is_same_lowered = !lowered || strcmp(lowered, g.lowered) == 0;
+        bool is_same = strcmp(tree, g.tree) == 0 && is_same_lowered && strcmp(code, g.code) == 0;
+        n_lowered += lowered != NULL;
         if (!is_same && is_update) {
-            golden_rewrite(&g, tree, code);
+            golden_rewrite(&g, tree, lowered, code);
             cr_log_warn("%s: rewritten", g.name);
             n_updated++;
         } else if (!is_same) {
             if (strcmp(tree, g.tree) != 0) log_diff(g.name, "the loop tree", g.tree, tree);
+            if (!is_same_lowered) log_diff(g.name, "the lowered loops", g.lowered, lowered);
             if (strcmp(code, g.code) != 0) log_diff(g.name, "the C code", g.code, code);
             n_bad++;
         }
         rlt_free(tree);
+        rlt_free(lowered);
         rlt_free(code);
         golden_free(&g);
         free(names[i]);
     }
     cr_expect_eq(n_bad, 0, "%d of %d golden cases differ (see above)", n_bad, n);
+    cr_expect_geq(n_lowered, 5, "only %d golden cases show the lowered loops", n_lowered);
     if (n_updated) cr_log_warn("%d golden cases rewritten", n_updated);
 }
 

@@ -128,7 +128,7 @@ Test(api, typed_steps_make_the_schedule_the_text_says)
     rlt_sched_destroy(s);
 }
 
-Test(api, nests_check_each_step_and_print_their_tree_and_c)
+Test(api, nests_check_each_step_and_print_their_tree_lowered_loops_and_c)
 {
     rlt_op *op = op_of("matmul:M=16,N=16,K=16");
     rlt_diag d = {0};
@@ -144,6 +144,11 @@ Test(api, nests_check_each_step_and_print_their_tree_and_c)
     cr_assert_not(c.needs_openmp);
     cr_assert_not(rlt_nest_is_parallel(plain));
     rlt_free(c.code);
+    char *lowered = NULL;
+    cr_assert_eq(rlt_nest_lowered_text(plain, &lowered, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_str_eq(lowered, "for i < 16\n  for j < 16\n    plan: zero the output before accumulating\n"
+                              "      zero output\n    for k < 16\n      compute\n");
+    rlt_free(lowered);
     rlt_sched *bad = NULL;
     cr_assert_eq(rlt_sched_parse("vectorize k\n", "bad.sched", &bad, &d), RLT_STATUS_OK);
     rlt_nest *n = (rlt_nest *)&n;

@@ -1,0 +1,293 @@
+/*
+ * lower_print.c - prints the lowered tree (lowered.h) as C, and as text.
+ *
+ * Entry points (lowered.h): lower_print_tree, which writes a tree's loops,
+ * guards, versions, vector loops, unrolled copies, accumulator tiles and
+ * transposed write-backs to the kernel's text, and the statements at its
+ * leaves through the access layer (lower_access.c); and lower_dump_tree,
+ * one node a line, for `rltune show --stage lowered`.
+ *
+ * Before a node prints anything that depends on where it stands, the
+ * printer loads the node's cursor into g->at; g->mask_nv names the lane
+ * count of the enclosing partial vector. Temporaries (rlt_tN, rlt_nvN) are
+ * numbered here, in the order they are printed.
+ */
+#include "codegen/lowered.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* Makes the node's cursor the current one; mask_nv is the temporary that
+ * counts the lanes of the partial vector the node is in (-1: none). */
+static void load_cursor(lower_gen *g, const lowered_node *n, int mask_nv)
+{
+    g->at = n->at;
+    g->mask_nv = n->at.is_masked ? mask_nv : -1;
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+/* The statement at the bottom of a plan, of the given kind, at the current
+ * point: lanes, unrolled copies and guards as the loops above left them. */
+static void print_stmt(lower_gen *g, lower_body_kind kind, int indent)
+{
+    rlt_str value, ref;
+    rlt_str_init(&value);
+    rlt_str_init(&ref);
+    bool has_reduction = g->r0 < g->n->n_loops;
+    const rlt_expr *epi = g->op->epilogue;
+    rlt_str guard;
+    rlt_str_init(&guard);
+    switch (kind) {
+    case LOWER_BODY_MAIN:
+        if (has_reduction && !lower_hoist_factor_checks(g, g->op->body, &guard)) break; /* a zero term */
+        if (guard.len) lower_out(g, indent++, "if (%s) {\n", lower_text_of(g, &guard));
+        lower_emit_expr(g, g->op->body, "", &value);
+        if (g->acc_depth >= 0) {
+            lower_acc_ref(g, &ref);
+            lower_out(g, indent, "%s %s= %s;\n", lower_text_of(g, &ref), has_reduction ? "+" : "",
+                      lower_text_of(g, &value));
+        } else if (has_reduction) {
+            lower_out_value(g, &ref);
+            rlt_str sum;
+            rlt_str_init(&sum);
+            rlt_str_printf(&sum, "%s + %s", lower_text_of(g, &ref), lower_text_of(g, &value));
+            lower_store_out(g, indent, lower_text_of(g, &sum));
+            rlt_str_free(&sum);
+        } else if (epi) {
+            int tmp = g->n_temps++;
+            char name[32];
+            snprintf(name, sizeof name, "rlt_t%d", tmp);
+            lower_out(g, indent, "{\n");
+            if (g->at.in_vector)
+                lower_out(g, indent + 1, "rlt_v%d %s = %s;\n", g->vec_width, name, lower_text_of(g, &value));
+            else lower_out(g, indent + 1, "float %s = %s;\n", name, lower_text_of(g, &value));
+            rlt_str_clear(&value);
+            lower_emit_expr(g, epi, name, &value);
+            lower_store_out(g, indent + 1, lower_text_of(g, &value));
+            lower_out(g, indent, "}\n");
+        } else {
+            lower_store_out(g, indent, lower_text_of(g, &value));
+        }
+        if (guard.len) lower_out(g, --indent, "}\n");
+        break;
+    case LOWER_BODY_OUT_ZERO:
+        if (g->at.in_vector) rlt_str_printf(&value, "rlt_splat%d(0.0f)", g->vec_width);
+        else rlt_str_append(&value, "0.0f");
+        lower_store_out(g, indent, lower_text_of(g, &value));
+        break;
+    case LOWER_BODY_EPILOGUE:
+        lower_out_value(g, &ref);
+        lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        lower_store_out(g, indent, lower_text_of(g, &value));
+        break;
+    case LOWER_BODY_ACC_LOAD:
+        lower_acc_ref(g, &ref);
+        lower_out_value(g, &value);
+        lower_out(g, indent, "%s = %s;\n", lower_text_of(g, &ref), lower_text_of(g, &value));
+        break;
+    case LOWER_BODY_WRITEBACK:
+        lower_acc_ref(g, &ref);
+        if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        else rlt_str_append(&value, lower_text_of(g, &ref));
+        lower_store_out(g, indent, lower_text_of(g, &value));
+        break;
+    }
+    g->n_hoisted = 0;
+    rlt_str_free(&guard);
+    rlt_str_free(&value);
+    rlt_str_free(&ref);
+}
+
+/* Accumulator declaration: one element (or vector) per tile point. */
+static void print_acc_decl(lower_gen *g, int indent)
+{
+    rlt_str dims;
+    rlt_str_init(&dims);
+    for (int l = g->acc_depth; l < g->n->n_loops; l++) {
+        int v = g->n->loops[l].var;
+        if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
+        rlt_str_printf(&dims, "[%" PRId64 "]", g->n->vars[v].extent);
+    }
+    lower_note_failure(g, &dims);
+    if (g->vec_var >= 0 && g->acc_depth <= rlt_nest_loop_of_var(g->n, g->vec_var))
+        lower_out(g, indent, "rlt_v%d rlt_acc%s = {0};\n", g->vec_width, dims.len ? lower_text_of(g, &dims) : "[1]");
+    else
+        lower_out(g, indent, "float rlt_acc%s = {0};\n", dims.len ? lower_text_of(g, &dims) : "[1]");
+    rlt_str_free(&dims);
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask_nv);
+
+static void print_children(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+{
+    for (const lowered_node *c = n->first; c; c = c->next) print_node(g, c, indent, mask_nv);
+}
+
+/* One run of a transposed write-back (rlt_tstoreWxN) or reload
+ * (rlt_tloadWxN): a vector a column, the last N - count of them zeros. */
+static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node *r, int indent, int mask_nv)
+{
+    bool is_load = tile->body == LOWER_BODY_ACC_LOAD;
+    int w = g->vec_width;
+    const rlt_expr *epi = g->op->epilogue;
+    const char *o = g->tname[g->op->n_tensors - 1];
+    char n_arg[32] = "";
+    if (r->count != r->n_vecs) snprintf(n_arg, sizeof n_arg, ", %" PRId64, r->count);
+    lower_out(g, indent, "/* %s = %" PRId64 "..%" PRId64 ", transposed */\n", g->n->vars[r->var].name, r->value,
+              r->value + r->count - 1);
+    int tmp = is_load ? g->n_temps++ : -1;
+    if (is_load) {
+        lower_out(g, indent, "{\n");
+        lower_out(g, indent + 1, "rlt_v%dx%d rlt_t%d = rlt_tload%dx%d%s(&%s[%s], %" PRId64 "%s);\n", w, r->n_vecs,
+                  tmp, w, r->n_vecs, n_arg[0] ? "n" : "", o, r->text, tile->value, n_arg);
+    } else {
+        lower_out(g, indent, "rlt_tstore%dx%d%s(&%s[%s], %" PRId64 "%s", w, r->n_vecs, n_arg[0] ? "n" : "", o,
+                  r->text, tile->value, n_arg);
+    }
+    rlt_str ref, value;
+    rlt_str_init(&ref);
+    rlt_str_init(&value);
+    for (const lowered_node *c = r->first; c; c = c->next) {
+        load_cursor(g, c, mask_nv);
+        rlt_str_clear(&ref);
+        rlt_str_clear(&value);
+        lower_acc_ref(g, &ref);
+        if (is_load) {
+            lower_out(g, indent + 1, "%s = rlt_t%d.v[%" PRId64 "];\n", lower_text_of(g, &ref), tmp,
+                      c->at.fixed[c->var] - r->value);
+            continue;
+        }
+        if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        else rlt_str_append(&value, lower_text_of(g, &ref));
+        lower_out(g, 0, ", %s", lower_text_of(g, &value));
+    }
+    for (int64_t e = r->count; e < r->n_vecs && !is_load; e++) lower_out(g, 0, ", rlt_splat%d(0.0f)", w);
+    lower_out(g, is_load ? indent : 0, is_load ? "}\n" : ");\n");
+    lower_note_failure(g, &ref);
+    lower_note_failure(g, &value);
+    rlt_str_free(&ref);
+    rlt_str_free(&value);
+}
+
+/* A vector loop: its first child is the whole vectors (unless the flavor
+ * says there are none), then its tail, a partial vector or a lane loop. */
+static void print_vector(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+{
+    bool is_vector_ok = n->flavor != LOWERED_SCALAR_ONLY;
+    bool has_cond = n->text[0] != '\0';
+    const lowered_node *tail = n->first;
+    if (is_vector_ok && n->flavor != LOWERED_NO_WHOLE) {
+        if (has_cond) lower_out(g, indent, "if (%s) {\n", n->text);
+        print_children(g, n->first, has_cond ? indent + 1 : indent, mask_nv);
+        if (has_cond) lower_out(g, indent, "} else {\n");
+        tail = n->first->next;
+    } else if (is_vector_ok) {
+        lower_out(g, indent, "{\n"); /* wider than what is left of its axis: no whole vector */
+    }
+    if (!tail) return;
+    if (tail->kind == LOWERED_PARTIAL) {
+        /* Its first lanes pass the guards: masked loads and stores for
+         * those, the others neither read nor written. */
+        int k = g->n_temps++;
+        lower_out(g, indent + 1, "const long rlt_nv%d = %s;\n", k, tail->text);
+        print_children(g, tail, indent + 1, k);
+        lower_out(g, indent, "}\n");
+        return;
+    }
+    /* Lanes one at a time, each under its guards: the tail. */
+    int inner = is_vector_ok ? indent + 1 : indent;
+    const char *name = g->cname[tail->var];
+    if (tail->flavor == LOWERED_KEEP_ROLLED) lower_out(g, inner, "#pragma GCC unroll 1\n");
+    lower_out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", name, name, g->vec_width, name);
+    print_children(g, tail, inner + 1, mask_nv);
+    lower_out(g, inner, "}\n");
+    if (is_vector_ok) lower_out(g, indent, "}\n");
+}
+
+static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+{
+    load_cursor(g, n, mask_nv);
+    const char *name = n->var >= 0 ? g->cname[n->var] : "";
+    switch (n->kind) {
+    case LOWERED_SEQ:
+        print_children(g, n, indent, mask_nv);
+        return;
+    case LOWERED_LOOP:
+        if (n->flavor == LOWERED_PARALLEL && n->n_threads > 0)
+            lower_out(g, indent, "#pragma omp parallel for schedule(static) num_threads(%d)\n", n->n_threads);
+        else if (n->flavor == LOWERED_PARALLEL)
+            lower_out(g, indent, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
+        else if (n->flavor == LOWERED_KEEP_ROLLED)
+            lower_out(g, indent, "#pragma GCC unroll 1\n");
+        lower_out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name,
+                  g->n->vars[n->var].extent, name);
+        print_children(g, n, indent + 1, mask_nv);
+        lower_out(g, indent, "}\n");
+        return;
+    case LOWERED_COPY:
+        lower_out(g, indent, "{ /* %s = %" PRId64 " */\n", g->n->vars[n->var].name, n->value);
+        print_children(g, n, indent + 1, mask_nv);
+        lower_out(g, indent, "}\n");
+        return;
+    case LOWERED_DERIVED: {
+        int f = g->derived_from[n->var];
+        const rlt_var *fv = &g->n->vars[f];
+        rlt_str s;
+        rlt_str_init(&s);
+        lower_lin_print(g, &g->value[f], &s);
+        lower_out(g, indent, "const long %s = (%s) %c %" PRId64 ";\n", name, lower_text_of(g, &s),
+                  fv->fused_outer == n->var ? '/' : '%', g->n->vars[fv->fused_inner].extent);
+        rlt_str_free(&s);
+        return;
+    }
+    case LOWERED_GUARD:
+        lower_out(g, indent, "if (%s < %" PRId64 ") {\n", n->text, n->value);
+        print_children(g, n, indent + 1, mask_nv);
+        lower_out(g, indent, "}\n");
+        return;
+    case LOWERED_VERSION: {
+        bool by_bounds = n->flavor == LOWERED_BY_BOUNDS;
+        lower_out(g, indent, "if (%s) { /* %s */\n", n->text,
+                  by_bounds ? "the tile's loads are in bounds: no checks" : "whole tile in range: no guards");
+        print_node(g, n->first, indent + 1, mask_nv);
+        lower_out(g, indent, "} else { /* %s */\n",
+                  by_bounds ? "at the border: loads checked" : "the tail: guarded, and loops instead of unrolled copies");
+        print_node(g, n->first->next, indent + 1, mask_nv);
+        lower_out(g, indent, "}\n");
+        return;
+    }
+    case LOWERED_VECTOR:
+        print_vector(g, n, indent, mask_nv);
+        return;
+    case LOWERED_ACC:
+        lower_out(g, indent, "{ /* cache_write: accumulator tile */\n");
+        print_acc_decl(g, indent + 1);
+        print_children(g, n, indent + 1, mask_nv);
+        lower_out(g, indent, "}\n");
+        return;
+    case LOWERED_PLAN:
+        lower_out(g, indent, "/* %s */\n", n->text);
+        print_children(g, n, indent, mask_nv);
+        return;
+    case LOWERED_TRANSPOSE:
+        for (const lowered_node *c = n->first; c; c = c->next) {
+            if (c->kind == LOWERED_RUN) print_run(g, n, c, indent, mask_nv);
+            else print_node(g, c, indent, mask_nv);
+        }
+        return;
+    case LOWERED_STMT:
+        print_stmt(g, n->body, indent);
+        return;
+    case LOWERED_PARTIAL:
+    case LOWERED_LANES:
+    case LOWERED_RUN:
+    case LOWERED_RUN_LANE:
+        RLT_ASSERT(!"printed by its parent");
+        return;
+    }
+}
+
+void lower_print_tree(lower_gen *g, const lowered_node *root, int indent) { print_children(g, root, indent, -1); }
