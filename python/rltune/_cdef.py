@@ -727,6 +727,7 @@ rlt_status rlt_nest_create(const rlt_op *op, const rlt_sched *s, rlt_nest **out,
 void rlt_nest_destroy(rlt_nest *n);
 char *rlt_nest_tree(const rlt_nest *n);
 rlt_status rlt_nest_c_source(const rlt_nest *n, rlt_c_source *out, rlt_diag *diag);
+rlt_status rlt_nest_lowered_text(const rlt_nest *n, char **out, rlt_diag *diag);
 bool rlt_nest_is_parallel(const rlt_nest *n);
 char *rlt_build_command(const rlt_build_opts *opts, bool with_openmp);
 void rlt_machine_detect(rlt_machine *out);

@@ -146,6 +146,15 @@ class Nest:
         """The loop tree, one loop a line (`rltune show --tree-only`)."""
         return take_text(lib().rlt_nest_tree(self._ptr))
 
+    def lowered(self) -> str:
+        """The lowered loop IR between the tree and the C, one node a line
+        (`rltune show --stage lowered`)."""
+        L = lib()
+        out = ffi.new("char **")
+        d = new_diag()
+        check(L.rlt_nest_lowered_text(self._ptr, out, d), d)
+        return take_text(out[0])
+
     def c_source(self) -> CSource:
         """The C kernel (`rltune show --c-only`)."""
         L = lib()

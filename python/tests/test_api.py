@@ -80,6 +80,8 @@ def test_nest_tree_and_c_source(tiny: Op) -> None:
     assert src.symbol.startswith("rlt_k_") and src.symbol in src.code
     assert not src.needs_openmp and not nest.is_parallel
     assert "for i in 0..8" in Nest(tiny).tree()
+    lowered = nest.lowered()
+    assert "vector j_i x4" in lowered and "compute (vector)" in lowered
 
 
 def test_illegal_schedule_is_a_value_error(tiny: Op) -> None:
