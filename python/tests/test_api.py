@@ -81,7 +81,8 @@ def test_nest_tree_and_c_source(tiny: Op) -> None:
     assert not src.needs_openmp and not nest.is_parallel
     assert "for i in 0..8" in Nest(tiny).tree()
     lowered = nest.lowered()
-    assert "vector j_i x4" in lowered and "compute (vector)" in lowered
+    assert "vector j_i x4" in lowered and "compute: A[i,k] * B[k,j] (vector)" in lowered
+    assert "load B[k,j]: vector" in lowered and "output C: vector" in lowered
 
 
 def test_illegal_schedule_is_a_value_error(tiny: Op) -> None:

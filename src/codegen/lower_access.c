@@ -7,12 +7,15 @@
  * vector's lanes (lower_lanes_of); loads, scalar or vector (contiguous,
  * strided, a stride-2 window, masked at the borders and in partial vectors,
  * or lane by lane), under the bounds checks a tensor without a padded copy
- * needs; expressions (lower_emit_expr); and the output: its accumulator
- * element (lower_acc_ref), its value (lower_out_value), stores
- * (lower_store_out) and the bounds checks a reduction's statement takes
- * over from its loads (lower_hoist_factor_checks).
+ * needs: lower_load_choose picks the kind for the statement pass
+ * (lower_stmt.c), and the printer emits each load as its LOAD node says;
+ * expressions (lower_emit_expr); and the output: how it is accessed
+ * (lower_out_choose), its accumulator element (lower_acc_ref), its value
+ * (lower_out_value), stores (lower_store_out) and the bounds checks a
+ * reduction's statement takes over from its loads
+ * (lower_hoist_factor_checks).
  */
-#include "codegen/lower_internal.h"
+#include "codegen/lowered.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -152,8 +155,7 @@ static void append_range_check(const lower_gen *g, rlt_str *cond, const lower_li
     rlt_str_printf(cond, ") < %" PRId64, n);
 }
 
-/* The dims of a load whose bounds the statement's guard checks (bit d). */
-static unsigned hoisted_dims(const lower_gen *g, const rlt_expr *e)
+unsigned lower_hoisted_dims(const lower_gen *g, const rlt_expr *e)
 {
     for (int i = 0; i < g->n_hoisted; i++)
         if (g->hoisted_load[i] == e) return g->hoisted_dims[i];
@@ -183,7 +185,7 @@ static void load_condition(const lower_gen *g, const rlt_expr *e, rlt_str *cond)
 {
     const rlt_tensor *t = &g->op->tensors[e->tensor];
     if (g->n->layouts[e->tensor].is_padded || g->at.is_bounds_known) return;
-    unsigned hoisted = hoisted_dims(g, e);
+    unsigned hoisted = lower_hoisted_dims(g, e);
     for (int d = 0; d < t->n_dims; d++) {
         lower_lin x, f;
         if (hoisted >> d & 1u) continue;
@@ -227,13 +229,9 @@ void lower_narrow_lanes(lower_gen *g, rlt_str *bound, bool is_lower, const char 
     rlt_str_free(&old);
 }
 
-/* The lanes of a vector load of e that read inside its tensor, as C
- * expressions [lo, hi), and the part of its bounds condition that does not
- * depend on the lane (cond, "" when none): an index linear in the lane, x0 +
- * c * lane with c > 0, is inside [0, n) on a range of lanes. In a partial
- * vector, hi is at most the vector's end. False (nothing usable) when an
- * index falls as the lane grows. */
-static bool load_lanes(lower_gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rlt_str *hi)
+/* An index linear in the lane, x0 + c * lane with c > 0, is inside [0, n)
+ * on a range of lanes. In a partial vector, hi is at most the vector's end. */
+bool lower_load_lanes(lower_gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rlt_str *hi)
 {
     const rlt_tensor *t = &g->op->tensors[e->tensor];
     int v = g->vec_var;
@@ -241,7 +239,7 @@ static bool load_lanes(lower_gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *
     if (g->mask_nv >= 0) rlt_str_printf(hi, "rlt_nv%d", g->mask_nv);
     else rlt_str_printf(hi, "%d", g->vec_width);
     if (g->n->layouts[e->tensor].is_padded || g->at.is_bounds_known) return true;
-    unsigned hoisted = hoisted_dims(g, e);
+    unsigned hoisted = lower_hoisted_dims(g, e);
     bool ok = true;
     for (int d = 0; d < t->n_dims && ok; d++) {
         if (hoisted >> d & 1u) continue;
@@ -338,7 +336,7 @@ static bool emit_masked_load(lower_gen *g, const rlt_expr *e, const lower_addr *
     rlt_str_init(&cond);
     rlt_str_init(&lo);
     rlt_str_init(&hi);
-    bool ok = load_lanes(g, e, &cond, &lo, &hi);
+    bool ok = lower_load_lanes(g, e, &cond, &lo, &hi);
     if (ok) {
         if (cond.len) rlt_str_printf(s, "((%s) ? ", lower_text_of(g, &cond));
         if (lower_lanes_of(g, a) == LOWER_LANES_STRIDED)
@@ -379,14 +377,18 @@ static int64_t dim_stride(const lower_gen *g, int t, int d)
  * partial vector read what the window holds there, so a vector over a
  * reduction axis keeps rlt_ldm2. False, with nothing emitted, when the load
  * is not of that kind. Depthwise 3x3 stride 2, 144 channels at 56x56, a 4 x
- * 2-vector tile: 6 loads and 3 shuffles a row and vector -> 3 and 3. */
-static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *a, const char *base, rlt_str *s)
+ * 2-vector tile: 6 loads and 3 shuffles a row and vector -> 3 and 3.
+ *
+ * window_taps says whether load e (address a) is of that kind, and finds
+ * its indices (idx), the row's dim (dw), the tap symbols, the taps' offset
+ * here and the last tap's. */
+static bool window_taps(const lower_gen *g, const rlt_expr *e, const lower_addr *a, lower_lin *idx, int *out_dw,
+                        bool *is_tap, int64_t *out_tap, int64_t *out_last_tap)
 {
     const rlt_tensor *t = &g->op->tensors[e->tensor];
     int v = g->vec_var;
     if (g->vec_width != 16 || a->l.c[v] != 2 || a->n_nl) return false;
     if (g->mask_nv >= 0 && g->n->vars[v].is_reduce) return false;
-    lower_lin idx[RLT_MAX_DIMS];
     int dw = -1;
     for (int d = 0; d < t->n_dims; d++) {
         lower_affine_to_lin(g, &e->index[d], &idx[d]);
@@ -395,7 +397,6 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
         dw = d;
     }
     if (dw < 0 || idx[dw].c[v] != 2 || dim_stride(g, e->tensor, dw) != 1) return false;
-    bool is_tap[RLT_MAX_VARS] = {false};
     int64_t tap = 0, last_tap = 0;
     for (int f = 0; f < g->n->n_vars; f++) {
         int64_t c = idx[dw].c[f];
@@ -410,7 +411,22 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
         tap += c * g->at.fixed[f];
         last_tap += c * (g->n->vars[f].extent - 1);
     }
-    if (last_tap < 1 || last_tap > 31) return false;
+    *out_dw = dw;
+    *out_tap = tap;
+    *out_last_tap = last_tap;
+    return last_tap >= 1 && last_tap <= 31;
+}
+
+/* Emits the window load of e (address a, from base), or returns false. */
+static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *a, const char *base, rlt_str *s)
+{
+    const rlt_tensor *t = &g->op->tensors[e->tensor];
+    int v = g->vec_var;
+    lower_lin idx[RLT_MAX_DIMS];
+    bool is_tap[RLT_MAX_VARS] = {false};
+    int dw;
+    int64_t tap, last_tap;
+    if (!window_taps(g, e, a, idx, &dw, is_tap, &tap, &last_tap)) return false;
     int64_t nw = last_tap + 31;
 
     /* the window's start: lane 0 with every tap symbol at 0 */
@@ -441,7 +457,7 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
     bool is_zero = false;
     rlt_str cond;
     rlt_str_init(&cond);
-    unsigned hoisted = hoisted_dims(g, e);
+    unsigned hoisted = lower_hoisted_dims(g, e);
     for (int d = 0; d < t->n_dims && is_checked && !is_zero; d++) {
         lower_lin x, f;
         if (d == dw || hoisted >> d & 1u) continue;
@@ -486,40 +502,72 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
     return true;
 }
 
-static void emit_load(lower_gen *g, const rlt_expr *e, rlt_str *s)
+lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e)
 {
-    if (!g->at.in_vector) {
-        emit_scalar_load(g, e, s);
-        return;
-    }
+    if (!g->at.in_vector) return LOWER_LOAD_SCALAR;
     lower_addr a;
-    rlt_str cond;
+    rlt_str cond, lo, hi;
     rlt_str_init(&cond);
+    rlt_str_init(&lo);
+    rlt_str_init(&hi);
     load_addr_condition(g, e, &a, &cond);
     bool is_guarded = cond.len > 0;
-    rlt_str_free(&cond);
+    rlt_str_clear(&cond);
     lower_lane_pattern p = addr_lanes(g, &a);
+    lower_lin idx[RLT_MAX_DIMS];
+    bool is_tap[RLT_MAX_VARS] = {false};
+    int dw;
+    int64_t tap, last_tap;
+    bool is_window = p == LOWER_LANES_STRIDED && window_taps(g, e, &a, idx, &dw, is_tap, &tap, &last_tap);
+    bool wants_mask = !is_window && (is_guarded || g->mask_nv >= 0) &&
+                      (p == LOWER_LANES_CONTIGUOUS || p == LOWER_LANES_STRIDED) && lower_has_masked_lanes(g->vec_width);
+    bool is_masked = wants_mask && lower_load_lanes(g, e, &cond, &lo, &hi);
+    rlt_str_free(&cond);
+    rlt_str_free(&lo);
+    rlt_str_free(&hi);
+    if (is_window) return LOWER_LOAD_WINDOW;
+    if (is_masked) return LOWER_LOAD_MASKED;
+    if (p == LOWER_LANES_GATHER || (is_guarded && p != LOWER_LANES_UNIFORM) ||
+        (g->mask_nv >= 0 && p != LOWER_LANES_UNIFORM))
+        return LOWER_LOAD_LANES;
+    if (p == LOWER_LANES_STRIDED) return LOWER_LOAD_STRIDED;
+    return p == LOWER_LANES_UNIFORM ? LOWER_LOAD_BROADCAST : LOWER_LOAD_VECTOR;
+}
+
+/* The kind the statement pass chose for load e (a LOAD node among g->loads). */
+static lower_load_kind chosen_kind(const lower_gen *g, const rlt_expr *e)
+{
+    for (const lowered_node *n = g->loads; n; n = n->next)
+        if (n->kind == LOWERED_LOAD && n->expr == e) return n->load;
+    RLT_ASSERT(!"a load the statement pass did not see");
+    return LOWER_LOAD_SCALAR;
+}
+
+static void emit_load(lower_gen *g, const rlt_expr *e, rlt_str *s)
+{
+    lower_load_kind kind = chosen_kind(g, e);
+    lower_addr a;
+    lower_load_addr(g, e, &a);
     char base[RLT_NAME_MAX + 8];
     load_base(g, e->tensor, base, sizeof base);
-    if (p == LOWER_LANES_STRIDED && emit_window_load(g, e, &a, base, s)) return;
-    bool wants_mask = (is_guarded || g->mask_nv >= 0) && (p == LOWER_LANES_CONTIGUOUS || p == LOWER_LANES_STRIDED) &&
-                      lower_has_masked_lanes(g->vec_width);
-    if (wants_mask && emit_masked_load(g, e, &a, base, s)) return;
-    if (p == LOWER_LANES_GATHER || (is_guarded && p != LOWER_LANES_UNIFORM) ||
-        (g->mask_nv >= 0 && p != LOWER_LANES_UNIFORM)) {
+    if (kind == LOWER_LOAD_SCALAR) {
+        emit_scalar_load(g, e, s);
+    } else if (kind == LOWER_LOAD_WINDOW || kind == LOWER_LOAD_MASKED) {
+        bool is_done = kind == LOWER_LOAD_WINDOW ? emit_window_load(g, e, &a, base, s)
+                                                 : emit_masked_load(g, e, &a, base, s);
+        RLT_ASSERT(is_done);
+    } else if (kind == LOWER_LOAD_LANES) {
         emit_lanes(g, lane_load, e, s);
-    } else if (p == LOWER_LANES_STRIDED) {
-        rlt_str_printf(s, "rlt_lds%" PRId64 "_%d(&%s[", a.l.c[g->vec_var], g->vec_width, base);
-        lower_addr_print_lane0(g, &a, s);
-        rlt_str_append(s, "])");
-    } else if (p == LOWER_LANES_UNIFORM) {
+    } else if (kind == LOWER_LOAD_BROADCAST) {
         rlt_str_printf(s, "rlt_splat%d(", g->vec_width);
         g->at.in_vector = false;
         emit_scalar_load(g, e, s);
         g->at.in_vector = true;
         rlt_str_append(s, ")");
     } else {
-        rlt_str_printf(s, "rlt_load%d(&%s[", g->vec_width, base);
+        if (kind == LOWER_LOAD_STRIDED) rlt_str_printf(s, "rlt_lds%" PRId64 "_", a.l.c[g->vec_var]);
+        else rlt_str_append(s, "rlt_load");
+        rlt_str_printf(s, "%d(&%s[", g->vec_width, base);
         lower_addr_print_lane0(g, &a, s);
         rlt_str_append(s, "])");
     }
@@ -652,22 +700,30 @@ void lower_acc_ref(const lower_gen *g, rlt_str *s)
     }
 }
 
+lower_out_kind lower_out_choose(const lower_gen *g)
+{
+    if (!g->at.in_vector) return LOWER_OUT_SCALAR;
+    lower_addr a;
+    lower_out_addr(g, &a);
+    if (addr_lanes(g, &a) != LOWER_LANES_CONTIGUOUS) return LOWER_OUT_LANES;
+    return g->mask_nv >= 0 ? LOWER_OUT_MASKED : LOWER_OUT_VECTOR;
+}
+
 /* The output element (scalar) or vector at the current point, as a value. */
-void lower_out_value(lower_gen *g, rlt_str *s)
+void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s)
 {
     lower_addr a;
     lower_out_addr(g, &a);
     const char *o = g->tname[g->op->n_tensors - 1];
-    lower_lane_pattern p = addr_lanes(g, &a);
-    if (!g->at.in_vector) {
+    if (kind == LOWER_OUT_SCALAR) {
         rlt_str_printf(s, "%s[", o);
         print_addr(g, &a, s);
         rlt_str_append(s, "]");
-    } else if (p == LOWER_LANES_CONTIGUOUS && g->mask_nv >= 0) {
+    } else if (kind == LOWER_OUT_MASKED) {
         rlt_str_printf(s, "rlt_ldm%d(&%s[", g->vec_width, o);
         lower_addr_print_lane0(g, &a, s);
         rlt_str_printf(s, "], 0, rlt_nv%d)", g->mask_nv);
-    } else if (p == LOWER_LANES_CONTIGUOUS) {
+    } else if (kind == LOWER_OUT_VECTOR) {
         rlt_str_printf(s, "rlt_load%d(&%s[", g->vec_width, o);
         lower_addr_print_lane0(g, &a, s);
         rlt_str_append(s, "])");
@@ -695,22 +751,22 @@ void lower_out_value(lower_gen *g, rlt_str *s)
 }
 
 /* Stores `value_text` (scalar or vector) to the output at the current point. */
-void lower_store_out(lower_gen *g, int indent, const char *value_text)
+void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, const char *value_text)
 {
     lower_addr a;
     lower_out_addr(g, &a);
     const char *o = g->tname[g->op->n_tensors - 1];
     rlt_str s;
     rlt_str_init(&s);
-    if (!g->at.in_vector) {
+    if (kind == LOWER_OUT_SCALAR) {
         rlt_str_printf(&s, "%s[", o);
         print_addr(g, &a, &s);
         lower_out(g, indent, "%s] = %s;\n", lower_text_of(g, &s), value_text);
-    } else if (addr_lanes(g, &a) == LOWER_LANES_CONTIGUOUS && g->mask_nv >= 0) {
+    } else if (kind == LOWER_OUT_MASKED) {
         lower_addr_print_lane0(g, &a, &s);
         lower_out(g, indent, "rlt_stm%d(&%s[%s], %s, 0, rlt_nv%d);\n", g->vec_width, o, lower_text_of(g, &s),
                   value_text, g->mask_nv);
-    } else if (addr_lanes(g, &a) == LOWER_LANES_CONTIGUOUS) {
+    } else if (kind == LOWER_OUT_VECTOR) {
         lower_addr_print_lane0(g, &a, &s);
         lower_out(g, indent, "rlt_store%d(&%s[%s], %s);\n", g->vec_width, o, lower_text_of(g, &s), value_text);
     } else {

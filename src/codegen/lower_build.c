@@ -9,8 +9,9 @@
  * or lanes one at a time), unrolled copies, a vector tile's write-back
  * transposed in registers, and the accumulator tile of cache_write with its
  * reload and write-back; then the statement at the bottom (the
- * computation, zeroing, epilogue, reload or write-back). lowered_new makes
- * a node.
+ * computation, zeroing, epilogue, reload or write-back), which
+ * lower_stmt.c fills. lowered_new, lowered_add and lowered_keep_text make
+ * nodes and keep their texts.
  *
  * Each build function takes the cursor it stands at (const: a child's
  * cursor is a changed copy) and loads it into g->at right before calling
@@ -37,7 +38,7 @@ lowered_node *lowered_new(lower_gen *g, lowered_kind kind, const lower_cursor *a
     return n;
 }
 
-static lowered_node *add_new(lower_gen *g, lowered_node *parent, lowered_kind kind, const lower_cursor *at)
+lowered_node *lowered_add(lower_gen *g, lowered_node *parent, lowered_kind kind, const lower_cursor *at)
 {
     lowered_node *n = lowered_new(g, kind, at);
     if (parent->last) parent->last->next = n;
@@ -47,7 +48,7 @@ static lowered_node *add_new(lower_gen *g, lowered_node *parent, lowered_kind ki
 }
 
 /* The arena's copy of t's text ("" when out of memory). */
-static const char *keep_text(lower_gen *g, const rlt_str *t)
+const char *lowered_keep_text(lower_gen *g, const rlt_str *t)
 {
     const char *s = g->is_oom ? NULL : rlt_arena_strdup(g->arena, lower_text_of(g, t));
     if (!s) g->is_oom = true;
@@ -137,7 +138,7 @@ static void build_inside(lower_gen *g, const lower_plan *p, int idx, const lower
     int pos = p->pos[idx];
     for (int v = g->n->n_vars - 1; v >= 0; v--) {
         if (!g->is_symbol[v] || g->derived_from[v] < 0 || g->sym_depth[v] != pos) continue;
-        add_new(g, parent, LOWERED_DERIVED, at)->var = v;
+        lowered_add(g, parent, LOWERED_DERIVED, at)->var = v;
     }
     rlt_str text;
     rlt_str_init(&text);
@@ -153,8 +154,8 @@ static void build_inside(lower_gen *g, const lower_plan *p, int idx, const lower
         }
         rlt_str_clear(&text);
         lower_lin_print(g, &f, &text);
-        lowered_node *guard = add_new(g, parent, LOWERED_GUARD, at);
-        guard->text = keep_text(g, &text);
+        lowered_node *guard = lowered_add(g, parent, LOWERED_GUARD, at);
+        guard->text = lowered_keep_text(g, &text);
         guard->value = g->guard_bound[k];
         parent = guard;
     }
@@ -165,12 +166,12 @@ static void build_inside(lower_gen *g, const lower_plan *p, int idx, const lower
     lower_cursor fast = *at;
     for (int k = 0; k < g->n_guards; k++) fast.is_guard_known[k] |= chosen[k];
     if (has_version) {
-        lowered_node *version = add_new(g, parent, LOWERED_VERSION, at);
-        version->text = keep_text(g, &text);
-        lower_build_plan(g, p, idx + 1, &fast, add_new(g, version, LOWERED_SEQ, &fast));
+        lowered_node *version = lowered_add(g, parent, LOWERED_VERSION, at);
+        version->text = lowered_keep_text(g, &text);
+        lower_build_plan(g, p, idx + 1, &fast, lowered_add(g, version, LOWERED_SEQ, &fast));
         lower_cursor slow = *at;
         slow.slow_depth++;
-        lower_build_plan(g, p, idx + 1, &slow, add_new(g, version, LOWERED_SEQ, &slow));
+        lower_build_plan(g, p, idx + 1, &slow, lowered_add(g, version, LOWERED_SEQ, &slow));
     } else {
         lower_build_plan(g, p, idx + 1, &fast, parent); /* the chosen guards always hold */
     }
@@ -267,21 +268,21 @@ static void build_vector_loop(lower_gen *g, const lower_plan *p, int idx, const 
     g->at = *at;
     bool is_vector_ok = vector_condition(g, pos, &cond, &is_never_whole);
     lower_note_failure(g, &cond);
-    lowered_node *vec = add_new(g, parent, LOWERED_VECTOR, at);
+    lowered_node *vec = lowered_add(g, parent, LOWERED_VECTOR, at);
     vec->var = g->n->loops[pos].var;
-    vec->text = keep_text(g, &cond);
+    vec->text = lowered_keep_text(g, &cond);
     vec->flavor = !is_vector_ok ? LOWERED_SCALAR_ONLY : is_never_whole ? LOWERED_NO_WHOLE : LOWERED_PLAIN;
     lower_cursor inv = *at;
     inv.in_vector = true;
-    if (is_vector_ok && !is_never_whole) lower_build_plan(g, p, idx + 1, &inv, add_new(g, vec, LOWERED_SEQ, &inv));
+    if (is_vector_ok && !is_never_whole) lower_build_plan(g, p, idx + 1, &inv, lowered_add(g, vec, LOWERED_SEQ, &inv));
     g->at = *at;
     if (is_vector_ok && cond.len && partial_lanes(g, pos, &nv)) {
         inv.is_masked = true;
-        lowered_node *partial = add_new(g, vec, LOWERED_PARTIAL, &inv);
-        partial->text = keep_text(g, &nv);
+        lowered_node *partial = lowered_add(g, vec, LOWERED_PARTIAL, &inv);
+        partial->text = lowered_keep_text(g, &nv);
         lower_build_plan(g, p, idx + 1, &inv, partial);
     } else if (!is_vector_ok || cond.len) {
-        lowered_node *lanes = add_new(g, vec, LOWERED_LANES, at);
+        lowered_node *lanes = lowered_add(g, vec, LOWERED_LANES, at);
         lanes->var = vec->var;
         lanes->flavor = rolled_flavor(g, p, pos, at);
         build_inside(g, p, idx, at, lanes);
@@ -321,7 +322,7 @@ static bool build_transposed_tile(lower_gen *g, const lower_plan *p, int idx, co
     for (int s = 0; s < g->n->n_vars; s++)
         if (g->is_symbol[s] && g->derived_from[s] >= 0 && (g->sym_depth[s] == pos || g->sym_depth[s] == vpos))
             return false;
-    lowered_node *tile = add_new(g, parent, LOWERED_TRANSPOSE, at);
+    lowered_node *tile = lowered_add(g, parent, LOWERED_TRANSPOSE, at);
     tile->var = v;
     tile->body = p->kind;
     tile->value = ls;
@@ -336,13 +337,13 @@ static bool build_transposed_tile(lower_gen *g, const lower_plan *p, int idx, co
         fixed.is_fixed[v] = true;
         fixed.fixed[v] = e0;
         if (run == 1) {
-            lowered_node *copy = add_new(g, tile, LOWERED_COPY, &fixed);
+            lowered_node *copy = lowered_add(g, tile, LOWERED_COPY, &fixed);
             copy->var = v;
             copy->value = e0;
             build_inside(g, p, idx, &fixed, copy);
             break;
         }
-        lowered_node *r = add_new(g, tile, LOWERED_RUN, &fixed);
+        lowered_node *r = lowered_add(g, tile, LOWERED_RUN, &fixed);
         r->var = v;
         r->value = e0;
         r->count = run;
@@ -350,11 +351,13 @@ static bool build_transposed_tile(lower_gen *g, const lower_plan *p, int idx, co
         rlt_str_clear(&text);
         g->at = fixed;
         lower_addr_print_lane0(g, &a, &text);
-        r->text = keep_text(g, &text);
+        r->text = lowered_keep_text(g, &text);
         fixed.in_vector = true;
         for (int64_t e = e0; e < e0 + run; e++) {
             fixed.fixed[v] = e;
-            add_new(g, r, LOWERED_RUN_LANE, &fixed)->var = v;
+            lowered_node *column = lowered_add(g, r, LOWERED_RUN_LANE, &fixed);
+            column->var = v;
+            if (p->kind == LOWER_BODY_WRITEBACK && g->acc_is_final) lower_build_loads(g, column, g->op->epilogue);
         }
         e0 += run;
     }
@@ -371,7 +374,7 @@ static void build_loop(lower_gen *g, const lower_plan *p, int idx, const lower_c
     switch (loop->kind) {
     case RLT_LOOP_PARALLEL:
     case RLT_LOOP_SERIAL:
-        l = add_new(g, parent, LOWERED_LOOP, at);
+        l = lowered_add(g, parent, LOWERED_LOOP, at);
         l->var = v;
         l->flavor = loop->kind == RLT_LOOP_PARALLEL ? LOWERED_PARALLEL : LOWERED_PLAIN;
         l->n_threads = loop->n_threads;
@@ -387,7 +390,7 @@ static void build_loop(lower_gen *g, const lower_plan *p, int idx, const lower_c
          * registers everywhere. */
         if (p->kind == LOWER_BODY_OUT_ZERO || p->kind == LOWER_BODY_EPILOGUE ||
             (at->slow_depth > 0 && (g->acc_depth < 0 || pos < g->acc_depth || at->is_acc_in_slow))) {
-            l = add_new(g, parent, LOWERED_LOOP, at);
+            l = lowered_add(g, parent, LOWERED_LOOP, at);
             l->var = v;
             l->flavor = rolled_flavor(g, p, pos, at);
             build_inside(g, p, idx, at, l);
@@ -398,7 +401,7 @@ static void build_loop(lower_gen *g, const lower_plan *p, int idx, const lower_c
             lower_cursor fixed = *at;
             fixed.is_fixed[v] = true;
             fixed.fixed[v] = c;
-            l = add_new(g, parent, LOWERED_COPY, &fixed);
+            l = lowered_add(g, parent, LOWERED_COPY, &fixed);
             l->var = v;
             l->value = c;
             build_inside(g, p, idx, &fixed, l);
@@ -490,7 +493,7 @@ static void build_sub_plan(lower_gen *g, int from, lower_body_kind kind, const l
     lower_plan sub;
     g->at = *at;
     make_sub_plan(g, from, kind, &sub);
-    lowered_node *plan = add_new(g, parent, LOWERED_PLAN, at);
+    lowered_node *plan = lowered_add(g, parent, LOWERED_PLAN, at);
     plan->body = kind;
     plan->text = comment;
     lower_build_plan(g, &sub, 0, at, plan);
@@ -511,12 +514,16 @@ static void build_plan_here(lower_gen *g, const lower_plan *p, int idx, const lo
     lowered_node *body = parent;
     if (acc_here) {
         if (in.slow_depth > 0) in.is_acc_in_slow = true;
-        body = add_new(g, parent, LOWERED_ACC, &in);
+        body = lowered_add(g, parent, LOWERED_ACC, &in);
         if (!g->acc_is_final && has_reduction)
             build_sub_plan(g, g->acc_depth, LOWER_BODY_ACC_LOAD, &in, body, "continue the partial sums");
     }
     if (idx < p->n) build_loop(g, p, idx, &in, body);
-    else add_new(g, body, LOWERED_STMT, &in)->body = p->kind;
+    else {
+        lowered_node *stmt = lowered_add(g, body, LOWERED_STMT, &in);
+        stmt->body = p->kind;
+        lower_build_stmt(g, stmt);
+    }
     if (acc_here) build_sub_plan(g, g->acc_depth, LOWER_BODY_WRITEBACK, &in, body, "write the tile back");
     if (separate_epilogue) build_sub_plan(g, g->r0, LOWER_BODY_EPILOGUE, &in, parent, "epilogue");
 }
@@ -533,13 +540,13 @@ void lower_build_plan(lower_gen *g, const lower_plan *p, int idx, const lower_cu
     rlt_str_init(&cond);
     g->at = *at;
     if (p->kind == LOWER_BODY_MAIN && pos == g->acc_depth && bounds_condition(g, pos, &cond)) {
-        lowered_node *version = add_new(g, parent, LOWERED_VERSION, at);
+        lowered_node *version = lowered_add(g, parent, LOWERED_VERSION, at);
         version->flavor = LOWERED_BY_BOUNDS;
-        version->text = keep_text(g, &cond);
+        version->text = lowered_keep_text(g, &cond);
         lower_cursor fast = *at;
         fast.is_bounds_known = true;
-        build_plan_here(g, p, idx, &fast, add_new(g, version, LOWERED_SEQ, &fast));
-        build_plan_here(g, p, idx, at, add_new(g, version, LOWERED_SEQ, at));
+        build_plan_here(g, p, idx, &fast, lowered_add(g, version, LOWERED_SEQ, &fast));
+        build_plan_here(g, p, idx, at, lowered_add(g, version, LOWERED_SEQ, at));
     } else {
         build_plan_here(g, p, idx, at, parent);
     }

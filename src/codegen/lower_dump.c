@@ -3,10 +3,12 @@
  * indented by its depth: what `rltune show --stage lowered` prints.
  *
  * Entry point (lowered.h): lower_dump_tree. A line names the node and what
- * the C printer needs of it (variable, bound, condition); a statement also
- * says where it stands (vector path, masked lanes, unrolled copies and
- * lanes fixed, bounds or guards known to hold). Temporaries are left out:
- * lower_print.c numbers them as it prints.
+ * the C printer needs of it (variable, bound, condition, a staged copy's
+ * coordinates and offsets); a statement also shows its expression, its
+ * guard and where it stands (vector path, masked lanes, unrolled copies
+ * and lanes fixed, bounds or guards known to hold), and under it each load
+ * with its kind (a masked one with its lanes) and the output's access.
+ * Temporaries are left out: lower_print.c numbers them as it prints.
  */
 #include "codegen/lowered.h"
 
@@ -22,6 +24,76 @@ static const char *body_name(lower_body_kind kind)
     case LOWER_BODY_WRITEBACK: return "write back accumulator";
     }
     return "?";
+}
+
+static const char *load_name(lower_load_kind kind)
+{
+    switch (kind) {
+    case LOWER_LOAD_SCALAR: return "scalar";
+    case LOWER_LOAD_BROADCAST: return "broadcast";
+    case LOWER_LOAD_VECTOR: return "vector";
+    case LOWER_LOAD_STRIDED: return "strided vector";
+    case LOWER_LOAD_WINDOW: return "stride-2 window";
+    case LOWER_LOAD_MASKED: return "masked vector";
+    case LOWER_LOAD_LANES: return "lane by lane";
+    }
+    return "?";
+}
+
+static const char *out_name(lower_out_kind kind)
+{
+    switch (kind) {
+    case LOWER_OUT_SCALAR: return "scalar";
+    case LOWER_OUT_VECTOR: return "vector";
+    case LOWER_OUT_MASKED: return "masked vector";
+    case LOWER_OUT_LANES: return "lane by lane";
+    }
+    return "?";
+}
+
+/* A statement: its kind, its expression, where it goes, its guard. */
+static void dump_stmt(lower_gen *g, const lowered_node *n, rlt_str *s)
+{
+    const rlt_expr *epi = g->op->epilogue;
+    rlt_str_printf(s, "%s", body_name(n->body));
+    if (n->body == LOWER_BODY_MAIN && g->acc_depth >= 0) rlt_str_append(s, " into the accumulator");
+    if (n->flavor == LOWERED_OMITTED) {
+        rlt_str_append(s, ": none, a factor reads outside its tensor");
+        return;
+    }
+    const rlt_expr *e = n->body == LOWER_BODY_MAIN                                   ? g->op->body
+                        : n->body == LOWER_BODY_EPILOGUE                             ? epi
+                        : n->body == LOWER_BODY_WRITEBACK && g->acc_is_final ? epi
+                                                                                     : NULL;
+    if (e) {
+        rlt_str_append(s, ": ");
+        rlt_expr_print(g->op, e, s);
+    }
+    if (n->text && n->text[0]) rlt_str_printf(s, " if %s", n->text);
+}
+
+/* A load and how it is emitted; a masked one also says its lanes. */
+static void dump_load(lower_gen *g, const lowered_node *n, rlt_str *s)
+{
+    rlt_str_append(s, "load ");
+    rlt_expr_print(g->op, n->expr, s);
+    rlt_str_printf(s, ": %s", load_name(n->load));
+    if (n->load == LOWER_LOAD_MASKED) {
+        rlt_str cond, lo, hi;
+        rlt_str_init(&cond);
+        rlt_str_init(&lo);
+        rlt_str_init(&hi);
+        g->mask_nv = -1;
+        lower_load_lanes(g, n->expr, &cond, &lo, &hi);
+        rlt_str_printf(s, ", lanes [%s, %s)", lower_text_of(g, &lo), lower_text_of(g, &hi));
+        if (n->at.is_masked) rlt_str_append(s, " within the partial vector");
+        if (cond.len) rlt_str_printf(s, " if %s", lower_text_of(g, &cond));
+        lower_note_failure(g, &cond);
+        rlt_str_free(&cond);
+        rlt_str_free(&lo);
+        rlt_str_free(&hi);
+    }
+    if (n->hoisted) rlt_str_append(s, ", bounds checked by the statement");
 }
 
 /* Where a statement stands: " (vector, masked, i_i=1, loads in bounds)". */
@@ -105,11 +177,42 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
         rlt_str_printf(s, "column %s = %" PRId64, name, n->at.fixed[n->var]);
         break;
     case LOWERED_STMT:
-        rlt_str_printf(s, "%s", body_name(n->body));
+        dump_stmt(g, n, s);
         dump_where(g, &n->at, s);
         break;
+    case LOWERED_LOAD:
+        dump_load(g, n, s);
+        break;
+    case LOWERED_OUTPUT:
+        rlt_str_printf(s, "output %s: %s", g->op->tensors[g->op->n_tensors - 1].name, out_name(n->out));
+        break;
+    case LOWERED_STAGE:
+        rlt_str_printf(s, "stage %s into %s_s%s", g->op->tensors[n->tensor].name, g->tname[n->tensor], n->text);
+        break;
+    case LOWERED_STAGE_LOOP:
+        rlt_str_printf(s, "for p%d < %" PRId64 "%s", n->var, n->value,
+                       n->flavor == LOWERED_PARALLEL ? " parallel" : " kept rolled");
+        break;
+    case LOWERED_STAGE_COORD:
+        rlt_str_printf(s, "%s %c%d = %s", n->flavor == LOWERED_BASE ? "row base" : "coordinate",
+                       n->flavor == LOWERED_BASE ? 'b' : 'c', n->var, n->text);
+        break;
+    case LOWERED_STAGE_ELEMS:
+        rlt_str_printf(s, "copy %s_s[%s] = %s[%s] where %s, else 0", g->tname[n->tensor], n->dst, g->tname[n->tensor],
+                       n->src, n->text);
+        break;
+    case LOWERED_STAGE_ROW: {
+        int p = g->n_phys[n->tensor] - 1;
+        rlt_str_printf(s, "copy row %s_s[%s + p%d] = %s[%s + p%d * %" PRId64 "], p%d < %" PRId64
+                       ", where 0 <= b%d + p%d < %" PRId64 "%s%s, else 0", g->tname[n->tensor], n->dst, p,
+                       g->tname[n->tensor], n->src, p, n->stride, p, n->value, n->var, p, n->count,
+                       n->text[0] ? " and " : "", n->text);
+        break;
+    }
     }
     rlt_str_append(s, "\n");
+    bool has_loads = n->kind == LOWERED_STMT || n->kind == LOWERED_RUN_LANE;
+    if (has_loads) lower_stmt_enter(g, n);
     int i = 0;
     for (const lowered_node *c = n->first; c; c = c->next, i++) {
         const char *sub = NULL;
@@ -118,9 +221,14 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
         else if (n->kind == LOWERED_VECTOR && c->kind == LOWERED_SEQ) sub = "whole vectors";
         dump_node(g, c, depth + 1, sub, s);
     }
+    if (has_loads) lower_stmt_leave(g);
 }
 
-void lower_dump_tree(lower_gen *g, const lowered_node *root, rlt_str *s)
+void lower_dump_tree(lower_gen *g, const lowered_node *root, const char *label, rlt_str *s)
 {
+    if (label) {
+        dump_node(g, root, 0, label, s);
+        return;
+    }
     for (const lowered_node *c = root->first; c; c = c->next) dump_node(g, c, 0, NULL, s);
 }

@@ -7,13 +7,15 @@
  *    each variable's value as a linear form over them, guards, the vector
  *    loop, the accumulator tile, the workspace; it also holds the helpers
  *    for linear forms and for writing the kernel's text;
- *  - lower_access.c turns addresses, loads, expressions and the output's
- *    accesses into C text;
- *  - lower_build.c builds the lowered tree (lowered.h): the loops, guards,
- *    versions, vectors, unrolled copies and the accumulator tile down to
- *    the statements; lower_print.c prints it as C (and lower_dump.c as
- *    text);
- *  - lower.c stages the packed and padded inputs and writes the kernel
+ *  - lower_access.c chooses how loads and the output are accessed, and
+ *    turns addresses, loads, expressions and the output's accesses into C
+ *    text;
+ *  - lower_stage.c, lower_build.c and lower_stmt.c build the lowered tree
+ *    (lowered.h): the staged copies, then the loops, guards, versions,
+ *    vectors, unrolled copies and the accumulator tile down to the
+ *    statements, with their loads and output accesses; lower_print.c
+ *    prints it as C (and lower_dump.c as text);
+ *  - lower.c writes the kernel's frame around the trees
  *    (rlt_codegen_kernel), and explains the whole scheme.
  * All of it runs on one thread; the generator borrows the nest and its op.
  */
@@ -56,6 +58,32 @@ typedef enum lower_lane_pattern {
     LOWER_LANES_STRIDED,
     LOWER_LANES_GATHER
 } lower_lane_pattern;
+
+/* How a load is emitted, as the statement pass chose it (lower_load_choose):
+ * one element (under its bounds condition); one element broadcast to every
+ * lane; a contiguous vector; a strided vector (rlt_ldsS_W); a stride-2
+ * window of a convolution's unrolled taps (rlt_ldw2); a vector masked to
+ * the lanes inside the tensor and the partial vector (rlt_ldm); or lane by
+ * lane. */
+typedef enum lower_load_kind {
+    LOWER_LOAD_SCALAR,
+    LOWER_LOAD_BROADCAST,
+    LOWER_LOAD_VECTOR,
+    LOWER_LOAD_STRIDED,
+    LOWER_LOAD_WINDOW,
+    LOWER_LOAD_MASKED,
+    LOWER_LOAD_LANES
+} lower_load_kind;
+
+/* How the output is read and written at a point (lower_out_choose): one
+ * element, a contiguous vector, one masked to a partial vector's lanes, or
+ * lane by lane. */
+typedef enum lower_out_kind {
+    LOWER_OUT_SCALAR,
+    LOWER_OUT_VECTOR,
+    LOWER_OUT_MASKED,
+    LOWER_OUT_LANES
+} lower_out_kind;
 
 /* ---- generator state ---------------------------------------------------- */
 
@@ -111,6 +139,9 @@ typedef struct lower_gen {
     int n_hoisted;
     const rlt_expr *hoisted_load[RLT_MAX_TENSORS];
     unsigned hoisted_dims[RLT_MAX_TENSORS];
+    /* Printing a statement: its first child, from which its LOAD nodes
+     * (lowered.h) say how each load is emitted; NULL elsewhere. */
+    const lowered_node *loads;
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
     int mask_nv;        /* printing a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1; else -1 */
@@ -187,8 +218,19 @@ bool lower_has_masked_lanes(int width);
  * stays inside [0, n). */
 void lower_narrow_lanes(lower_gen *g, rlt_str *bound, bool is_lower, const char *x0, int64_t c, int64_t n);
 
-/* Appends e as C (a scalar or, in the vector path, a vector); acc_text
- * stands for the reduction's value in an epilogue. */
+/* How load e is emitted at the current point (g->mask_nv >= 0 in a
+ * partial vector); the printer then emits it so (g->loads). */
+lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e);
+/* The lanes [lo, hi) of a masked load of e that read inside its tensor and
+ * the partial vector, as C text, and the part of its bounds condition that
+ * does not depend on the lane (cond, "" when none); false when an index
+ * falls as the lane grows (no masked load then). */
+bool lower_load_lanes(lower_gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rlt_str *hi);
+/* The dims of load e that the statement's guard checks (bit d). */
+unsigned lower_hoisted_dims(const lower_gen *g, const rlt_expr *e);
+
+/* Appends e as C (a scalar or, in the vector path, a vector), each load as
+ * g->loads says; acc_text stands for the reduction's value in an epilogue. */
 void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_str *s);
 /* Appends to `guard` the bounds checks of e's factors that hold for the
  * whole statement and marks them done for the loads; false when a factor
@@ -196,9 +238,11 @@ void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_
 bool lower_hoist_factor_checks(lower_gen *g, const rlt_expr *e, rlt_str *guard);
 /* Appends the accumulator element at the current point ("rlt_acc[i_i][0]"). */
 void lower_acc_ref(const lower_gen *g, rlt_str *s);
-/* Appends the output's value at the current point. */
-void lower_out_value(lower_gen *g, rlt_str *s);
-/* Emits the store of value_text to the output at the current point. */
-void lower_store_out(lower_gen *g, int indent, const char *value_text);
+/* How the output is accessed at the current point. */
+lower_out_kind lower_out_choose(const lower_gen *g);
+/* Appends the output's value at the current point, read as `kind`. */
+void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s);
+/* Emits the store of value_text to the output at the current point, as `kind`. */
+void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, const char *value_text);
 
 #endif

@@ -1,11 +1,11 @@
 /*
- * lower_print.c - prints the lowered tree (lowered.h) as C, and as text.
+ * lower_print.c - prints the lowered tree (lowered.h) as C.
  *
- * Entry points (lowered.h): lower_print_tree, which writes a tree's loops,
- * guards, versions, vector loops, unrolled copies, accumulator tiles and
- * transposed write-backs to the kernel's text, and the statements at its
- * leaves through the access layer (lower_access.c); and lower_dump_tree,
- * one node a line, for `rltune show --stage lowered`.
+ * Entry point (lowered.h): lower_print_tree, which writes a tree's staged
+ * copies, loops, guards, versions, vector loops, unrolled copies,
+ * accumulator tiles and transposed write-backs to the kernel's text, and
+ * the statements at its leaves through the access layer (lower_access.c),
+ * each load and output access as its node says (lower_stmt.c chose them).
  *
  * Before a node prints anything that depends on where it stands, the
  * printer loads the node's cursor into g->at; g->mask_nv names the lane
@@ -28,31 +28,36 @@ static void load_cursor(lower_gen *g, const lowered_node *n, int mask_nv)
 /* ---- statements --------------------------------------------------------- */
 
 /* The statement at the bottom of a plan, of the given kind, at the current
- * point: lanes, unrolled copies and guards as the loops above left them. */
-static void print_stmt(lower_gen *g, lower_body_kind kind, int indent)
+ * point: lanes, unrolled copies and guards as the loops above left them;
+ * its loads and output access as the statement pass chose them. */
+static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
 {
+    lower_body_kind kind = n->body;
+    lower_out_kind out = LOWER_OUT_SCALAR;
+    for (const lowered_node *c = n->first; c; c = c->next)
+        if (c->kind == LOWERED_OUTPUT) out = c->out;
+    lower_stmt_enter(g, n);
     rlt_str value, ref;
     rlt_str_init(&value);
     rlt_str_init(&ref);
     bool has_reduction = g->r0 < g->n->n_loops;
     const rlt_expr *epi = g->op->epilogue;
-    rlt_str guard;
-    rlt_str_init(&guard);
+    bool has_guard = n->text && n->text[0];
     switch (kind) {
     case LOWER_BODY_MAIN:
-        if (has_reduction && !lower_hoist_factor_checks(g, g->op->body, &guard)) break; /* a zero term */
-        if (guard.len) lower_out(g, indent++, "if (%s) {\n", lower_text_of(g, &guard));
+        if (n->flavor == LOWERED_OMITTED) break; /* a zero term */
+        if (has_guard) lower_out(g, indent++, "if (%s) {\n", n->text);
         lower_emit_expr(g, g->op->body, "", &value);
         if (g->acc_depth >= 0) {
             lower_acc_ref(g, &ref);
             lower_out(g, indent, "%s %s= %s;\n", lower_text_of(g, &ref), has_reduction ? "+" : "",
                       lower_text_of(g, &value));
         } else if (has_reduction) {
-            lower_out_value(g, &ref);
+            lower_out_value(g, out, &ref);
             rlt_str sum;
             rlt_str_init(&sum);
             rlt_str_printf(&sum, "%s + %s", lower_text_of(g, &ref), lower_text_of(g, &value));
-            lower_store_out(g, indent, lower_text_of(g, &sum));
+            lower_store_out(g, indent, out, lower_text_of(g, &sum));
             rlt_str_free(&sum);
         } else if (epi) {
             int tmp = g->n_temps++;
@@ -64,37 +69,36 @@ static void print_stmt(lower_gen *g, lower_body_kind kind, int indent)
             else lower_out(g, indent + 1, "float %s = %s;\n", name, lower_text_of(g, &value));
             rlt_str_clear(&value);
             lower_emit_expr(g, epi, name, &value);
-            lower_store_out(g, indent + 1, lower_text_of(g, &value));
+            lower_store_out(g, indent + 1, out, lower_text_of(g, &value));
             lower_out(g, indent, "}\n");
         } else {
-            lower_store_out(g, indent, lower_text_of(g, &value));
+            lower_store_out(g, indent, out, lower_text_of(g, &value));
         }
-        if (guard.len) lower_out(g, --indent, "}\n");
+        if (has_guard) lower_out(g, --indent, "}\n");
         break;
     case LOWER_BODY_OUT_ZERO:
         if (g->at.in_vector) rlt_str_printf(&value, "rlt_splat%d(0.0f)", g->vec_width);
         else rlt_str_append(&value, "0.0f");
-        lower_store_out(g, indent, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, lower_text_of(g, &value));
         break;
     case LOWER_BODY_EPILOGUE:
-        lower_out_value(g, &ref);
+        lower_out_value(g, out, &ref);
         lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
-        lower_store_out(g, indent, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, lower_text_of(g, &value));
         break;
     case LOWER_BODY_ACC_LOAD:
         lower_acc_ref(g, &ref);
-        lower_out_value(g, &value);
+        lower_out_value(g, out, &value);
         lower_out(g, indent, "%s = %s;\n", lower_text_of(g, &ref), lower_text_of(g, &value));
         break;
     case LOWER_BODY_WRITEBACK:
         lower_acc_ref(g, &ref);
         if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
         else rlt_str_append(&value, lower_text_of(g, &ref));
-        lower_store_out(g, indent, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, lower_text_of(g, &value));
         break;
     }
-    g->n_hoisted = 0;
-    rlt_str_free(&guard);
+    lower_stmt_leave(g);
     rlt_str_free(&value);
     rlt_str_free(&ref);
 }
@@ -152,17 +156,20 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
     rlt_str_init(&value);
     for (const lowered_node *c = r->first; c; c = c->next) {
         load_cursor(g, c, mask_nv);
+        lower_stmt_enter(g, c);
         rlt_str_clear(&ref);
         rlt_str_clear(&value);
         lower_acc_ref(g, &ref);
         if (is_load) {
             lower_out(g, indent + 1, "%s = rlt_t%d.v[%" PRId64 "];\n", lower_text_of(g, &ref), tmp,
                       c->at.fixed[c->var] - r->value);
+            lower_stmt_leave(g);
             continue;
         }
         if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
         else rlt_str_append(&value, lower_text_of(g, &ref));
         lower_out(g, 0, ", %s", lower_text_of(g, &value));
+        lower_stmt_leave(g);
     }
     for (int64_t e = r->count; e < r->n_vecs && !is_load; e++) lower_out(g, 0, ", rlt_splat%d(0.0f)", w);
     lower_out(g, is_load ? indent : 0, is_load ? "}\n" : ");\n");
@@ -170,6 +177,69 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
     lower_note_failure(g, &value);
     rlt_str_free(&ref);
     rlt_str_free(&value);
+}
+
+/* ---- staged copies ------------------------------------------------------ */
+
+/* The copy of a stage's body: element by element under its condition, or a
+ * row split where the source enters and leaves the tensor. */
+static void print_stage_copy(lower_gen *g, const lowered_node *c, int in)
+{
+    const char *t = g->tname[c->tensor];
+    if (c->kind == LOWERED_STAGE_ELEMS) {
+        lower_out(g, in, "%s_s[%s] = (%s) ? %s[%s] : 0.0f;\n", t, c->dst, c->text, t, c->src);
+        return;
+    }
+    /* p_last copies where 0 <= b + p_last < dim, and the other dims are in range */
+    int64_t n_last = c->value, dim = c->count;
+    lower_out(g, in, "long rlt_lo = 0, rlt_hi = 0;\n");
+    if (c->text[0]) lower_out(g, in, "if (%s) {\n", c->text);
+    else lower_out(g, in, "{\n");
+    /* rlt_lo = clamp(-b, 0, n_last); rlt_hi = clamp(dim - b, rlt_lo, n_last) */
+    char b[16], p[16];
+    snprintf(b, sizeof b, "b%d", c->var);
+    snprintf(p, sizeof p, "p%d", g->n_phys[c->tensor] - 1);
+    lower_out(g, in + 1, "rlt_lo = -%s < 0 ? 0 : -%s > %" PRId64 " ? %" PRId64 " : -%s;\n", b, b, n_last, n_last, b);
+    lower_out(g, in + 1, "rlt_hi = %" PRId64 " - %s < rlt_lo ? rlt_lo : %" PRId64 " - %s > %" PRId64 " ? %" PRId64
+        " : %" PRId64 " - %s;\n", dim, b, dim, b, n_last, n_last, dim, b);
+    lower_out(g, in, "}\n");
+    lower_out(g, in, "float *restrict rlt_dst = %s_s + %s;\n", t, c->dst);
+    lower_out(g, in, "long rlt_src = %s;\n", c->src);
+    lower_out(g, in, "#pragma GCC unroll 1\n");
+    lower_out(g, in, "for (long %s = 0; %s < rlt_lo; %s++) rlt_dst[%s] = 0.0f;\n", p, p, p, p);
+    lower_out(g, in, "#pragma GCC unroll 1\n");
+    lower_out(g, in, "for (long %s = rlt_lo; %s < rlt_hi; %s++) rlt_dst[%s] = %s[rlt_src + %s * %" PRId64 "];\n", p, p,
+              p, p, t, p, c->stride);
+    lower_out(g, in, "#pragma GCC unroll 1\n");
+    lower_out(g, in, "for (long %s = rlt_hi; %s < %" PRId64 "; %s++) rlt_dst[%s] = 0.0f;\n", p, p, n_last, p, p);
+}
+
+/* A staged copy: its loops, without braces but the innermost's, then the
+ * source's coordinates and the copy. */
+static void print_stage(lower_gen *g, const lowered_node *n, int indent)
+{
+    const rlt_tensor *tensor = &g->op->tensors[n->tensor];
+    lower_out(g, indent, "/* stage %s into %s_s%s */\n", tensor->name, g->tname[n->tensor], n->text);
+    const lowered_node *body = n;
+    int depth = 0;
+    for (; body->first && body->first->kind == LOWERED_STAGE_LOOP; depth++) {
+        const lowered_node *l = body->first;
+        if (l->flavor == LOWERED_PARALLEL)
+            lower_out(g, indent + depth, "#pragma omp parallel for schedule(static) num_threads(rlt_nthreads)\n");
+        else lower_out(g, indent + depth, "#pragma GCC unroll 1\n");
+        bool is_innermost = !l->first || l->first->kind != LOWERED_STAGE_LOOP;
+        lower_out(g, indent + depth, "for (long p%d = 0; p%d < %" PRId64 "; p%d++)%s\n", l->var, l->var, l->value,
+                  l->var, is_innermost ? " {" : "");
+        body = l;
+    }
+    if (depth == 0) lower_out(g, indent, "{\n");
+    int in = indent + depth;
+    for (const lowered_node *c = body->first; c; c = c->next) {
+        if (c->kind == LOWERED_STAGE_COORD)
+            lower_out(g, in, "long %c%d = %s;\n", c->flavor == LOWERED_BASE ? 'b' : 'c', c->var, c->text);
+        else print_stage_copy(g, c, in);
+    }
+    lower_out(g, in - 1, "}\n");
 }
 
 /* A vector loop: its first child is the whole vectors (unless the flavor
@@ -279,8 +349,17 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
         }
         return;
     case LOWERED_STMT:
-        print_stmt(g, n->body, indent);
+        print_stmt(g, n, indent);
         return;
+    case LOWERED_STAGE:
+        print_stage(g, n, indent);
+        return;
+    case LOWERED_LOAD:
+    case LOWERED_OUTPUT:
+    case LOWERED_STAGE_LOOP:
+    case LOWERED_STAGE_COORD:
+    case LOWERED_STAGE_ELEMS:
+    case LOWERED_STAGE_ROW:
     case LOWERED_PARTIAL:
     case LOWERED_LANES:
     case LOWERED_RUN:

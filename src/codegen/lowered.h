@@ -1,8 +1,14 @@
 /*
- * lowered.h - the lowered loop IR: the loop structure of a kernel between
- * the scheduled nest (rlt_nest) and its C text.
+ * lowered.h - the lowered loop IR: a kernel between the scheduled nest
+ * (rlt_nest) and its C text.
  *
- * Code generation runs in stages: nest -> lowered tree -> C.
+ * Code generation runs in stages: nest -> lowered tree -> C. Three passes
+ * build the tree:
+ *  - lower_stage.c (lower_build_stages): the staged copies of the inputs
+ *    (pack, pad) into the workspace: their loops (the outermost of more
+ *    than one iteration parallel, the others kept rolled), the source's
+ *    coordinates, and the copy, element by element under a bounds
+ *    condition or a row at a time (zeros, a plain copy, zeros);
  *  - lower_build.c (lower_build_plan) walks a plan of the nest's loops and
  *    decides, node by node, what the C will hold: loops (serial, parallel,
  *    rolled with or without "#pragma GCC unroll 1"), unrolled copies,
@@ -11,15 +17,25 @@
  *    (whole vectors, a partial vector with its lane count, a lane loop), the
  *    accumulator tile with its reload and write-back, the transposed
  *    write-back, and the statements at the bottom;
- *  - lower_print.c (lower_print_tree) prints a tree as C, and lower_dump.c
- *    (lower_dump_tree) as an indented text, one node a line (`rltune show
- *    --stage lowered`).
+ *  - lower_stmt.c (lower_build_stmt) makes each statement explicit: the
+ *    bounds guard it takes over from its factors (or that it adds nothing),
+ *    its loads, each with the kind it is emitted as (scalar, broadcast,
+ *    vector, strided, stride-2 window, masked to its lanes, lane by lane),
+ *    and how it reads and writes the output (scalar, vector, masked, lane
+ *    by lane); also the epilogue's loads in a transposed write-back.
+ * lower_print.c (lower_print_tree) prints a tree as C, and lower_dump.c
+ * (lower_dump_tree) as an indented text, one node a line (`rltune show
+ * --stage lowered`).
  * Every node keeps the cursor (lower_cursor) that the walk had where it
  * stands, so the printer loads it instead of changing and restoring state.
- * Still printed directly from the nest: the statements' expressions,
- * loads and stores (lower_access.c) and the staging copies (lower.c).
+ * Still printed directly: the text of addresses, bounds conditions and
+ * expressions (lower_access.c, as the nodes' kinds say), conditions that
+ * the passes hold as C text, the accumulator's declaration, the
+ * temporaries' numbers (lower_print.c), and the kernel's frame: comment,
+ * workspace size, signatures, tensor pointers (lower.c).
  *
- * Ownership: nodes and their texts live in lower_gen.arena and go with it.
+ * Ownership: nodes and their texts live in lower_gen.arena and go with it;
+ * a LOAD's expr is borrowed from the op.
  */
 #ifndef RLT_LOWERED_H
 #define RLT_LOWERED_H
@@ -41,7 +57,15 @@ typedef enum lowered_kind {
     LOWERED_TRANSPOSE, /* a tile's write-back or reload transposed in registers */
     LOWERED_RUN,       /* one run of it: lanes value .. value + count - 1 at text */
     LOWERED_RUN_LANE,  /* one column of a run (its cursor fixes var) */
-    LOWERED_STMT       /* the statement of kind body at this point */
+    LOWERED_STMT,      /* the statement of kind body at this point, under the guard text ("" or NULL: none);
+                          children: its LOADs, then OUTPUT */
+    LOWERED_LOAD,      /* a load of the statement (expr), emitted as `load` */
+    LOWERED_OUTPUT,    /* the statement's access to the output, as `out` */
+    LOWERED_STAGE,     /* tensor's staged copy (pack, pad) into the workspace, text: its dims */
+    LOWERED_STAGE_LOOP, /* for (p<var> = 0; p<var> < value; ...) over a dim of the copy */
+    LOWERED_STAGE_COORD, /* long c<var> (or b<var>, flavor BASE) = text: a source coordinate */
+    LOWERED_STAGE_ELEMS, /* tensor_s[dst] = (text) ? tensor[src] : 0.0f, element by element */
+    LOWERED_STAGE_ROW  /* a row of value elements: zeros, a plain copy where 0 <= b<var> + p < count, zeros */
 } lowered_kind;
 
 /* What distinguishes loops and versions of the same kind. */
@@ -51,7 +75,9 @@ typedef enum lowered_flavor {
     LOWERED_KEEP_ROLLED, /* LOOP, LANES: "#pragma GCC unroll 1" */
     LOWERED_BY_BOUNDS,   /* VERSION: the tile's loads in bounds, not the guards */
     LOWERED_NO_WHOLE,    /* VECTOR: no whole vector (wider than what is left of its axis) */
-    LOWERED_SCALAR_ONLY  /* VECTOR: lanes only (a derived symbol at the vector loop) */
+    LOWERED_SCALAR_ONLY, /* VECTOR: lanes only (a derived symbol at the vector loop) */
+    LOWERED_BASE,        /* STAGE_COORD: the walked dim's base, without the row's position */
+    LOWERED_OMITTED      /* STMT: a factor reads outside its tensor for certain: no term to add */
 } lowered_flavor;
 
 typedef struct lowered_node lowered_node;
@@ -66,6 +92,13 @@ struct lowered_node {
                               TRANSPOSE: the output's stride along the lanes */
     int64_t count;         /* RUN: its columns */
     const char *text;      /* a condition, lane count, address or label (arena-owned); or NULL */
+    int tensor;            /* STAGE, STAGE_ELEMS, STAGE_ROW: the staged tensor */
+    const rlt_expr *expr;  /* LOAD: the load (borrowed from the op) */
+    lower_load_kind load;  /* LOAD: how it is emitted */
+    unsigned hoisted;      /* LOAD: its dims that the statement's guard checks (bit d) */
+    lower_out_kind out;    /* OUTPUT: how the output is read and written */
+    int64_t stride;        /* STAGE_ROW: the source's stride along the row */
+    const char *src, *dst; /* STAGE_ELEMS, STAGE_ROW: source and stage offsets (arena-owned) */
     lower_cursor at;       /* the walk's state where the node stands */
     lowered_node *first, *last, *next; /* children in order, and the next sibling */
 };
@@ -79,10 +112,42 @@ void lower_build_plan(lower_gen *g, const lower_plan *p, int idx, const lower_cu
  * out of memory, with g->is_oom set). */
 lowered_node *lowered_new(lower_gen *g, lowered_kind kind, const lower_cursor *at);
 
+/* A new node of `kind` at cursor `at`, appended to parent's children. */
+lowered_node *lowered_add(lower_gen *g, lowered_node *parent, lowered_kind kind, const lower_cursor *at);
+
+/* The arena's copy of t's text ("" when out of memory, with g->is_oom set). */
+const char *lowered_keep_text(lower_gen *g, const rlt_str *t);
+
+/* Appends to `parent` the staged copies (STAGE nodes) of the inputs that
+ * have a stage: the weights' (is_prestaged: SYMBOL_prepare copies them
+ * once) or the others' (the kernel copies them on every call); their
+ * outermost loop of more than one iteration runs in parallel when
+ * use_openmp. Out of memory as lower_build_plan. */
+void lower_build_stages(lower_gen *g, bool is_prestaged, bool use_openmp, lowered_node *parent);
+
+/* Fills statement node `stmt` (a STMT, at its cursor): the guard that
+ * checks its factors' bounds once, or LOWERED_OMITTED; a LOAD child for
+ * each load with the kind it is emitted as; an OUTPUT child when it reads
+ * or writes the output. */
+void lower_build_stmt(lower_gen *g, lowered_node *stmt);
+
+/* Appends to `parent` a LOAD node for each load of e, at parent's cursor. */
+void lower_build_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e);
+
+/* Makes the loads of `stmt` (a STMT or RUN_LANE) the ones the access layer
+ * emits (g->loads, and the dims its guard checks); lower_stmt_leave
+ * forgets them. */
+void lower_stmt_enter(lower_gen *g, const lowered_node *stmt);
+void lower_stmt_leave(lower_gen *g);
+
+/* Whether input t is a staged weight (copied once, by SYMBOL_prepare). */
+bool lower_is_prestaged(const lower_gen *g, int t);
+
 /* Prints the children of `root` as C, indented by `indent`. */
 void lower_print_tree(lower_gen *g, const lowered_node *root, int indent);
 
-/* Appends the tree under `root` as text, one node a line, to s. */
-void lower_dump_tree(lower_gen *g, const lowered_node *root, rlt_str *s);
+/* Appends the tree under `root` as text, one node a line, to s: its
+ * children at the top level, or, with a label, root as a block so named. */
+void lower_dump_tree(lower_gen *g, const lowered_node *root, const char *label, rlt_str *s);
 
 #endif

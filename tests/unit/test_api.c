@@ -147,7 +147,9 @@ Test(api, nests_check_each_step_and_print_their_tree_lowered_loops_and_c)
     char *lowered = NULL;
     cr_assert_eq(rlt_nest_lowered_text(plain, &lowered, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_str_eq(lowered, "for i < 16\n  for j < 16\n    plan: zero the output before accumulating\n"
-                              "      zero output\n    for k < 16\n      compute\n");
+                              "      zero output\n        output C: scalar\n    for k < 16\n"
+                              "      compute: A[i,k] * B[k,j]\n        load A[i,k]: scalar\n"
+                              "        load B[k,j]: scalar\n        output C: scalar\n");
     rlt_free(lowered);
     rlt_sched *bad = NULL;
     cr_assert_eq(rlt_sched_parse("vectorize k\n", "bad.sched", &bad, &d), RLT_STATUS_OK);

@@ -1,0 +1,101 @@
+/*
+ * lower_stmt.c - the pass that makes the statements at the leaves of the
+ * lowered tree (lowered.h) explicit: for each statement, the bounds guard
+ * it takes over from its factors' loads, each load with the kind it is
+ * emitted as (scalar, broadcast, vector, strided, window, masked, lane by
+ * lane), and how it reads and writes the output (scalar, vector, masked,
+ * lane by lane) or that it updates the accumulator.
+ *
+ * Entry points (lowered.h): lower_build_stmt, which fills a STMT node;
+ * lower_build_loads, the LOAD nodes of an expression (also for the columns
+ * of a transposed write-back); lower_stmt_enter and lower_stmt_leave,
+ * which hand a statement's loads to the access layer (lower_access.c) for
+ * the printer and the dump. The kinds are chosen here, at the node's
+ * cursor; lower_access.c prints them.
+ */
+#include "codegen/lowered.h"
+
+/* Loads the node's cursor for the access layer's choices: in a partial
+ * vector, a mask (its name is numbered by the printer). */
+static void enter_cursor(lower_gen *g, const lowered_node *n)
+{
+    g->at = n->at;
+    g->mask_nv = n->at.is_masked ? 0 : -1;
+}
+
+static void add_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e)
+{
+    if (!e) return;
+    if (e->kind == RLT_EXPR_LOAD) {
+        lowered_node *n = lowered_add(g, parent, LOWERED_LOAD, &parent->at);
+        n->expr = e;
+        n->hoisted = lower_hoisted_dims(g, e);
+        n->load = lower_load_choose(g, e);
+        return;
+    }
+    add_loads(g, parent, e->a);
+    add_loads(g, parent, e->b);
+}
+
+void lower_build_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e)
+{
+    enter_cursor(g, parent);
+    add_loads(g, parent, e);
+    g->mask_nv = -1;
+}
+
+void lower_build_stmt(lower_gen *g, lowered_node *stmt)
+{
+    const rlt_expr *epi = g->op->epilogue;
+    bool has_reduction = g->r0 < g->n->n_loops;
+    bool has_output = true;
+    enter_cursor(g, stmt);
+    g->n_hoisted = 0;
+    switch (stmt->body) {
+    case LOWER_BODY_MAIN: {
+        rlt_str guard;
+        rlt_str_init(&guard);
+        bool is_term = !has_reduction || lower_hoist_factor_checks(g, g->op->body, &guard);
+        stmt->text = lowered_keep_text(g, &guard);
+        rlt_str_free(&guard);
+        if (!is_term) {
+            stmt->flavor = LOWERED_OMITTED;
+            has_output = false;
+            break;
+        }
+        add_loads(g, stmt, g->op->body);
+        if (g->acc_depth < 0 && !has_reduction) add_loads(g, stmt, epi);
+        has_output = g->acc_depth < 0;
+        break;
+    }
+    case LOWER_BODY_EPILOGUE:
+        add_loads(g, stmt, epi);
+        break;
+    case LOWER_BODY_WRITEBACK:
+        if (g->acc_is_final) add_loads(g, stmt, epi);
+        break;
+    case LOWER_BODY_OUT_ZERO:
+    case LOWER_BODY_ACC_LOAD:
+        break;
+    }
+    if (has_output) lowered_add(g, stmt, LOWERED_OUTPUT, &stmt->at)->out = lower_out_choose(g);
+    g->n_hoisted = 0;
+    g->mask_nv = -1;
+}
+
+void lower_stmt_enter(lower_gen *g, const lowered_node *stmt)
+{
+    g->loads = stmt->first;
+    g->n_hoisted = 0;
+    for (const lowered_node *c = stmt->first; c; c = c->next) {
+        if (c->kind != LOWERED_LOAD || !c->hoisted) continue;
+        g->hoisted_load[g->n_hoisted] = c->expr;
+        g->hoisted_dims[g->n_hoisted++] = c->hoisted;
+    }
+}
+
+void lower_stmt_leave(lower_gen *g)
+{
+    g->loads = NULL;
+    g->n_hoisted = 0;
+}
