@@ -310,6 +310,7 @@ static void emit_lanes(lower_gen *g, lane_fn fn, const void *arg, rlt_str *s)
     int v = g->vec_var;
     rlt_str_printf(s, "(rlt_v%d){", g->vec_width);
     bool was_fixed = g->at.is_fixed[v];
+    int64_t was_value = g->at.fixed[v];
     bool was_vector = g->at.in_vector;
     g->at.is_fixed[v] = true;
     g->at.in_vector = false;
@@ -321,6 +322,7 @@ static void emit_lanes(lower_gen *g, lane_fn fn, const void *arg, rlt_str *s)
         if (g->mask_nv >= 0) rlt_str_append(s, " : 0.0f)");
     }
     g->at.is_fixed[v] = was_fixed;
+    g->at.fixed[v] = was_value;
     g->at.in_vector = was_vector;
     rlt_str_append(s, "}");
 }
@@ -709,6 +711,14 @@ lower_out_kind lower_out_choose(const lower_gen *g)
     return g->mask_nv >= 0 ? LOWER_OUT_MASKED : LOWER_OUT_VECTOR;
 }
 
+/* One lane of the output at address *arg. */
+static void lane_out(lower_gen *g, const void *arg, rlt_str *s)
+{
+    rlt_str_printf(s, "%s[", g->tname[g->op->n_tensors - 1]);
+    print_addr(g, arg, s);
+    rlt_str_append(s, "]");
+}
+
 /* The output element (scalar) or vector at the current point, as a value. */
 void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s)
 {
@@ -730,23 +740,7 @@ void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s)
     } else {
         /* The output is indexed by spatial axes only: a vector over a spatial
          * loop either moves along it contiguously or strides (gather). */
-        rlt_str_printf(s, "(rlt_v%d){", g->vec_width);
-        int v = g->vec_var;
-        bool was_fixed = g->at.is_fixed[v];
-        int64_t was_value = g->at.fixed[v];
-        g->at.is_fixed[v] = true;
-        for (int lane = 0; lane < g->vec_width; lane++) {
-            g->at.fixed[v] = lane;
-            rlt_str_append(s, lane ? ", " : "");
-            if (g->mask_nv >= 0) rlt_str_printf(s, "(%d < rlt_nv%d ? ", lane, g->mask_nv);
-            rlt_str_printf(s, "%s[", o);
-            print_addr(g, &a, s);
-            rlt_str_append(s, "]");
-            if (g->mask_nv >= 0) rlt_str_append(s, " : 0.0f)");
-        }
-        g->at.is_fixed[v] = was_fixed;
-        g->at.fixed[v] = was_value;
-        rlt_str_append(s, "}");
+        emit_lanes(g, lane_out, &a, s);
     }
 }
 
