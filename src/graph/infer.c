@@ -1193,7 +1193,7 @@ static rlt_status infer_constant(ictx *c)
 
 static rlt_status infer_constant_of_shape(ictx *c)
 {
-    int n;
+    int n = 0; /* gcc -O3 (Release) cannot see that const_ints sets it */
     int64_t shape[RLT_GRAPH_MAX_RANK];
     TRY(const_ints(c, 0, "shape", RLT_GRAPH_MAX_RANK, &n, shape));
     const rlt_graph_attr *a = attr(c, "value");
