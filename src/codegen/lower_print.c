@@ -4,7 +4,8 @@
  * Entry point (lowered.h): lower_print_tree, which writes a tree's staged
  * copies, loops, guards, versions, vector loops, unrolled copies,
  * accumulator tiles and transposed write-backs to the kernel's text, and
- * the statements at its leaves through the access layer (lower_access.c),
+ * the statements at its leaves through the access layer (lower_access.c,
+ * lower_load.c),
  * each load and output access as its node says (lower_stmt.c chose them).
  *
  * Before a node prints anything that depends on where it stands, the

@@ -9,9 +9,9 @@
  * Entry points (lowered.h): lower_build_stmt, which fills a STMT node;
  * lower_build_loads, the LOAD nodes of an expression (also for the columns
  * of a transposed write-back); lower_stmt_enter and lower_stmt_leave,
- * which hand a statement's loads to the access layer (lower_access.c) for
+ * which hand a statement's loads to the access layer (lower_load.c) for
  * the printer and the dump. The kinds are chosen here, at the node's
- * cursor; lower_access.c prints them.
+ * cursor; lower_load.c and lower_access.c print them.
  */
 #include "codegen/lowered.h"
 

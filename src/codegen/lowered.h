@@ -29,8 +29,8 @@
  * Every node keeps the cursor (lower_cursor) that the walk had where it
  * stands, so the printer loads it instead of changing and restoring state.
  * Still printed directly: the text of addresses, bounds conditions and
- * expressions (lower_access.c, as the nodes' kinds say), conditions that
- * the passes hold as C text, the accumulator's declaration, the
+ * expressions (lower_access.c, lower_load.c, as the nodes' kinds say),
+ * conditions that the passes hold as C text, the accumulator's declaration, the
  * temporaries' numbers (lower_print.c), and the kernel's frame: comment,
  * workspace size, signatures, tensor pointers (lower.c).
  *
