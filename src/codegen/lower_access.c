@@ -221,7 +221,7 @@ void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_
  * vector lane loop excluded; in the scalar lane loop, "[lane]" added). */
 void lower_acc_ref(const lower_gen *g, rlt_str *s)
 {
-    rlt_str_append(s, "rlt_acc");
+    rlt_str_append(s, LOWER_ACC_NAME);
     bool any = false;
     for (int l = g->acc_depth; l < g->n->n_loops; l++) {
         int v = g->n->loops[l].var;
@@ -280,7 +280,7 @@ void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s)
 }
 
 /* Stores `value_text` (scalar or vector) to the output at the current point. */
-void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, const char *value_text)
+void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, int temp, const char *value_text)
 {
     lower_addr a;
     lower_out_addr(g, &a);
@@ -299,9 +299,9 @@ void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, const char *
         lower_addr_print_lane0(g, &a, &s);
         lower_out(g, indent, "rlt_store%d(&%s[%s], %s);\n", g->vec_width, o, lower_text_of(g, &s), value_text);
     } else {
-        int tmp = g->n_temps++;
+        RLT_ASSERT(temp >= 0);
         lower_out(g, indent, "{\n");
-        lower_out(g, indent + 1, "rlt_v%d rlt_t%d = %s;\n", g->vec_width, tmp, value_text);
+        lower_out(g, indent + 1, "rlt_v%d rlt_t%d = %s;\n", g->vec_width, temp, value_text);
         lower_lane_state was = lower_lanes_enter(g);
         for (int lane = 0; lane < g->vec_width; lane++) {
             g->at.fixed[g->vec_var] = lane;
@@ -309,9 +309,9 @@ void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, const char *
             lower_addr_print(g, &a, &s);
             if (g->mask_nv >= 0)
                 lower_out(g, indent + 1, "if (%d < rlt_nv%d) %s[%s] = rlt_t%d[%d];\n", lane, g->mask_nv, o,
-                          lower_text_of(g, &s), tmp, lane);
+                          lower_text_of(g, &s), temp, lane);
             else
-                lower_out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, lower_text_of(g, &s), tmp, lane);
+                lower_out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, lower_text_of(g, &s), temp, lane);
         }
         lower_lanes_leave(g, &was);
         lower_out(g, indent, "}\n");

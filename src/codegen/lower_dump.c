@@ -8,7 +8,8 @@
  * guard and where it stands (vector path, masked lanes, unrolled copies
  * and lanes fixed, bounds or guards known to hold), and under it each load
  * with its kind (a masked one with its lanes) and the output's access.
- * Temporaries are left out: lower_print.c numbers them as it prints.
+ * Declarations show as the C will have them: the accumulator tile's, and
+ * the temporaries the passes numbered (rlt_tN, rlt_nvN).
  */
 #include "codegen/lowered.h"
 
@@ -69,6 +70,10 @@ static void dump_stmt(lower_gen *g, const lowered_node *n, rlt_str *s)
         rlt_str_append(s, ": ");
         rlt_expr_print(g->op, e, s);
     }
+    if (n->temp >= 0) {
+        rlt_str_printf(s, " as rlt_t%d, then epilogue: ", n->temp);
+        rlt_expr_print(g->op, epi, s);
+    }
     if (n->text && n->text[0]) rlt_str_printf(s, " if %s", n->text);
 }
 
@@ -83,10 +88,8 @@ static void dump_load(lower_gen *g, const lowered_node *n, rlt_str *s)
         rlt_str_init(&cond);
         rlt_str_init(&lo);
         rlt_str_init(&hi);
-        g->mask_nv = -1;
         lower_load_lanes(g, n->expr, &cond, &lo, &hi);
         rlt_str_printf(s, ", lanes [%s, %s)", lower_text_of(g, &lo), lower_text_of(g, &hi));
-        if (n->at.is_masked) rlt_str_append(s, " within the partial vector");
         if (cond.len) rlt_str_printf(s, " if %s", lower_text_of(g, &cond));
         lower_note_failure(g, &cond);
         rlt_str_free(&cond);
@@ -121,7 +124,7 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
     if (n->kind == LOWERED_SEQ) rlt_str_printf(s, "%s:", label ? label : "block");
     else if (label) rlt_str_printf(s, "%s: ", label);
     const char *name = n->var >= 0 ? g->cname[n->var] : "";
-    g->at = n->at;
+    lower_cursor_load(g, &n->at);
     switch (n->kind) {
     case LOWERED_SEQ:
         break;
@@ -155,13 +158,14 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
         if (n->text[0]) rlt_str_printf(s, ", whole where %s", n->text);
         break;
     case LOWERED_PARTIAL:
-        rlt_str_printf(s, "partial vector of %s lanes", n->text);
+        rlt_str_printf(s, "partial vector of rlt_nv%d = %s lanes", n->temp, n->text);
         break;
     case LOWERED_LANES:
         rlt_str_printf(s, "lanes %s < %d%s", name, g->vec_width, n->flavor == LOWERED_KEEP_ROLLED ? " kept rolled" : "");
         break;
     case LOWERED_ACC:
-        rlt_str_append(s, "accumulator tile");
+        rlt_str_append(s, "accumulator tile: ");
+        lowered_decl_print(n->decl, s);
         break;
     case LOWERED_PLAN:
         rlt_str_printf(s, "plan: %s", n->text);
@@ -172,6 +176,7 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
     case LOWERED_RUN:
         rlt_str_printf(s, "run %s = %" PRId64 "..%" PRId64 " in %d vectors at [%s]", name, n->value,
                        n->value + n->count - 1, n->n_vecs, n->text);
+        if (n->temp >= 0) rlt_str_printf(s, " through rlt_t%d", n->temp);
         break;
     case LOWERED_RUN_LANE:
         rlt_str_printf(s, "column %s = %" PRId64, name, n->at.fixed[n->var]);
@@ -185,6 +190,7 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
         break;
     case LOWERED_OUTPUT:
         rlt_str_printf(s, "output %s: %s", g->op->tensors[g->op->n_tensors - 1].name, out_name(n->out));
+        if (n->temp >= 0) rlt_str_printf(s, " through rlt_t%d", n->temp);
         break;
     case LOWERED_STAGE:
         rlt_str_printf(s, "stage %s into %s_s%s", g->op->tensors[n->tensor].name, g->tname[n->tensor], n->text);

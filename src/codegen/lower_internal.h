@@ -110,7 +110,8 @@ typedef struct lower_cursor {
     bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
     bool is_bounds_known; /* inside a tile whose loads were all checked in bounds at its start */
     bool in_vector;       /* the vector path (vec_var spans lanes) */
-    bool is_masked;       /* in a partial vector (lower_gen.mask_nv names its lane count) */
+    bool is_masked;       /* in a partial vector */
+    int mask_temp;        /* is_masked: the temporary that holds its lane count (rlt_nv<mask_temp>) */
     int slow_depth;       /* > 0 inside the guarded (tail) copy of a versioned subtree */
     bool is_acc_in_slow;  /* the accumulator was declared inside that copy */
 } lower_cursor;
@@ -145,7 +146,7 @@ typedef struct lower_gen {
     const lowered_node *loads;
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
-    int mask_nv;        /* printing a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1; else -1 */
+    int mask_nv;        /* in a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1 (at.mask_temp); else -1 */
     int r0;             /* position of the outermost reduction loop of more than one iteration (n_loops if none) */
     int acc_depth;      /* loops at and after this position form the tile; -1: none */
     bool acc_is_final;  /* every reduction loop is inside the accumulator */
@@ -155,12 +156,20 @@ typedef struct lower_gen {
     int n_phys[RLT_MAX_TENSORS];
     int outer_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS]; /* where each original dim went */
     int inner_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS];
-    int n_temps;        /* unique suffix for temporaries, numbered as they are printed */
+    int n_temps;        /* temporaries numbered so far (rlt_tN, rlt_nvN): the passes number them as they
+                           build the nodes, which is the order the printer prints them in */
     lower_cursor at;    /* the walk's position (see lower_cursor) */
     rlt_arena *arena;   /* the lowered tree's nodes and texts (owned by rlt_codegen_kernel) */
     bool is_oom;        /* building the tree ran out of memory */
     lowered_node *sink; /* what lowered_new returns then (owned, rlt_free) */
 } lower_gen;
+
+/* Makes `at` the current cursor (g->at), and g->mask_nv its partial
+ * vector's lane count (-1: none). */
+void lower_cursor_load(lower_gen *g, const lower_cursor *at);
+
+/* The accumulator tile's C name (lowered.h: an ACC node declares it). */
+#define LOWER_ACC_NAME "rlt_acc"
 
 /* A walk over some of the nest's loops: all of them for the computation, the
  * spatial ones for zeroing, epilogue, accumulator load and write-back. */
@@ -239,8 +248,9 @@ void lower_acc_ref(const lower_gen *g, rlt_str *s);
 lower_out_kind lower_out_choose(const lower_gen *g);
 /* Appends the output's value at the current point, read as `kind`. */
 void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s);
-/* Emits the store of value_text to the output at the current point, as `kind`. */
-void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, const char *value_text);
+/* Emits the store of value_text to the output at the current point, as
+ * `kind`; lane by lane, through the temporary rlt_t<temp>. */
+void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, int temp, const char *value_text);
 
 /* ---- lower_load.c: loads and their bounds checks ------------------------ */
 

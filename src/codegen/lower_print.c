@@ -9,22 +9,15 @@
  * each load and output access as its node says (lower_stmt.c chose them).
  *
  * Before a node prints anything that depends on where it stands, the
- * printer loads the node's cursor into g->at; g->mask_nv names the lane
- * count of the enclosing partial vector. Temporaries (rlt_tN, rlt_nvN) are
- * numbered here, in the order they are printed.
+ * printer loads the node's cursor (lower_cursor_load: g->at, and g->mask_nv
+ * the lane count of the enclosing partial vector). What it declares, the
+ * nodes say: the accumulator tile (its decl) and the temporaries (rlt_tN,
+ * rlt_nvN), numbered by the passes.
  */
 #include "codegen/lowered.h"
 
 #include <inttypes.h>
 #include <string.h>
-
-/* Makes the node's cursor the current one; mask_nv is the temporary that
- * counts the lanes of the partial vector the node is in (-1: none). */
-static void load_cursor(lower_gen *g, const lowered_node *n, int mask_nv)
-{
-    g->at = n->at;
-    g->mask_nv = n->at.is_masked ? mask_nv : -1;
-}
 
 /* ---- statements --------------------------------------------------------- */
 
@@ -35,8 +28,12 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
 {
     lower_body_kind kind = n->body;
     lower_out_kind out = LOWER_OUT_SCALAR;
-    for (const lowered_node *c = n->first; c; c = c->next)
-        if (c->kind == LOWERED_OUTPUT) out = c->out;
+    int out_temp = -1;
+    for (const lowered_node *c = n->first; c; c = c->next) {
+        if (c->kind != LOWERED_OUTPUT) continue;
+        out = c->out;
+        out_temp = c->temp;
+    }
     lower_stmt_enter(g, n);
     rlt_str value, ref;
     rlt_str_init(&value);
@@ -58,34 +55,33 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
             rlt_str sum;
             rlt_str_init(&sum);
             rlt_str_printf(&sum, "%s + %s", lower_text_of(g, &ref), lower_text_of(g, &value));
-            lower_store_out(g, indent, out, lower_text_of(g, &sum));
+            lower_store_out(g, indent, out, out_temp, lower_text_of(g, &sum));
             rlt_str_free(&sum);
         } else if (epi) {
-            int tmp = g->n_temps++;
             char name[32];
-            snprintf(name, sizeof name, "rlt_t%d", tmp);
+            snprintf(name, sizeof name, "rlt_t%d", n->temp);
             lower_out(g, indent, "{\n");
             if (g->at.in_vector)
                 lower_out(g, indent + 1, "rlt_v%d %s = %s;\n", g->vec_width, name, lower_text_of(g, &value));
             else lower_out(g, indent + 1, "float %s = %s;\n", name, lower_text_of(g, &value));
             rlt_str_clear(&value);
             lower_emit_expr(g, epi, name, &value);
-            lower_store_out(g, indent + 1, out, lower_text_of(g, &value));
+            lower_store_out(g, indent + 1, out, out_temp, lower_text_of(g, &value));
             lower_out(g, indent, "}\n");
         } else {
-            lower_store_out(g, indent, out, lower_text_of(g, &value));
+            lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         }
         if (has_guard) lower_out(g, --indent, "}\n");
         break;
     case LOWER_BODY_OUT_ZERO:
         if (g->at.in_vector) rlt_str_printf(&value, "rlt_splat%d(0.0f)", g->vec_width);
         else rlt_str_append(&value, "0.0f");
-        lower_store_out(g, indent, out, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
     case LOWER_BODY_EPILOGUE:
         lower_out_value(g, out, &ref);
         lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
-        lower_store_out(g, indent, out, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
     case LOWER_BODY_ACC_LOAD:
         lower_acc_ref(g, &ref);
@@ -96,7 +92,7 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
         lower_acc_ref(g, &ref);
         if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
         else rlt_str_append(&value, lower_text_of(g, &ref));
-        lower_store_out(g, indent, out, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
     }
     lower_stmt_leave(g);
@@ -104,36 +100,28 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
     rlt_str_free(&ref);
 }
 
-/* Accumulator declaration: one element (or vector) per tile point. */
-static void print_acc_decl(lower_gen *g, int indent)
+/* The accumulator tile's declaration, as its node says. */
+static void print_acc_decl(lower_gen *g, const lowered_decl *d, int indent)
 {
-    rlt_str dims;
-    rlt_str_init(&dims);
-    for (int l = g->acc_depth; l < g->n->n_loops; l++) {
-        int v = g->n->loops[l].var;
-        if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
-        rlt_str_printf(&dims, "[%" PRId64 "]", g->n->vars[v].extent);
-    }
-    lower_note_failure(g, &dims);
-    if (g->vec_var >= 0 && g->acc_depth <= rlt_nest_loop_of_var(g->n, g->vec_var))
-        lower_out(g, indent, "rlt_v%d rlt_acc%s = {0};\n", g->vec_width, dims.len ? lower_text_of(g, &dims) : "[1]");
-    else
-        lower_out(g, indent, "float rlt_acc%s = {0};\n", dims.len ? lower_text_of(g, &dims) : "[1]");
-    rlt_str_free(&dims);
+    rlt_str text;
+    rlt_str_init(&text);
+    lowered_decl_print(d, &text);
+    lower_out(g, indent, "%s;\n", lower_text_of(g, &text));
+    rlt_str_free(&text);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
 
-static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask_nv);
+static void print_node(lower_gen *g, const lowered_node *n, int indent);
 
-static void print_children(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+static void print_children(lower_gen *g, const lowered_node *n, int indent)
 {
-    for (const lowered_node *c = n->first; c; c = c->next) print_node(g, c, indent, mask_nv);
+    for (const lowered_node *c = n->first; c; c = c->next) print_node(g, c, indent);
 }
 
 /* One run of a transposed write-back (rlt_tstoreWxN) or reload
  * (rlt_tloadWxN): a vector a column, the last N - count of them zeros. */
-static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node *r, int indent, int mask_nv)
+static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node *r, int indent)
 {
     bool is_load = tile->body == LOWER_BODY_ACC_LOAD;
     int w = g->vec_width;
@@ -143,7 +131,7 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
     if (r->count != r->n_vecs) snprintf(n_arg, sizeof n_arg, ", %" PRId64, r->count);
     lower_out(g, indent, "/* %s = %" PRId64 "..%" PRId64 ", transposed */\n", g->n->vars[r->var].name, r->value,
               r->value + r->count - 1);
-    int tmp = is_load ? g->n_temps++ : -1;
+    int tmp = r->temp;
     if (is_load) {
         lower_out(g, indent, "{\n");
         lower_out(g, indent + 1, "rlt_v%dx%d rlt_t%d = rlt_tload%dx%d%s(&%s[%s], %" PRId64 "%s);\n", w, r->n_vecs,
@@ -156,7 +144,7 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
     rlt_str_init(&ref);
     rlt_str_init(&value);
     for (const lowered_node *c = r->first; c; c = c->next) {
-        load_cursor(g, c, mask_nv);
+        lower_cursor_load(g, &c->at);
         lower_stmt_enter(g, c);
         rlt_str_clear(&ref);
         rlt_str_clear(&value);
@@ -245,14 +233,14 @@ static void print_stage(lower_gen *g, const lowered_node *n, int indent)
 
 /* A vector loop: its first child is the whole vectors (unless the flavor
  * says there are none), then its tail, a partial vector or a lane loop. */
-static void print_vector(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+static void print_vector(lower_gen *g, const lowered_node *n, int indent)
 {
     bool is_vector_ok = n->flavor != LOWERED_SCALAR_ONLY;
     bool has_cond = n->text[0] != '\0';
     const lowered_node *tail = n->first;
     if (is_vector_ok && n->flavor != LOWERED_NO_WHOLE) {
         if (has_cond) lower_out(g, indent, "if (%s) {\n", n->text);
-        print_children(g, n->first, has_cond ? indent + 1 : indent, mask_nv);
+        print_children(g, n->first, has_cond ? indent + 1 : indent);
         if (has_cond) lower_out(g, indent, "} else {\n");
         tail = n->first->next;
     } else if (is_vector_ok) {
@@ -262,9 +250,8 @@ static void print_vector(lower_gen *g, const lowered_node *n, int indent, int ma
     if (tail->kind == LOWERED_PARTIAL) {
         /* Its first lanes pass the guards: masked loads and stores for
          * those, the others neither read nor written. */
-        int k = g->n_temps++;
-        lower_out(g, indent + 1, "const long rlt_nv%d = %s;\n", k, tail->text);
-        print_children(g, tail, indent + 1, k);
+        lower_out(g, indent + 1, "const long rlt_nv%d = %s;\n", tail->temp, tail->text);
+        print_children(g, tail, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     }
@@ -273,18 +260,18 @@ static void print_vector(lower_gen *g, const lowered_node *n, int indent, int ma
     const char *name = g->cname[tail->var];
     if (tail->flavor == LOWERED_KEEP_ROLLED) lower_out(g, inner, "#pragma GCC unroll 1\n");
     lower_out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", name, name, g->vec_width, name);
-    print_children(g, tail, inner + 1, mask_nv);
+    print_children(g, tail, inner + 1);
     lower_out(g, inner, "}\n");
     if (is_vector_ok) lower_out(g, indent, "}\n");
 }
 
-static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+static void print_node(lower_gen *g, const lowered_node *n, int indent)
 {
-    load_cursor(g, n, mask_nv);
+    lower_cursor_load(g, &n->at);
     const char *name = n->var >= 0 ? g->cname[n->var] : "";
     switch (n->kind) {
     case LOWERED_SEQ:
-        print_children(g, n, indent, mask_nv);
+        print_children(g, n, indent);
         return;
     case LOWERED_LOOP:
         if (n->flavor == LOWERED_PARALLEL && n->n_threads > 0)
@@ -295,12 +282,12 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
             lower_out(g, indent, "#pragma GCC unroll 1\n");
         lower_out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name,
                   g->n->vars[n->var].extent, name);
-        print_children(g, n, indent + 1, mask_nv);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_COPY:
         lower_out(g, indent, "{ /* %s = %" PRId64 " */\n", g->n->vars[n->var].name, n->value);
-        print_children(g, n, indent + 1, mask_nv);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_DERIVED: {
@@ -316,37 +303,37 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
     }
     case LOWERED_GUARD:
         lower_out(g, indent, "if (%s < %" PRId64 ") {\n", n->text, n->value);
-        print_children(g, n, indent + 1, mask_nv);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_VERSION: {
         bool by_bounds = n->flavor == LOWERED_BY_BOUNDS;
         lower_out(g, indent, "if (%s) { /* %s */\n", n->text,
                   by_bounds ? "the tile's loads are in bounds: no checks" : "whole tile in range: no guards");
-        print_node(g, n->first, indent + 1, mask_nv);
+        print_node(g, n->first, indent + 1);
         lower_out(g, indent, "} else { /* %s */\n",
                   by_bounds ? "at the border: loads checked" : "the tail: guarded, and loops instead of unrolled copies");
-        print_node(g, n->first->next, indent + 1, mask_nv);
+        print_node(g, n->first->next, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     }
     case LOWERED_VECTOR:
-        print_vector(g, n, indent, mask_nv);
+        print_vector(g, n, indent);
         return;
     case LOWERED_ACC:
         lower_out(g, indent, "{ /* cache_write: accumulator tile */\n");
-        print_acc_decl(g, indent + 1);
-        print_children(g, n, indent + 1, mask_nv);
+        print_acc_decl(g, n->decl, indent + 1);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_PLAN:
         lower_out(g, indent, "/* %s */\n", n->text);
-        print_children(g, n, indent, mask_nv);
+        print_children(g, n, indent);
         return;
     case LOWERED_TRANSPOSE:
         for (const lowered_node *c = n->first; c; c = c->next) {
-            if (c->kind == LOWERED_RUN) print_run(g, n, c, indent, mask_nv);
-            else print_node(g, c, indent, mask_nv);
+            if (c->kind == LOWERED_RUN) print_run(g, n, c, indent);
+            else print_node(g, c, indent);
         }
         return;
     case LOWERED_STMT:
@@ -370,4 +357,4 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
     }
 }
 
-void lower_print_tree(lower_gen *g, const lowered_node *root, int indent) { print_children(g, root, indent, -1); }
+void lower_print_tree(lower_gen *g, const lowered_node *root, int indent) { print_children(g, root, indent); }

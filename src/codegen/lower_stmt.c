@@ -4,7 +4,9 @@
  * it takes over from its factors' loads, each load with the kind it is
  * emitted as (scalar, broadcast, vector, strided, window, masked, lane by
  * lane), and how it reads and writes the output (scalar, vector, masked,
- * lane by lane) or that it updates the accumulator.
+ * lane by lane) or that it updates the accumulator; and its temporaries,
+ * numbered: the value an epilogue reads, the vector a lane-by-lane store
+ * scatters.
  *
  * Entry points (lowered.h): lower_build_stmt, which fills a STMT node;
  * lower_build_loads, the LOAD nodes of an expression (also for the columns
@@ -14,14 +16,6 @@
  * cursor; lower_load.c and lower_access.c print them.
  */
 #include "codegen/lowered.h"
-
-/* Loads the node's cursor for the access layer's choices: in a partial
- * vector, a mask (its name is numbered by the printer). */
-static void enter_cursor(lower_gen *g, const lowered_node *n)
-{
-    g->at = n->at;
-    g->mask_nv = n->at.is_masked ? 0 : -1;
-}
 
 static void add_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e)
 {
@@ -39,7 +33,7 @@ static void add_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e)
 
 void lower_build_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e)
 {
-    enter_cursor(g, parent);
+    lower_cursor_load(g, &parent->at);
     add_loads(g, parent, e);
     g->mask_nv = -1;
 }
@@ -49,7 +43,7 @@ void lower_build_stmt(lower_gen *g, lowered_node *stmt)
     const rlt_expr *epi = g->op->epilogue;
     bool has_reduction = g->r0 < g->n->n_loops;
     bool has_output = true;
-    enter_cursor(g, stmt);
+    lower_cursor_load(g, &stmt->at);
     g->n_hoisted = 0;
     switch (stmt->body) {
     case LOWER_BODY_MAIN: {
@@ -64,7 +58,10 @@ void lower_build_stmt(lower_gen *g, lowered_node *stmt)
             break;
         }
         add_loads(g, stmt, g->op->body);
-        if (g->acc_depth < 0 && !has_reduction) add_loads(g, stmt, epi);
+        if (g->acc_depth < 0 && !has_reduction && epi) {
+            stmt->temp = g->n_temps++; /* the epilogue reads the value from it */
+            add_loads(g, stmt, epi);
+        }
         has_output = g->acc_depth < 0;
         break;
     }
@@ -78,7 +75,12 @@ void lower_build_stmt(lower_gen *g, lowered_node *stmt)
     case LOWER_BODY_ACC_LOAD:
         break;
     }
-    if (has_output) lowered_add(g, stmt, LOWERED_OUTPUT, &stmt->at)->out = lower_out_choose(g);
+    if (has_output) {
+        lowered_node *out = lowered_add(g, stmt, LOWERED_OUTPUT, &stmt->at);
+        out->out = lower_out_choose(g);
+        if (out->out == LOWER_OUT_LANES && stmt->body != LOWER_BODY_ACC_LOAD)
+            out->temp = g->n_temps++; /* the stored vector, scattered lane by lane */
+    }
     g->n_hoisted = 0;
     g->mask_nv = -1;
 }
