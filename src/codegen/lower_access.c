@@ -1,15 +1,13 @@
 /*
- * lower_access.c - the addresses, expressions and output accesses of a
- * nest being lowered, as C text.
+ * lower_access.c - the addresses and output accesses of a nest being
+ * lowered, as C text.
  *
  * Addresses (lower_load_addr, lower_out_addr: linear where they can be,
  * block / offset pieces in a packed copy) and how they vary across the
  * vector's lanes (lower_lanes_of); the vector variable fixed lane by lane
- * (lower_lanes_enter, lower_lanes_leave); expressions (lower_emit_expr,
- * each load through lower_load.c as its LOAD node says); and the output:
- * how it is accessed (lower_out_choose), its accumulator element
- * (lower_acc_ref), its value (lower_out_value) and stores
- * (lower_store_out).
+ * (lower_lanes_enter, lower_lanes_leave); and the output: how it is
+ * accessed (lower_out_choose), its accumulator element (lower_acc_ref), its
+ * value (lower_out_value) and stores (lower_store_out).
  */
 #include "codegen/lowered.h"
 
@@ -151,68 +149,6 @@ lower_lane_pattern lower_lanes_of(const lower_gen *g, const lower_addr *a)
 lower_lane_pattern lower_addr_lanes(const lower_gen *g, const lower_addr *a)
 {
     return g->at.in_vector ? lower_lanes_of(g, a) : LOWER_LANES_UNIFORM;
-}
-
-/* ---- expressions -------------------------------------------------------- */
-
-/* A float literal C accepts: "2.0f", "0.5f", "1e+30f". */
-static void print_float(double x, rlt_str *s)
-{
-    char buf[48];
-    snprintf(buf, sizeof buf, "%.9g", x);
-    bool has_point = strpbrk(buf, ".eEn") != NULL; /* n: inf / nan cannot come from the parser */
-    rlt_str_printf(s, "%s%sf", buf, has_point ? "" : ".0");
-}
-
-/* `acc_text` stands for ACC (the reduction's value) in an epilogue. */
-void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_str *s)
-{
-    int w = g->vec_width;
-    bool vec = g->at.in_vector;
-    switch (e->kind) {
-    case RLT_EXPR_CONST:
-        if (vec) rlt_str_printf(s, "rlt_splat%d(", w);
-        print_float(e->value, s);
-        if (vec) rlt_str_append(s, ")");
-        return;
-    case RLT_EXPR_ACC:
-        rlt_str_append(s, acc_text);
-        return;
-    case RLT_EXPR_LOAD:
-        lower_emit_load(g, e, s);
-        return;
-    case RLT_EXPR_NEG:
-        rlt_str_append(s, "(-");
-        lower_emit_expr(g, e->a, acc_text, s);
-        rlt_str_append(s, ")");
-        return;
-    case RLT_EXPR_RELU:
-        if (vec) rlt_str_printf(s, "rlt_max%d(", w);
-        else rlt_str_append(s, "rlt_maxf(");
-        lower_emit_expr(g, e->a, acc_text, s);
-        if (vec) rlt_str_printf(s, ", rlt_splat%d(0.0f))", w);
-        else rlt_str_append(s, ", 0.0f)");
-        return;
-    case RLT_EXPR_MAX:
-    case RLT_EXPR_MIN:
-        if (vec) rlt_str_printf(s, "rlt_%s%d(", e->kind == RLT_EXPR_MAX ? "max" : "min", w);
-        else rlt_str_printf(s, "rlt_%sf(", e->kind == RLT_EXPR_MAX ? "max" : "min");
-        lower_emit_expr(g, e->a, acc_text, s);
-        rlt_str_append(s, ", ");
-        lower_emit_expr(g, e->b, acc_text, s);
-        rlt_str_append(s, ")");
-        return;
-    case RLT_EXPR_ADD:
-    case RLT_EXPR_SUB:
-    case RLT_EXPR_MUL:
-        rlt_str_append(s, "(");
-        lower_emit_expr(g, e->a, acc_text, s);
-        rlt_str_append(s, e->kind == RLT_EXPR_ADD ? " + " : e->kind == RLT_EXPR_SUB ? " - " : " * ");
-        lower_emit_expr(g, e->b, acc_text, s);
-        rlt_str_append(s, ")");
-        return;
-    }
-    RLT_ASSERT(!"unknown expression kind");
 }
 
 /* ---- the output --------------------------------------------------------- */

@@ -369,7 +369,8 @@ static bool build_transposed_tile(lower_gen *g, const lower_plan *p, int idx, co
             fixed.fixed[v] = e;
             lowered_node *column = lowered_add(g, r, LOWERED_RUN_LANE, &fixed);
             column->var = v;
-            if (p->kind == LOWER_BODY_WRITEBACK && g->acc_is_final) lower_build_loads(g, column, g->op->epilogue);
+            if (p->kind == LOWER_BODY_WRITEBACK && g->acc_is_final && g->op->epilogue)
+                lower_build_expr(g, column, g->op->epilogue);
         }
         e0 += run;
     }

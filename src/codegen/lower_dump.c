@@ -7,7 +7,8 @@
  * coordinates and offsets); a statement also shows its expression, its
  * guard and where it stands (vector path, masked lanes, unrolled copies
  * and lanes fixed, bounds or guards known to hold), and under it each load
- * with its kind (a masked one with its lanes) and the output's access.
+ * of its expressions with its kind (a masked one with its lanes), in the
+ * order they are read, and the output's access.
  * Declarations show as the C will have them: the accumulator tile's, and
  * the temporaries the passes numbered (rlt_tN, rlt_nvN).
  */
@@ -120,6 +121,12 @@ static void dump_where(const lower_gen *g, const lower_cursor *at, rlt_str *s)
 
 static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char *label, rlt_str *s)
 {
+    if (n->kind == LOWERED_EXPR) {
+        /* an operation: the statement's line shows the expression, and the
+         * loads under it list at its depth */
+        for (const lowered_node *c = n->first; c; c = c->next) dump_node(g, c, depth, NULL, s);
+        return;
+    }
     rlt_str_indent(s, depth);
     if (n->kind == LOWERED_SEQ) rlt_str_printf(s, "%s:", label ? label : "block");
     else if (label) rlt_str_printf(s, "%s: ", label);
@@ -184,6 +191,8 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
     case LOWERED_STMT:
         dump_stmt(g, n, s);
         dump_where(g, &n->at, s);
+        break;
+    case LOWERED_EXPR: /* listed as its loads (above) */
         break;
     case LOWERED_LOAD:
         dump_load(g, n, s);

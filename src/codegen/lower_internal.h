@@ -9,13 +9,14 @@
  *    for linear forms and for writing the kernel's text;
  *  - lower_load.c chooses how each load is emitted and writes it as C
  *    text, with the bounds checks a tensor without a padded copy needs;
- *    lower_access.c does the same for addresses, expressions and the
- *    output's accesses;
+ *    lower_access.c does the same for addresses and the output's
+ *    accesses;
  *  - lower_stage.c, lower_build.c and lower_stmt.c build the lowered tree
  *    (lowered.h): the staged copies, then the loops, guards, versions,
  *    vectors, unrolled copies and the accumulator tile down to the
- *    statements, with their loads and output accesses; lower_print.c
- *    prints it as C (and lower_dump.c as text);
+ *    statements, with their expressions (operations, constants, loads)
+ *    and output accesses; lower_print.c prints it as C (and lower_dump.c
+ *    as text);
  *  - lower.c writes the kernel's frame around the trees
  *    (rlt_codegen_kernel), and explains the whole scheme.
  * All of it runs on one thread; the generator borrows the nest and its op.
@@ -141,9 +142,6 @@ typedef struct lower_gen {
     int n_hoisted;
     const rlt_expr *hoisted_load[RLT_MAX_TENSORS];
     unsigned hoisted_dims[RLT_MAX_TENSORS];
-    /* Printing a statement: its first child, from which its LOAD nodes
-     * (lowered.h) say how each load is emitted; NULL elsewhere. */
-    const lowered_node *loads;
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
     int mask_nv;        /* in a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1 (at.mask_temp); else -1 */
@@ -209,7 +207,7 @@ void lower_lin_print(const lower_gen *g, const lower_lin *l, rlt_str *s);
 /* The range of l over its symbols' loop ranges. */
 void lower_lin_range(const lower_gen *g, const lower_lin *l, int64_t *lo, int64_t *hi);
 
-/* ---- lower_access.c: addresses, expressions, the output ----------------- */
+/* ---- lower_access.c: addresses, the output ------------------------------ */
 
 /* Row-major strides of dims[0..n). */
 void lower_dims_strides(const int64_t *dims, int n, int64_t *strides);
@@ -239,9 +237,6 @@ typedef struct lower_lane_state {
 lower_lane_state lower_lanes_enter(lower_gen *g);
 void lower_lanes_leave(lower_gen *g, const lower_lane_state *was);
 
-/* Appends e as C (a scalar or, in the vector path, a vector), each load as
- * g->loads says; acc_text stands for the reduction's value in an epilogue. */
-void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_str *s);
 /* Appends the accumulator element at the current point ("rlt_acc[i_i][0]"). */
 void lower_acc_ref(const lower_gen *g, rlt_str *s);
 /* How the output is accessed at the current point. */
@@ -261,10 +256,10 @@ bool lower_has_masked_lanes(int width);
 void lower_narrow_lanes(lower_gen *g, rlt_str *bound, bool is_lower, const char *x0, int64_t c, int64_t n);
 
 /* How load e is emitted at the current point (g->mask_nv >= 0 in a
- * partial vector); the printer then emits it so (g->loads). */
+ * partial vector); the printer then emits it so (lower_emit_load). */
 lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e);
-/* Appends load e as C, as its LOAD node among g->loads says. */
-void lower_emit_load(lower_gen *g, const rlt_expr *e, rlt_str *s);
+/* Appends load e as C, emitted as `kind` (its LOAD node's). */
+void lower_emit_load(lower_gen *g, const rlt_expr *e, lower_load_kind kind, rlt_str *s);
 /* The lanes [lo, hi) of a masked load of e that read inside its tensor and
  * the partial vector, as C text, and the part of its bounds condition that
  * does not depend on the lane (cond, "" when none); false when an index

@@ -6,7 +6,7 @@
  * (lower_stmt.c): scalar, broadcast, contiguous or strided vector, a
  * stride-2 window of a convolution's unrolled taps, masked at the borders
  * and in partial vectors, or lane by lane; lower_emit_load writes it as its
- * LOAD node says (lower_emit_expr, lower_access.c, calls it for each load).
+ * LOAD node says (lower_print.c calls it for each load of an expression).
  * A tensor without a padded copy needs bounds checks: a load's condition,
  * the lanes a masked load reads (lower_load_lanes, lower_narrow_lanes), and
  * the checks a reduction's statement takes over from its factors
@@ -405,18 +405,8 @@ lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e)
     return p == LOWER_LANES_UNIFORM ? LOWER_LOAD_BROADCAST : LOWER_LOAD_VECTOR;
 }
 
-/* The kind the statement pass chose for load e (a LOAD node among g->loads). */
-static lower_load_kind chosen_kind(const lower_gen *g, const rlt_expr *e)
+void lower_emit_load(lower_gen *g, const rlt_expr *e, lower_load_kind kind, rlt_str *s)
 {
-    for (const lowered_node *n = g->loads; n; n = n->next)
-        if (n->kind == LOWERED_LOAD && n->expr == e) return n->load;
-    RLT_ASSERT(!"a load the statement pass did not see");
-    return LOWER_LOAD_SCALAR;
-}
-
-void lower_emit_load(lower_gen *g, const rlt_expr *e, rlt_str *s)
-{
-    lower_load_kind kind = chosen_kind(g, e);
     lower_addr a;
     lower_load_addr(g, e, &a);
     char base[RLT_NAME_MAX + 8];

@@ -4,9 +4,9 @@
  * Entry point (lowered.h): lower_print_tree, which writes a tree's staged
  * copies, loops, guards, versions, vector loops, unrolled copies,
  * accumulator tiles and transposed write-backs to the kernel's text, and
- * the statements at its leaves through the access layer (lower_access.c,
- * lower_load.c),
- * each load and output access as its node says (lower_stmt.c chose them).
+ * the statements at its leaves: their expressions from their nodes, each
+ * load and output access as its node says (lower_stmt.c chose them),
+ * through the access layer (lower_load.c, lower_access.c).
  *
  * Before a node prints anything that depends on where it stands, the
  * printer loads the node's cursor (lower_cursor_load: g->at, and g->mask_nv
@@ -19,33 +19,107 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* ---- expressions -------------------------------------------------------- */
+
+/* A float literal C accepts: "2.0f", "0.5f", "1e+30f". */
+static void print_float(double x, rlt_str *s)
+{
+    char buf[48];
+    snprintf(buf, sizeof buf, "%.9g", x);
+    bool has_point = strpbrk(buf, ".eEn") != NULL; /* n: inf / nan cannot come from the parser */
+    rlt_str_printf(s, "%s%sf", buf, has_point ? "" : ".0");
+}
+
+/* Appends the expression under e (an EXPR or LOAD node) as C: a scalar or,
+ * in the vector path, a vector, each load as its node says; acc_text
+ * stands for the reduction's value (ACC) in an epilogue. */
+static void print_expr(lower_gen *g, const lowered_node *e, const char *acc_text, rlt_str *s)
+{
+    if (e->kind == LOWERED_LOAD) {
+        lower_emit_load(g, e->expr, e->load, s);
+        return;
+    }
+    int w = g->vec_width;
+    bool vec = g->at.in_vector;
+    const lowered_node *a = e->first, *b = a ? a->next : NULL;
+    switch (e->op) {
+    case RLT_EXPR_CONST:
+        if (vec) rlt_str_printf(s, "rlt_splat%d(", w);
+        print_float(e->constant, s);
+        if (vec) rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_ACC:
+        rlt_str_append(s, acc_text);
+        return;
+    case RLT_EXPR_LOAD:
+        break;
+    case RLT_EXPR_NEG:
+        rlt_str_append(s, "(-");
+        print_expr(g, a, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_RELU:
+        if (vec) rlt_str_printf(s, "rlt_max%d(", w);
+        else rlt_str_append(s, "rlt_maxf(");
+        print_expr(g, a, acc_text, s);
+        if (vec) rlt_str_printf(s, ", rlt_splat%d(0.0f))", w);
+        else rlt_str_append(s, ", 0.0f)");
+        return;
+    case RLT_EXPR_MAX:
+    case RLT_EXPR_MIN:
+        if (vec) rlt_str_printf(s, "rlt_%s%d(", e->op == RLT_EXPR_MAX ? "max" : "min", w);
+        else rlt_str_printf(s, "rlt_%sf(", e->op == RLT_EXPR_MAX ? "max" : "min");
+        print_expr(g, a, acc_text, s);
+        rlt_str_append(s, ", ");
+        print_expr(g, b, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_ADD:
+    case RLT_EXPR_SUB:
+    case RLT_EXPR_MUL:
+        rlt_str_append(s, "(");
+        print_expr(g, a, acc_text, s);
+        rlt_str_append(s, e->op == RLT_EXPR_ADD ? " + " : e->op == RLT_EXPR_SUB ? " - " : " * ");
+        print_expr(g, b, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    }
+    RLT_ASSERT(!"not an operation");
+}
+
 /* ---- statements --------------------------------------------------------- */
 
 /* The statement at the bottom of a plan, of the given kind, at the current
  * point: lanes, unrolled copies and guards as the loops above left them;
- * its loads and output access as the statement pass chose them. */
+ * its expressions, loads and output access as the statement pass built
+ * them. */
 static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
 {
     lower_body_kind kind = n->body;
     lower_out_kind out = LOWER_OUT_SCALAR;
     int out_temp = -1;
+    const lowered_node *body = NULL, *epi = NULL; /* the value's expression, the epilogue's */
     for (const lowered_node *c = n->first; c; c = c->next) {
-        if (c->kind != LOWERED_OUTPUT) continue;
-        out = c->out;
-        out_temp = c->temp;
+        if (c->kind == LOWERED_OUTPUT) {
+            out = c->out;
+            out_temp = c->temp;
+        } else if (kind == LOWER_BODY_MAIN && !body) {
+            body = c;
+        } else {
+            epi = c;
+        }
     }
     lower_stmt_enter(g, n);
     rlt_str value, ref;
     rlt_str_init(&value);
     rlt_str_init(&ref);
     bool has_reduction = g->r0 < g->n->n_loops;
-    const rlt_expr *epi = g->op->epilogue;
     bool has_guard = n->text && n->text[0];
     switch (kind) {
     case LOWER_BODY_MAIN:
         if (n->flavor == LOWERED_OMITTED) break; /* a zero term */
         if (has_guard) lower_out(g, indent++, "if (%s) {\n", n->text);
-        lower_emit_expr(g, g->op->body, "", &value);
+        print_expr(g, body, "", &value);
         if (g->acc_depth >= 0) {
             lower_acc_ref(g, &ref);
             lower_out(g, indent, "%s %s= %s;\n", lower_text_of(g, &ref), has_reduction ? "+" : "",
@@ -65,7 +139,7 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
                 lower_out(g, indent + 1, "rlt_v%d %s = %s;\n", g->vec_width, name, lower_text_of(g, &value));
             else lower_out(g, indent + 1, "float %s = %s;\n", name, lower_text_of(g, &value));
             rlt_str_clear(&value);
-            lower_emit_expr(g, epi, name, &value);
+            print_expr(g, epi, name, &value);
             lower_store_out(g, indent + 1, out, out_temp, lower_text_of(g, &value));
             lower_out(g, indent, "}\n");
         } else {
@@ -80,7 +154,7 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
         break;
     case LOWER_BODY_EPILOGUE:
         lower_out_value(g, out, &ref);
-        lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        print_expr(g, epi, lower_text_of(g, &ref), &value);
         lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
     case LOWER_BODY_ACC_LOAD:
@@ -90,7 +164,7 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
         break;
     case LOWER_BODY_WRITEBACK:
         lower_acc_ref(g, &ref);
-        if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        if (epi) print_expr(g, epi, lower_text_of(g, &ref), &value);
         else rlt_str_append(&value, lower_text_of(g, &ref));
         lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
@@ -125,7 +199,6 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
 {
     bool is_load = tile->body == LOWER_BODY_ACC_LOAD;
     int w = g->vec_width;
-    const rlt_expr *epi = g->op->epilogue;
     const char *o = g->tname[g->op->n_tensors - 1];
     char n_arg[32] = "";
     if (r->count != r->n_vecs) snprintf(n_arg, sizeof n_arg, ", %" PRId64, r->count);
@@ -155,7 +228,7 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
             lower_stmt_leave(g);
             continue;
         }
-        if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        if (c->first) print_expr(g, c->first, lower_text_of(g, &ref), &value); /* the epilogue */
         else rlt_str_append(&value, lower_text_of(g, &ref));
         lower_out(g, 0, ", %s", lower_text_of(g, &value));
         lower_stmt_leave(g);
@@ -342,6 +415,7 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent)
     case LOWERED_STAGE:
         print_stage(g, n, indent);
         return;
+    case LOWERED_EXPR:
     case LOWERED_LOAD:
     case LOWERED_OUTPUT:
     case LOWERED_STAGE_LOOP:

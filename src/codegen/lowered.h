@@ -19,10 +19,12 @@
  *    transposed write-back, and the statements at the bottom;
  *  - lower_stmt.c (lower_build_stmt) makes each statement explicit: the
  *    bounds guard it takes over from its factors (or that it adds nothing),
- *    its loads, each with the kind it is emitted as (scalar, broadcast,
- *    vector, strided, stride-2 window, masked to its lanes, lane by lane),
- *    and how it reads and writes the output (scalar, vector, masked, lane
- *    by lane); also the epilogue's loads in a transposed write-back.
+ *    its expressions as trees of nodes (operations, constants, the
+ *    accumulator's value, loads, each load with the kind it is emitted as:
+ *    scalar, broadcast, vector, strided, stride-2 window, masked to its
+ *    lanes, lane by lane), and how it reads and writes the output (scalar,
+ *    vector, masked, lane by lane); also the epilogue in a transposed
+ *    write-back.
  * The passes number the temporaries (rlt_tN, rlt_nvN) as they build the
  * nodes that declare them, in the order the printer prints those.
  * lower_print.c (lower_print_tree) prints a tree as C, and lower_dump.c
@@ -30,8 +32,8 @@
  * --stage lowered`).
  * Every node keeps the cursor (lower_cursor) that the walk had where it
  * stands, so the printer loads it instead of changing and restoring state.
- * Still printed directly: the text of addresses, bounds conditions and
- * expressions (lower_access.c, lower_load.c, as the nodes' kinds say),
+ * Still printed directly: the text of addresses, loads and bounds
+ * conditions (lower_access.c, lower_load.c, as the nodes' kinds say),
  * conditions that the passes hold as C text, and the kernel's frame:
  * comment, workspace size, signatures, tensor pointers (lower.c).
  *
@@ -57,10 +59,15 @@ typedef enum lowered_kind {
     LOWERED_PLAN,      /* a walk over some loops for body, behind a comment (text) */
     LOWERED_TRANSPOSE, /* a tile's write-back or reload transposed in registers */
     LOWERED_RUN,       /* one run of it: lanes value .. value + count - 1 at text */
-    LOWERED_RUN_LANE,  /* one column of a run (its cursor fixes var) */
+    LOWERED_RUN_LANE,  /* one column of a run (its cursor fixes var); child: the epilogue's
+                          expression when the write-back applies it */
     LOWERED_STMT,      /* the statement of kind body at this point, under the guard text ("" or NULL: none);
-                          children: its LOADs, then OUTPUT */
-    LOWERED_LOAD,      /* a load of the statement (expr), emitted as `load` */
+                          children: the value's expression (MAIN), then the epilogue's (when the
+                          statement applies it: EPILOGUE, a final WRITEBACK, MAIN with a temp),
+                          then OUTPUT */
+    LOWERED_EXPR,      /* an operation of an expression (op), its operands its children; CONST:
+                          `constant`, ACC: the reduction's value (what the statement says) */
+    LOWERED_LOAD,      /* a load of an expression (expr), emitted as `load` */
     LOWERED_OUTPUT,    /* the statement's access to the output, as `out` */
     LOWERED_STAGE,     /* tensor's staged copy (pack, pad) into the workspace, text: its dims */
     LOWERED_STAGE_LOOP, /* for (p<var> = 0; p<var> < value; ...) over a dim of the copy */
@@ -106,6 +113,8 @@ struct lowered_node {
     const char *text;      /* a condition, lane count, address or label (arena-owned); or NULL */
     int tensor;            /* STAGE, STAGE_ELEMS, STAGE_ROW: the staged tensor */
     const rlt_expr *expr;  /* LOAD: the load (borrowed from the op) */
+    rlt_expr_kind op;      /* EXPR: the operation */
+    double constant;       /* EXPR, RLT_EXPR_CONST: the value */
     lower_load_kind load;  /* LOAD: how it is emitted */
     unsigned hoisted;      /* LOAD: its dims that the statement's guard checks (bit d) */
     lower_out_kind out;    /* OUTPUT: how the output is read and written */
@@ -152,11 +161,12 @@ void lower_build_stages(lower_gen *g, bool is_prestaged, bool use_openmp, lowere
  * or writes the output. */
 void lower_build_stmt(lower_gen *g, lowered_node *stmt);
 
-/* Appends to `parent` a LOAD node for each load of e, at parent's cursor. */
-void lower_build_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e);
+/* Appends to `parent` the tree of e (EXPR and LOAD nodes), at parent's
+ * cursor. */
+void lower_build_expr(lower_gen *g, lowered_node *parent, const rlt_expr *e);
 
-/* Makes the loads of `stmt` (a STMT or RUN_LANE) the ones the access layer
- * emits (g->loads, and the dims its guard checks); lower_stmt_leave
+/* Hands the dims that the guard of `stmt` (a STMT or RUN_LANE) checks for
+ * its loads to the access layer (g->hoisted_load); lower_stmt_leave
  * forgets them. */
 void lower_stmt_enter(lower_gen *g, const lowered_node *stmt);
 void lower_stmt_leave(lower_gen *g);
