@@ -4,9 +4,9 @@
  * the staged copies, lower_stage.c; the loops, lower_build.c; the
  * statements, lower_stmt.c), writes the kernel's frame (here) and prints
  * the trees inside it (lower_print.c) with their accesses
- * (lower_access.c); rlt_codegen_lowered_text, which prints the trees as
- * text (lower_dump.c); and codegen_print_axis_affine, for the reference
- * kernel.
+ * (lower_access.c, lower_load.c); rlt_codegen_lowered_text, which prints
+ * the trees as text (lower_dump.c); and codegen_print_axis_affine, for the
+ * reference kernel.
  *
  * How a nest becomes code:
  *  - Symbols. Every loop counter is a symbol; so is every variable that a

@@ -5,13 +5,15 @@
  * Entry points (lowered.h): lower_build_plan, which walks a plan of loops
  * and builds, loop by loop, the derived symbols of fused loops, the tails'
  * guards, versioned tiles (a fast copy without guards or bounds checks, a
- * guarded one), vector loops (whole vectors, a partial vector with masks,
- * or lanes one at a time), unrolled copies, a vector tile's write-back
- * transposed in registers, and the accumulator tile of cache_write with its
- * reload and write-back; then the statement at the bottom (the
- * computation, zeroing, epilogue, reload or write-back), which
+ * guarded one), vector loops (whole vectors, a partial vector with masks
+ * and the temporary that counts its lanes, or lanes one at a time),
+ * unrolled copies, a vector tile's write-back transposed in registers (a
+ * reload's temporary), and the accumulator tile of cache_write with its
+ * declaration, reload and write-back; then the statement at the bottom
+ * (the computation, zeroing, epilogue, reload or write-back), which
  * lower_stmt.c fills. lowered_new, lowered_add and lowered_keep_text make
- * nodes and keep their texts.
+ * nodes and keep their texts, lowered_decl_print writes a declaration;
+ * lower_cursor_load makes a cursor current.
  *
  * Each build function takes the cursor it stands at (const: a child's
  * cursor is a changed copy) and loads it into g->at right before calling
@@ -34,6 +36,7 @@ lowered_node *lowered_new(lower_gen *g, lowered_kind kind, const lower_cursor *a
     }
     n->kind = kind;
     n->var = -1;
+    n->temp = -1;
     n->at = *at;
     return n;
 }
@@ -53,6 +56,12 @@ const char *lowered_keep_text(lower_gen *g, const rlt_str *t)
     const char *s = g->is_oom ? NULL : rlt_arena_strdup(g->arena, lower_text_of(g, t));
     if (!s) g->is_oom = true;
     return s ? s : "";
+}
+
+void lower_cursor_load(lower_gen *g, const lower_cursor *at)
+{
+    g->at = *at;
+    g->mask_nv = at->is_masked ? at->mask_temp : -1;
 }
 
 /* ---- plans -------------------------------------------------------------- */
@@ -278,8 +287,10 @@ static void build_vector_loop(lower_gen *g, const lower_plan *p, int idx, const 
     g->at = *at;
     if (is_vector_ok && cond.len && partial_lanes(g, pos, &nv)) {
         inv.is_masked = true;
+        inv.mask_temp = g->n_temps++;
         lowered_node *partial = lowered_add(g, vec, LOWERED_PARTIAL, &inv);
         partial->text = lowered_keep_text(g, &nv);
+        partial->temp = inv.mask_temp;
         lower_build_plan(g, p, idx + 1, &inv, partial);
     } else if (!is_vector_ok || cond.len) {
         lowered_node *lanes = lowered_add(g, vec, LOWERED_LANES, at);
@@ -348,6 +359,7 @@ static bool build_transposed_tile(lower_gen *g, const lower_plan *p, int idx, co
         r->value = e0;
         r->count = run;
         r->n_vecs = run <= 2 ? 2 : run <= 4 ? 4 : 8;
+        if (is_load) r->temp = g->n_temps++;
         rlt_str_clear(&text);
         g->at = fixed;
         lower_addr_print_lane0(g, &a, &text);
@@ -357,7 +369,8 @@ static bool build_transposed_tile(lower_gen *g, const lower_plan *p, int idx, co
             fixed.fixed[v] = e;
             lowered_node *column = lowered_add(g, r, LOWERED_RUN_LANE, &fixed);
             column->var = v;
-            if (p->kind == LOWER_BODY_WRITEBACK && g->acc_is_final) lower_build_loads(g, column, g->op->epilogue);
+            if (p->kind == LOWER_BODY_WRITEBACK && g->acc_is_final && g->op->epilogue)
+                lower_build_expr(g, column, g->op->epilogue);
         }
         e0 += run;
     }
@@ -485,6 +498,36 @@ static bool bounds_condition(lower_gen *g, int pos, rlt_str *cond)
     return is_possible && is_vector_gain && cond->len > 0;
 }
 
+/* The accumulator tile's declaration: an element (a vector when the vector
+ * loop is inside the tile) for each point of the tile's spatial loops but
+ * the vector loop, zeroed. NULL when out of memory. */
+static const lowered_decl *acc_decl(lower_gen *g)
+{
+    lowered_decl *d = g->is_oom ? NULL : rlt_arena_alloc(g->arena, sizeof *d);
+    if (!d) {
+        g->is_oom = true;
+        return NULL;
+    }
+    d->name = LOWER_ACC_NAME;
+    d->init = "{0}";
+    d->lanes = g->vec_var >= 0 && g->acc_depth <= rlt_nest_loop_of_var(g->n, g->vec_var) ? g->vec_width : 1;
+    for (int l = g->acc_depth; l < g->n->n_loops; l++) {
+        int v = g->n->loops[l].var;
+        if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
+        d->dims[d->n_dims++] = g->n->vars[v].extent;
+    }
+    return d;
+}
+
+void lowered_decl_print(const lowered_decl *d, rlt_str *s)
+{
+    if (d->lanes > 1) rlt_str_printf(s, "rlt_v%d ", d->lanes);
+    else rlt_str_append(s, "float ");
+    rlt_str_append(s, d->name);
+    for (int i = 0; i < d->n_dims; i++) rlt_str_printf(s, "[%" PRId64 "]", d->dims[i]);
+    rlt_str_printf(s, "%s = %s", d->n_dims ? "" : "[1]", d->init);
+}
+
 /* A sub-plan over the spatial loops from position `from` on, behind a
  * comment: zeroing, epilogue, the tile's reload and write-back. */
 static void build_sub_plan(lower_gen *g, int from, lower_body_kind kind, const lower_cursor *at,
@@ -515,6 +558,7 @@ static void build_plan_here(lower_gen *g, const lower_plan *p, int idx, const lo
     if (acc_here) {
         if (in.slow_depth > 0) in.is_acc_in_slow = true;
         body = lowered_add(g, parent, LOWERED_ACC, &in);
+        body->decl = acc_decl(g);
         if (!g->acc_is_final && has_reduction)
             build_sub_plan(g, g->acc_depth, LOWER_BODY_ACC_LOAD, &in, body, "continue the partial sums");
     }

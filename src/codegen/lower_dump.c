@@ -7,8 +7,10 @@
  * coordinates and offsets); a statement also shows its expression, its
  * guard and where it stands (vector path, masked lanes, unrolled copies
  * and lanes fixed, bounds or guards known to hold), and under it each load
- * with its kind (a masked one with its lanes) and the output's access.
- * Temporaries are left out: lower_print.c numbers them as it prints.
+ * of its expressions with its kind (a masked one with its lanes), in the
+ * order they are read, and the output's access.
+ * Declarations show as the C will have them: the accumulator tile's, and
+ * the temporaries the passes numbered (rlt_tN, rlt_nvN).
  */
 #include "codegen/lowered.h"
 
@@ -69,6 +71,10 @@ static void dump_stmt(lower_gen *g, const lowered_node *n, rlt_str *s)
         rlt_str_append(s, ": ");
         rlt_expr_print(g->op, e, s);
     }
+    if (n->temp >= 0) {
+        rlt_str_printf(s, " as rlt_t%d, then epilogue: ", n->temp);
+        rlt_expr_print(g->op, epi, s);
+    }
     if (n->text && n->text[0]) rlt_str_printf(s, " if %s", n->text);
 }
 
@@ -83,10 +89,8 @@ static void dump_load(lower_gen *g, const lowered_node *n, rlt_str *s)
         rlt_str_init(&cond);
         rlt_str_init(&lo);
         rlt_str_init(&hi);
-        g->mask_nv = -1;
         lower_load_lanes(g, n->expr, &cond, &lo, &hi);
         rlt_str_printf(s, ", lanes [%s, %s)", lower_text_of(g, &lo), lower_text_of(g, &hi));
-        if (n->at.is_masked) rlt_str_append(s, " within the partial vector");
         if (cond.len) rlt_str_printf(s, " if %s", lower_text_of(g, &cond));
         lower_note_failure(g, &cond);
         rlt_str_free(&cond);
@@ -117,11 +121,17 @@ static void dump_where(const lower_gen *g, const lower_cursor *at, rlt_str *s)
 
 static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char *label, rlt_str *s)
 {
+    if (n->kind == LOWERED_EXPR) {
+        /* an operation: the statement's line shows the expression, and the
+         * loads under it list at its depth */
+        for (const lowered_node *c = n->first; c; c = c->next) dump_node(g, c, depth, NULL, s);
+        return;
+    }
     rlt_str_indent(s, depth);
     if (n->kind == LOWERED_SEQ) rlt_str_printf(s, "%s:", label ? label : "block");
     else if (label) rlt_str_printf(s, "%s: ", label);
     const char *name = n->var >= 0 ? g->cname[n->var] : "";
-    g->at = n->at;
+    lower_cursor_load(g, &n->at);
     switch (n->kind) {
     case LOWERED_SEQ:
         break;
@@ -155,13 +165,14 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
         if (n->text[0]) rlt_str_printf(s, ", whole where %s", n->text);
         break;
     case LOWERED_PARTIAL:
-        rlt_str_printf(s, "partial vector of %s lanes", n->text);
+        rlt_str_printf(s, "partial vector of rlt_nv%d = %s lanes", n->temp, n->text);
         break;
     case LOWERED_LANES:
         rlt_str_printf(s, "lanes %s < %d%s", name, g->vec_width, n->flavor == LOWERED_KEEP_ROLLED ? " kept rolled" : "");
         break;
     case LOWERED_ACC:
-        rlt_str_append(s, "accumulator tile");
+        rlt_str_append(s, "accumulator tile: ");
+        lowered_decl_print(n->decl, s);
         break;
     case LOWERED_PLAN:
         rlt_str_printf(s, "plan: %s", n->text);
@@ -172,6 +183,7 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
     case LOWERED_RUN:
         rlt_str_printf(s, "run %s = %" PRId64 "..%" PRId64 " in %d vectors at [%s]", name, n->value,
                        n->value + n->count - 1, n->n_vecs, n->text);
+        if (n->temp >= 0) rlt_str_printf(s, " through rlt_t%d", n->temp);
         break;
     case LOWERED_RUN_LANE:
         rlt_str_printf(s, "column %s = %" PRId64, name, n->at.fixed[n->var]);
@@ -180,11 +192,14 @@ static void dump_node(lower_gen *g, const lowered_node *n, int depth, const char
         dump_stmt(g, n, s);
         dump_where(g, &n->at, s);
         break;
+    case LOWERED_EXPR: /* listed as its loads (above) */
+        break;
     case LOWERED_LOAD:
         dump_load(g, n, s);
         break;
     case LOWERED_OUTPUT:
         rlt_str_printf(s, "output %s: %s", g->op->tensors[g->op->n_tensors - 1].name, out_name(n->out));
+        if (n->temp >= 0) rlt_str_printf(s, " through rlt_t%d", n->temp);
         break;
     case LOWERED_STAGE:
         rlt_str_printf(s, "stage %s into %s_s%s", g->op->tensors[n->tensor].name, g->tname[n->tensor], n->text);

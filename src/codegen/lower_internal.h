@@ -7,14 +7,16 @@
  *    each variable's value as a linear form over them, guards, the vector
  *    loop, the accumulator tile, the workspace; it also holds the helpers
  *    for linear forms and for writing the kernel's text;
- *  - lower_access.c chooses how loads and the output are accessed, and
- *    turns addresses, loads, expressions and the output's accesses into C
- *    text;
+ *  - lower_load.c chooses how each load is emitted and writes it as C
+ *    text, with the bounds checks a tensor without a padded copy needs;
+ *    lower_access.c does the same for addresses and the output's
+ *    accesses;
  *  - lower_stage.c, lower_build.c and lower_stmt.c build the lowered tree
  *    (lowered.h): the staged copies, then the loops, guards, versions,
  *    vectors, unrolled copies and the accumulator tile down to the
- *    statements, with their loads and output accesses; lower_print.c
- *    prints it as C (and lower_dump.c as text);
+ *    statements, with their expressions (operations, constants, loads)
+ *    and output accesses; lower_print.c prints it as C (and lower_dump.c
+ *    as text);
  *  - lower.c writes the kernel's frame around the trees
  *    (rlt_codegen_kernel), and explains the whole scheme.
  * All of it runs on one thread; the generator borrows the nest and its op.
@@ -109,7 +111,8 @@ typedef struct lower_cursor {
     bool is_guard_known[RLT_MAX_VARS]; /* inside the fast path: the guard holds */
     bool is_bounds_known; /* inside a tile whose loads were all checked in bounds at its start */
     bool in_vector;       /* the vector path (vec_var spans lanes) */
-    bool is_masked;       /* in a partial vector (lower_gen.mask_nv names its lane count) */
+    bool is_masked;       /* in a partial vector */
+    int mask_temp;        /* is_masked: the temporary that holds its lane count (rlt_nv<mask_temp>) */
     int slow_depth;       /* > 0 inside the guarded (tail) copy of a versioned subtree */
     bool is_acc_in_slow;  /* the accumulator was declared inside that copy */
 } lower_cursor;
@@ -139,12 +142,9 @@ typedef struct lower_gen {
     int n_hoisted;
     const rlt_expr *hoisted_load[RLT_MAX_TENSORS];
     unsigned hoisted_dims[RLT_MAX_TENSORS];
-    /* Printing a statement: its first child, from which its LOAD nodes
-     * (lowered.h) say how each load is emitted; NULL elsewhere. */
-    const lowered_node *loads;
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
-    int mask_nv;        /* printing a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1; else -1 */
+    int mask_nv;        /* in a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1 (at.mask_temp); else -1 */
     int r0;             /* position of the outermost reduction loop of more than one iteration (n_loops if none) */
     int acc_depth;      /* loops at and after this position form the tile; -1: none */
     bool acc_is_final;  /* every reduction loop is inside the accumulator */
@@ -154,12 +154,20 @@ typedef struct lower_gen {
     int n_phys[RLT_MAX_TENSORS];
     int outer_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS]; /* where each original dim went */
     int inner_pos[RLT_MAX_TENSORS][RLT_MAX_DIMS];
-    int n_temps;        /* unique suffix for temporaries, numbered as they are printed */
+    int n_temps;        /* temporaries numbered so far (rlt_tN, rlt_nvN): the passes number them as they
+                           build the nodes, which is the order the printer prints them in */
     lower_cursor at;    /* the walk's position (see lower_cursor) */
     rlt_arena *arena;   /* the lowered tree's nodes and texts (owned by rlt_codegen_kernel) */
     bool is_oom;        /* building the tree ran out of memory */
     lowered_node *sink; /* what lowered_new returns then (owned, rlt_free) */
 } lower_gen;
+
+/* Makes `at` the current cursor (g->at), and g->mask_nv its partial
+ * vector's lane count (-1: none). */
+void lower_cursor_load(lower_gen *g, const lower_cursor *at);
+
+/* The accumulator tile's C name (lowered.h: an ACC node declares it). */
+#define LOWER_ACC_NAME "rlt_acc"
 
 /* A walk over some of the nest's loops: all of them for the computation, the
  * spatial ones for zeroing, epilogue, accumulator load and write-back. */
@@ -199,7 +207,7 @@ void lower_lin_print(const lower_gen *g, const lower_lin *l, rlt_str *s);
 /* The range of l over its symbols' loop ranges. */
 void lower_lin_range(const lower_gen *g, const lower_lin *l, int64_t *lo, int64_t *hi);
 
-/* ---- lower_access.c: addresses, loads, expressions, the output ---------- */
+/* ---- lower_access.c: addresses, the output ------------------------------ */
 
 /* Row-major strides of dims[0..n). */
 void lower_dims_strides(const int64_t *dims, int n, int64_t *strides);
@@ -207,10 +215,39 @@ void lower_dims_strides(const int64_t *dims, int n, int64_t *strides);
 void lower_load_addr(const lower_gen *g, const rlt_expr *e, lower_addr *a);
 /* The address of the output element at the current point. */
 void lower_out_addr(const lower_gen *g, lower_addr *a);
-/* Appends a's address at lane 0 of the vector loop. */
+/* Appends a's address at the current point, and at lane 0 of the vector
+ * loop (where a contiguous vector starts). */
+void lower_addr_print(const lower_gen *g, const lower_addr *a, rlt_str *s);
 void lower_addr_print_lane0(lower_gen *g, const lower_addr *a, rlt_str *s);
-/* How a varies across the vector loop's lanes (uniform when there is none). */
+/* How a varies across the vector loop's lanes (uniform when there is none);
+ * lower_addr_lanes: in the code being emitted (uniform outside the vector
+ * path). */
 lower_lane_pattern lower_lanes_of(const lower_gen *g, const lower_addr *a);
+lower_lane_pattern lower_addr_lanes(const lower_gen *g, const lower_addr *a);
+
+/* The vector variable's state while lanes are emitted one by one:
+ * lower_lanes_enter fixes it (to lane 0: set g->at.fixed[g->vec_var] to
+ * each lane), out of the vector path, and returns what it was;
+ * lower_lanes_leave restores that. */
+typedef struct lower_lane_state {
+    bool is_fixed;
+    int64_t fixed;
+    bool in_vector;
+} lower_lane_state;
+lower_lane_state lower_lanes_enter(lower_gen *g);
+void lower_lanes_leave(lower_gen *g, const lower_lane_state *was);
+
+/* Appends the accumulator element at the current point ("rlt_acc[i_i][0]"). */
+void lower_acc_ref(const lower_gen *g, rlt_str *s);
+/* How the output is accessed at the current point. */
+lower_out_kind lower_out_choose(const lower_gen *g);
+/* Appends the output's value at the current point, read as `kind`. */
+void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s);
+/* Emits the store of value_text to the output at the current point, as
+ * `kind`; lane by lane, through the temporary rlt_t<temp>. */
+void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, int temp, const char *value_text);
+
+/* ---- lower_load.c: loads and their bounds checks ------------------------ */
 
 /* Whether the preamble has masked loads and stores at this vector width. */
 bool lower_has_masked_lanes(int width);
@@ -219,8 +256,10 @@ bool lower_has_masked_lanes(int width);
 void lower_narrow_lanes(lower_gen *g, rlt_str *bound, bool is_lower, const char *x0, int64_t c, int64_t n);
 
 /* How load e is emitted at the current point (g->mask_nv >= 0 in a
- * partial vector); the printer then emits it so (g->loads). */
+ * partial vector); the printer then emits it so (lower_emit_load). */
 lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e);
+/* Appends load e as C, emitted as `kind` (its LOAD node's). */
+void lower_emit_load(lower_gen *g, const rlt_expr *e, lower_load_kind kind, rlt_str *s);
 /* The lanes [lo, hi) of a masked load of e that read inside its tensor and
  * the partial vector, as C text, and the part of its bounds condition that
  * does not depend on the lane (cond, "" when none); false when an index
@@ -228,21 +267,15 @@ lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e);
 bool lower_load_lanes(lower_gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *lo, rlt_str *hi);
 /* The dims of load e that the statement's guard checks (bit d). */
 unsigned lower_hoisted_dims(const lower_gen *g, const rlt_expr *e);
-
-/* Appends e as C (a scalar or, in the vector path, a vector), each load as
- * g->loads says; acc_text stands for the reduction's value in an epilogue. */
-void lower_emit_expr(lower_gen *g, const rlt_expr *e, const char *acc_text, rlt_str *s);
 /* Appends to `guard` the bounds checks of e's factors that hold for the
  * whole statement and marks them done for the loads; false when a factor
  * is out of bounds for certain (the statement adds nothing). */
 bool lower_hoist_factor_checks(lower_gen *g, const rlt_expr *e, rlt_str *guard);
-/* Appends the accumulator element at the current point ("rlt_acc[i_i][0]"). */
-void lower_acc_ref(const lower_gen *g, rlt_str *s);
-/* How the output is accessed at the current point. */
-lower_out_kind lower_out_choose(const lower_gen *g);
-/* Appends the output's value at the current point, read as `kind`. */
-void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s);
-/* Emits the store of value_text to the output at the current point, as `kind`. */
-void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, const char *value_text);
+
+/* Appends a vector built lane by lane: fn(g, arg, s) appends each lane's
+ * scalar, with the vector variable fixed to it (lower_lanes_enter); in a
+ * partial vector the lanes past it are 0. */
+typedef void (*lower_lane_fn)(lower_gen *g, const void *arg, rlt_str *s);
+void lower_emit_lanes(lower_gen *g, lower_lane_fn fn, const void *arg, rlt_str *s);
 
 #endif

@@ -4,50 +4,122 @@
  * Entry point (lowered.h): lower_print_tree, which writes a tree's staged
  * copies, loops, guards, versions, vector loops, unrolled copies,
  * accumulator tiles and transposed write-backs to the kernel's text, and
- * the statements at its leaves through the access layer (lower_access.c),
- * each load and output access as its node says (lower_stmt.c chose them).
+ * the statements at its leaves: their expressions from their nodes, each
+ * load and output access as its node says (lower_stmt.c chose them),
+ * through the access layer (lower_load.c, lower_access.c).
  *
  * Before a node prints anything that depends on where it stands, the
- * printer loads the node's cursor into g->at; g->mask_nv names the lane
- * count of the enclosing partial vector. Temporaries (rlt_tN, rlt_nvN) are
- * numbered here, in the order they are printed.
+ * printer loads the node's cursor (lower_cursor_load: g->at, and g->mask_nv
+ * the lane count of the enclosing partial vector). What it declares, the
+ * nodes say: the accumulator tile (its decl) and the temporaries (rlt_tN,
+ * rlt_nvN), numbered by the passes.
  */
 #include "codegen/lowered.h"
 
 #include <inttypes.h>
 #include <string.h>
 
-/* Makes the node's cursor the current one; mask_nv is the temporary that
- * counts the lanes of the partial vector the node is in (-1: none). */
-static void load_cursor(lower_gen *g, const lowered_node *n, int mask_nv)
+/* ---- expressions -------------------------------------------------------- */
+
+/* A float literal C accepts: "2.0f", "0.5f", "1e+30f". */
+static void print_float(double x, rlt_str *s)
 {
-    g->at = n->at;
-    g->mask_nv = n->at.is_masked ? mask_nv : -1;
+    char buf[48];
+    snprintf(buf, sizeof buf, "%.9g", x);
+    bool has_point = strpbrk(buf, ".eEn") != NULL; /* n: inf / nan cannot come from the parser */
+    rlt_str_printf(s, "%s%sf", buf, has_point ? "" : ".0");
+}
+
+/* Appends the expression under e (an EXPR or LOAD node) as C: a scalar or,
+ * in the vector path, a vector, each load as its node says; acc_text
+ * stands for the reduction's value (ACC) in an epilogue. */
+static void print_expr(lower_gen *g, const lowered_node *e, const char *acc_text, rlt_str *s)
+{
+    if (e->kind == LOWERED_LOAD) {
+        lower_emit_load(g, e->expr, e->load, s);
+        return;
+    }
+    int w = g->vec_width;
+    bool vec = g->at.in_vector;
+    const lowered_node *a = e->first, *b = a ? a->next : NULL;
+    switch (e->op) {
+    case RLT_EXPR_CONST:
+        if (vec) rlt_str_printf(s, "rlt_splat%d(", w);
+        print_float(e->constant, s);
+        if (vec) rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_ACC:
+        rlt_str_append(s, acc_text);
+        return;
+    case RLT_EXPR_LOAD:
+        break;
+    case RLT_EXPR_NEG:
+        rlt_str_append(s, "(-");
+        print_expr(g, a, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_RELU:
+        if (vec) rlt_str_printf(s, "rlt_max%d(", w);
+        else rlt_str_append(s, "rlt_maxf(");
+        print_expr(g, a, acc_text, s);
+        if (vec) rlt_str_printf(s, ", rlt_splat%d(0.0f))", w);
+        else rlt_str_append(s, ", 0.0f)");
+        return;
+    case RLT_EXPR_MAX:
+    case RLT_EXPR_MIN:
+        if (vec) rlt_str_printf(s, "rlt_%s%d(", e->op == RLT_EXPR_MAX ? "max" : "min", w);
+        else rlt_str_printf(s, "rlt_%sf(", e->op == RLT_EXPR_MAX ? "max" : "min");
+        print_expr(g, a, acc_text, s);
+        rlt_str_append(s, ", ");
+        print_expr(g, b, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    case RLT_EXPR_ADD:
+    case RLT_EXPR_SUB:
+    case RLT_EXPR_MUL:
+        rlt_str_append(s, "(");
+        print_expr(g, a, acc_text, s);
+        rlt_str_append(s, e->op == RLT_EXPR_ADD ? " + " : e->op == RLT_EXPR_SUB ? " - " : " * ");
+        print_expr(g, b, acc_text, s);
+        rlt_str_append(s, ")");
+        return;
+    }
+    RLT_ASSERT(!"not an operation");
 }
 
 /* ---- statements --------------------------------------------------------- */
 
 /* The statement at the bottom of a plan, of the given kind, at the current
  * point: lanes, unrolled copies and guards as the loops above left them;
- * its loads and output access as the statement pass chose them. */
+ * its expressions, loads and output access as the statement pass built
+ * them. */
 static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
 {
     lower_body_kind kind = n->body;
     lower_out_kind out = LOWER_OUT_SCALAR;
-    for (const lowered_node *c = n->first; c; c = c->next)
-        if (c->kind == LOWERED_OUTPUT) out = c->out;
+    int out_temp = -1;
+    const lowered_node *body = NULL, *epi = NULL; /* the value's expression, the epilogue's */
+    for (const lowered_node *c = n->first; c; c = c->next) {
+        if (c->kind == LOWERED_OUTPUT) {
+            out = c->out;
+            out_temp = c->temp;
+        } else if (kind == LOWER_BODY_MAIN && !body) {
+            body = c;
+        } else {
+            epi = c;
+        }
+    }
     lower_stmt_enter(g, n);
     rlt_str value, ref;
     rlt_str_init(&value);
     rlt_str_init(&ref);
     bool has_reduction = g->r0 < g->n->n_loops;
-    const rlt_expr *epi = g->op->epilogue;
     bool has_guard = n->text && n->text[0];
     switch (kind) {
     case LOWER_BODY_MAIN:
         if (n->flavor == LOWERED_OMITTED) break; /* a zero term */
         if (has_guard) lower_out(g, indent++, "if (%s) {\n", n->text);
-        lower_emit_expr(g, g->op->body, "", &value);
+        print_expr(g, body, "", &value);
         if (g->acc_depth >= 0) {
             lower_acc_ref(g, &ref);
             lower_out(g, indent, "%s %s= %s;\n", lower_text_of(g, &ref), has_reduction ? "+" : "",
@@ -57,34 +129,33 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
             rlt_str sum;
             rlt_str_init(&sum);
             rlt_str_printf(&sum, "%s + %s", lower_text_of(g, &ref), lower_text_of(g, &value));
-            lower_store_out(g, indent, out, lower_text_of(g, &sum));
+            lower_store_out(g, indent, out, out_temp, lower_text_of(g, &sum));
             rlt_str_free(&sum);
         } else if (epi) {
-            int tmp = g->n_temps++;
             char name[32];
-            snprintf(name, sizeof name, "rlt_t%d", tmp);
+            snprintf(name, sizeof name, "rlt_t%d", n->temp);
             lower_out(g, indent, "{\n");
             if (g->at.in_vector)
                 lower_out(g, indent + 1, "rlt_v%d %s = %s;\n", g->vec_width, name, lower_text_of(g, &value));
             else lower_out(g, indent + 1, "float %s = %s;\n", name, lower_text_of(g, &value));
             rlt_str_clear(&value);
-            lower_emit_expr(g, epi, name, &value);
-            lower_store_out(g, indent + 1, out, lower_text_of(g, &value));
+            print_expr(g, epi, name, &value);
+            lower_store_out(g, indent + 1, out, out_temp, lower_text_of(g, &value));
             lower_out(g, indent, "}\n");
         } else {
-            lower_store_out(g, indent, out, lower_text_of(g, &value));
+            lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         }
         if (has_guard) lower_out(g, --indent, "}\n");
         break;
     case LOWER_BODY_OUT_ZERO:
         if (g->at.in_vector) rlt_str_printf(&value, "rlt_splat%d(0.0f)", g->vec_width);
         else rlt_str_append(&value, "0.0f");
-        lower_store_out(g, indent, out, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
     case LOWER_BODY_EPILOGUE:
         lower_out_value(g, out, &ref);
-        lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
-        lower_store_out(g, indent, out, lower_text_of(g, &value));
+        print_expr(g, epi, lower_text_of(g, &ref), &value);
+        lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
     case LOWER_BODY_ACC_LOAD:
         lower_acc_ref(g, &ref);
@@ -93,9 +164,9 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
         break;
     case LOWER_BODY_WRITEBACK:
         lower_acc_ref(g, &ref);
-        if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        if (epi) print_expr(g, epi, lower_text_of(g, &ref), &value);
         else rlt_str_append(&value, lower_text_of(g, &ref));
-        lower_store_out(g, indent, out, lower_text_of(g, &value));
+        lower_store_out(g, indent, out, out_temp, lower_text_of(g, &value));
         break;
     }
     lower_stmt_leave(g);
@@ -103,46 +174,37 @@ static void print_stmt(lower_gen *g, const lowered_node *n, int indent)
     rlt_str_free(&ref);
 }
 
-/* Accumulator declaration: one element (or vector) per tile point. */
-static void print_acc_decl(lower_gen *g, int indent)
+/* The accumulator tile's declaration, as its node says. */
+static void print_acc_decl(lower_gen *g, const lowered_decl *d, int indent)
 {
-    rlt_str dims;
-    rlt_str_init(&dims);
-    for (int l = g->acc_depth; l < g->n->n_loops; l++) {
-        int v = g->n->loops[l].var;
-        if (g->n->vars[v].is_reduce || v == g->vec_var) continue;
-        rlt_str_printf(&dims, "[%" PRId64 "]", g->n->vars[v].extent);
-    }
-    lower_note_failure(g, &dims);
-    if (g->vec_var >= 0 && g->acc_depth <= rlt_nest_loop_of_var(g->n, g->vec_var))
-        lower_out(g, indent, "rlt_v%d rlt_acc%s = {0};\n", g->vec_width, dims.len ? lower_text_of(g, &dims) : "[1]");
-    else
-        lower_out(g, indent, "float rlt_acc%s = {0};\n", dims.len ? lower_text_of(g, &dims) : "[1]");
-    rlt_str_free(&dims);
+    rlt_str text;
+    rlt_str_init(&text);
+    lowered_decl_print(d, &text);
+    lower_out(g, indent, "%s;\n", lower_text_of(g, &text));
+    rlt_str_free(&text);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
 
-static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask_nv);
+static void print_node(lower_gen *g, const lowered_node *n, int indent);
 
-static void print_children(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+static void print_children(lower_gen *g, const lowered_node *n, int indent)
 {
-    for (const lowered_node *c = n->first; c; c = c->next) print_node(g, c, indent, mask_nv);
+    for (const lowered_node *c = n->first; c; c = c->next) print_node(g, c, indent);
 }
 
 /* One run of a transposed write-back (rlt_tstoreWxN) or reload
  * (rlt_tloadWxN): a vector a column, the last N - count of them zeros. */
-static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node *r, int indent, int mask_nv)
+static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node *r, int indent)
 {
     bool is_load = tile->body == LOWER_BODY_ACC_LOAD;
     int w = g->vec_width;
-    const rlt_expr *epi = g->op->epilogue;
     const char *o = g->tname[g->op->n_tensors - 1];
     char n_arg[32] = "";
     if (r->count != r->n_vecs) snprintf(n_arg, sizeof n_arg, ", %" PRId64, r->count);
     lower_out(g, indent, "/* %s = %" PRId64 "..%" PRId64 ", transposed */\n", g->n->vars[r->var].name, r->value,
               r->value + r->count - 1);
-    int tmp = is_load ? g->n_temps++ : -1;
+    int tmp = r->temp;
     if (is_load) {
         lower_out(g, indent, "{\n");
         lower_out(g, indent + 1, "rlt_v%dx%d rlt_t%d = rlt_tload%dx%d%s(&%s[%s], %" PRId64 "%s);\n", w, r->n_vecs,
@@ -155,7 +217,7 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
     rlt_str_init(&ref);
     rlt_str_init(&value);
     for (const lowered_node *c = r->first; c; c = c->next) {
-        load_cursor(g, c, mask_nv);
+        lower_cursor_load(g, &c->at);
         lower_stmt_enter(g, c);
         rlt_str_clear(&ref);
         rlt_str_clear(&value);
@@ -166,7 +228,7 @@ static void print_run(lower_gen *g, const lowered_node *tile, const lowered_node
             lower_stmt_leave(g);
             continue;
         }
-        if (epi && g->acc_is_final) lower_emit_expr(g, epi, lower_text_of(g, &ref), &value);
+        if (c->first) print_expr(g, c->first, lower_text_of(g, &ref), &value); /* the epilogue */
         else rlt_str_append(&value, lower_text_of(g, &ref));
         lower_out(g, 0, ", %s", lower_text_of(g, &value));
         lower_stmt_leave(g);
@@ -244,14 +306,14 @@ static void print_stage(lower_gen *g, const lowered_node *n, int indent)
 
 /* A vector loop: its first child is the whole vectors (unless the flavor
  * says there are none), then its tail, a partial vector or a lane loop. */
-static void print_vector(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+static void print_vector(lower_gen *g, const lowered_node *n, int indent)
 {
     bool is_vector_ok = n->flavor != LOWERED_SCALAR_ONLY;
     bool has_cond = n->text[0] != '\0';
     const lowered_node *tail = n->first;
     if (is_vector_ok && n->flavor != LOWERED_NO_WHOLE) {
         if (has_cond) lower_out(g, indent, "if (%s) {\n", n->text);
-        print_children(g, n->first, has_cond ? indent + 1 : indent, mask_nv);
+        print_children(g, n->first, has_cond ? indent + 1 : indent);
         if (has_cond) lower_out(g, indent, "} else {\n");
         tail = n->first->next;
     } else if (is_vector_ok) {
@@ -261,9 +323,8 @@ static void print_vector(lower_gen *g, const lowered_node *n, int indent, int ma
     if (tail->kind == LOWERED_PARTIAL) {
         /* Its first lanes pass the guards: masked loads and stores for
          * those, the others neither read nor written. */
-        int k = g->n_temps++;
-        lower_out(g, indent + 1, "const long rlt_nv%d = %s;\n", k, tail->text);
-        print_children(g, tail, indent + 1, k);
+        lower_out(g, indent + 1, "const long rlt_nv%d = %s;\n", tail->temp, tail->text);
+        print_children(g, tail, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     }
@@ -272,18 +333,18 @@ static void print_vector(lower_gen *g, const lowered_node *n, int indent, int ma
     const char *name = g->cname[tail->var];
     if (tail->flavor == LOWERED_KEEP_ROLLED) lower_out(g, inner, "#pragma GCC unroll 1\n");
     lower_out(g, inner, "for (long %s = 0; %s < %d; %s++) {\n", name, name, g->vec_width, name);
-    print_children(g, tail, inner + 1, mask_nv);
+    print_children(g, tail, inner + 1);
     lower_out(g, inner, "}\n");
     if (is_vector_ok) lower_out(g, indent, "}\n");
 }
 
-static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask_nv)
+static void print_node(lower_gen *g, const lowered_node *n, int indent)
 {
-    load_cursor(g, n, mask_nv);
+    lower_cursor_load(g, &n->at);
     const char *name = n->var >= 0 ? g->cname[n->var] : "";
     switch (n->kind) {
     case LOWERED_SEQ:
-        print_children(g, n, indent, mask_nv);
+        print_children(g, n, indent);
         return;
     case LOWERED_LOOP:
         if (n->flavor == LOWERED_PARALLEL && n->n_threads > 0)
@@ -294,12 +355,12 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
             lower_out(g, indent, "#pragma GCC unroll 1\n");
         lower_out(g, indent, "for (long %s = 0; %s < %" PRId64 "; %s++) {\n", name, name,
                   g->n->vars[n->var].extent, name);
-        print_children(g, n, indent + 1, mask_nv);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_COPY:
         lower_out(g, indent, "{ /* %s = %" PRId64 " */\n", g->n->vars[n->var].name, n->value);
-        print_children(g, n, indent + 1, mask_nv);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_DERIVED: {
@@ -315,37 +376,37 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
     }
     case LOWERED_GUARD:
         lower_out(g, indent, "if (%s < %" PRId64 ") {\n", n->text, n->value);
-        print_children(g, n, indent + 1, mask_nv);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_VERSION: {
         bool by_bounds = n->flavor == LOWERED_BY_BOUNDS;
         lower_out(g, indent, "if (%s) { /* %s */\n", n->text,
                   by_bounds ? "the tile's loads are in bounds: no checks" : "whole tile in range: no guards");
-        print_node(g, n->first, indent + 1, mask_nv);
+        print_node(g, n->first, indent + 1);
         lower_out(g, indent, "} else { /* %s */\n",
                   by_bounds ? "at the border: loads checked" : "the tail: guarded, and loops instead of unrolled copies");
-        print_node(g, n->first->next, indent + 1, mask_nv);
+        print_node(g, n->first->next, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     }
     case LOWERED_VECTOR:
-        print_vector(g, n, indent, mask_nv);
+        print_vector(g, n, indent);
         return;
     case LOWERED_ACC:
         lower_out(g, indent, "{ /* cache_write: accumulator tile */\n");
-        print_acc_decl(g, indent + 1);
-        print_children(g, n, indent + 1, mask_nv);
+        print_acc_decl(g, n->decl, indent + 1);
+        print_children(g, n, indent + 1);
         lower_out(g, indent, "}\n");
         return;
     case LOWERED_PLAN:
         lower_out(g, indent, "/* %s */\n", n->text);
-        print_children(g, n, indent, mask_nv);
+        print_children(g, n, indent);
         return;
     case LOWERED_TRANSPOSE:
         for (const lowered_node *c = n->first; c; c = c->next) {
-            if (c->kind == LOWERED_RUN) print_run(g, n, c, indent, mask_nv);
-            else print_node(g, c, indent, mask_nv);
+            if (c->kind == LOWERED_RUN) print_run(g, n, c, indent);
+            else print_node(g, c, indent);
         }
         return;
     case LOWERED_STMT:
@@ -354,6 +415,7 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
     case LOWERED_STAGE:
         print_stage(g, n, indent);
         return;
+    case LOWERED_EXPR:
     case LOWERED_LOAD:
     case LOWERED_OUTPUT:
     case LOWERED_STAGE_LOOP:
@@ -369,4 +431,4 @@ static void print_node(lower_gen *g, const lowered_node *n, int indent, int mask
     }
 }
 
-void lower_print_tree(lower_gen *g, const lowered_node *root, int indent) { print_children(g, root, indent, -1); }
+void lower_print_tree(lower_gen *g, const lowered_node *root, int indent) { print_children(g, root, indent); }

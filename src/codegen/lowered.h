@@ -15,24 +15,27 @@
  *    derived symbols of fused loops, guards, versions (a fast copy and a
  *    guarded one, for guards or for the tile's load bounds), vector loops
  *    (whole vectors, a partial vector with its lane count, a lane loop), the
- *    accumulator tile with its reload and write-back, the transposed
- *    write-back, and the statements at the bottom;
+ *    accumulator tile with its declaration, reload and write-back, the
+ *    transposed write-back, and the statements at the bottom;
  *  - lower_stmt.c (lower_build_stmt) makes each statement explicit: the
  *    bounds guard it takes over from its factors (or that it adds nothing),
- *    its loads, each with the kind it is emitted as (scalar, broadcast,
- *    vector, strided, stride-2 window, masked to its lanes, lane by lane),
- *    and how it reads and writes the output (scalar, vector, masked, lane
- *    by lane); also the epilogue's loads in a transposed write-back.
+ *    its expressions as trees of nodes (operations, constants, the
+ *    accumulator's value, loads, each load with the kind it is emitted as:
+ *    scalar, broadcast, vector, strided, stride-2 window, masked to its
+ *    lanes, lane by lane), and how it reads and writes the output (scalar,
+ *    vector, masked, lane by lane); also the epilogue in a transposed
+ *    write-back.
+ * The passes number the temporaries (rlt_tN, rlt_nvN) as they build the
+ * nodes that declare them, in the order the printer prints those.
  * lower_print.c (lower_print_tree) prints a tree as C, and lower_dump.c
  * (lower_dump_tree) as an indented text, one node a line (`rltune show
  * --stage lowered`).
  * Every node keeps the cursor (lower_cursor) that the walk had where it
  * stands, so the printer loads it instead of changing and restoring state.
- * Still printed directly: the text of addresses, bounds conditions and
- * expressions (lower_access.c, as the nodes' kinds say), conditions that
- * the passes hold as C text, the accumulator's declaration, the
- * temporaries' numbers (lower_print.c), and the kernel's frame: comment,
- * workspace size, signatures, tensor pointers (lower.c).
+ * Still printed directly: the text of addresses, loads and bounds
+ * conditions (lower_access.c, lower_load.c, as the nodes' kinds say),
+ * conditions that the passes hold as C text, and the kernel's frame:
+ * comment, workspace size, signatures, tensor pointers (lower.c).
  *
  * Ownership: nodes and their texts live in lower_gen.arena and go with it;
  * a LOAD's expr is borrowed from the op.
@@ -50,16 +53,21 @@ typedef enum lowered_kind {
     LOWERED_GUARD,     /* if (text < value): a tail's guard */
     LOWERED_VERSION,   /* if (text) first child else second: fast and guarded copies */
     LOWERED_VECTOR,    /* a vector loop: whole vectors where text holds, then a tail */
-    LOWERED_PARTIAL,   /* a vector loop's tail in a partial vector of text lanes */
+    LOWERED_PARTIAL,   /* a vector loop's tail in a partial vector of text lanes (rlt_nv<temp>) */
     LOWERED_LANES,     /* a vector loop's tail one lane at a time */
-    LOWERED_ACC,       /* the accumulator tile of cache_write: declaration, body */
+    LOWERED_ACC,       /* the accumulator tile of cache_write: declaration (decl), body */
     LOWERED_PLAN,      /* a walk over some loops for body, behind a comment (text) */
     LOWERED_TRANSPOSE, /* a tile's write-back or reload transposed in registers */
     LOWERED_RUN,       /* one run of it: lanes value .. value + count - 1 at text */
-    LOWERED_RUN_LANE,  /* one column of a run (its cursor fixes var) */
+    LOWERED_RUN_LANE,  /* one column of a run (its cursor fixes var); child: the epilogue's
+                          expression when the write-back applies it */
     LOWERED_STMT,      /* the statement of kind body at this point, under the guard text ("" or NULL: none);
-                          children: its LOADs, then OUTPUT */
-    LOWERED_LOAD,      /* a load of the statement (expr), emitted as `load` */
+                          children: the value's expression (MAIN), then the epilogue's (when the
+                          statement applies it: EPILOGUE, a final WRITEBACK, MAIN with a temp),
+                          then OUTPUT */
+    LOWERED_EXPR,      /* an operation of an expression (op), its operands its children; CONST:
+                          `constant`, ACC: the reduction's value (what the statement says) */
+    LOWERED_LOAD,      /* a load of an expression (expr), emitted as `load` */
     LOWERED_OUTPUT,    /* the statement's access to the output, as `out` */
     LOWERED_STAGE,     /* tensor's staged copy (pack, pad) into the workspace, text: its dims */
     LOWERED_STAGE_LOOP, /* for (p<var> = 0; p<var> < value; ...) over a dim of the copy */
@@ -80,6 +88,17 @@ typedef enum lowered_flavor {
     LOWERED_OMITTED      /* STMT: a factor reads outside its tensor for certain: no term to add */
 } lowered_flavor;
 
+/* The accumulator tile's declaration: "<type> <name>[dims[0]]... = <init>;",
+ * its elements floats or vectors of `lanes` floats (rlt_v<lanes>); one
+ * element ("[1]") when it has no dim. */
+typedef struct lowered_decl {
+    const char *name;            /* LOWER_ACC_NAME */
+    int lanes;                   /* 1: floats */
+    int n_dims;
+    int64_t dims[RLT_MAX_LOOPS]; /* the extents of the spatial, unvectorized loops of the tile */
+    const char *init;            /* the initializer: "{0}" */
+} lowered_decl;
+
 typedef struct lowered_node lowered_node;
 struct lowered_node {
     lowered_kind kind;
@@ -94,9 +113,17 @@ struct lowered_node {
     const char *text;      /* a condition, lane count, address or label (arena-owned); or NULL */
     int tensor;            /* STAGE, STAGE_ELEMS, STAGE_ROW: the staged tensor */
     const rlt_expr *expr;  /* LOAD: the load (borrowed from the op) */
+    rlt_expr_kind op;      /* EXPR: the operation */
+    double constant;       /* EXPR, RLT_EXPR_CONST: the value */
     lower_load_kind load;  /* LOAD: how it is emitted */
     unsigned hoisted;      /* LOAD: its dims that the statement's guard checks (bit d) */
     lower_out_kind out;    /* OUTPUT: how the output is read and written */
+    int temp;              /* the temporary the node declares, or -1: STMT, the value an
+                              epilogue reads (rlt_t<temp>); OUTPUT, a lane-by-lane
+                              store's vector (rlt_t<temp>); RUN of a reload, its
+                              vectors (rlt_t<temp>); PARTIAL, its lane count
+                              (rlt_nv<temp>) */
+    const lowered_decl *decl; /* ACC: the accumulator's declaration (arena-owned) */
     int64_t stride;        /* STAGE_ROW: the source's stride along the row */
     const char *src, *dst; /* STAGE_ELEMS, STAGE_ROW: source and stage offsets (arena-owned) */
     lower_cursor at;       /* the walk's state where the node stands */
@@ -115,6 +142,9 @@ lowered_node *lowered_new(lower_gen *g, lowered_kind kind, const lower_cursor *a
 /* A new node of `kind` at cursor `at`, appended to parent's children. */
 lowered_node *lowered_add(lower_gen *g, lowered_node *parent, lowered_kind kind, const lower_cursor *at);
 
+/* Appends d as C, without the semicolon: "rlt_v8 rlt_acc[2][3] = {0}". */
+void lowered_decl_print(const lowered_decl *d, rlt_str *s);
+
 /* The arena's copy of t's text ("" when out of memory, with g->is_oom set). */
 const char *lowered_keep_text(lower_gen *g, const rlt_str *t);
 
@@ -131,11 +161,12 @@ void lower_build_stages(lower_gen *g, bool is_prestaged, bool use_openmp, lowere
  * or writes the output. */
 void lower_build_stmt(lower_gen *g, lowered_node *stmt);
 
-/* Appends to `parent` a LOAD node for each load of e, at parent's cursor. */
-void lower_build_loads(lower_gen *g, lowered_node *parent, const rlt_expr *e);
+/* Appends to `parent` the tree of e (EXPR and LOAD nodes), at parent's
+ * cursor. */
+void lower_build_expr(lower_gen *g, lowered_node *parent, const rlt_expr *e);
 
-/* Makes the loads of `stmt` (a STMT or RUN_LANE) the ones the access layer
- * emits (g->loads, and the dims its guard checks); lower_stmt_leave
+/* Hands the dims that the guard of `stmt` (a STMT or RUN_LANE) checks for
+ * its loads to the access layer (g->hoisted_load); lower_stmt_leave
  * forgets them. */
 void lower_stmt_enter(lower_gen *g, const lowered_node *stmt);
 void lower_stmt_leave(lower_gen *g);

@@ -518,7 +518,7 @@ static bool is_redundant_choice(const rlt_knob *k, int choice, int64_t unit, int
  * an input's last dim read as 2 * v + c * r + ... (vector axis v of 16 lanes,
  * 0 < c, the window's taps c * r at most 31 floats apart), r in no other dim
  * of that input. Such taps read one window of the row, which codegen loads
- * once for all of them (rlt_ldw2_16, codegen/lower_access.c). Depthwise 3x3 stride 2,
+ * once for all of them (rlt_ldw2_16, codegen/lower_load.c). Depthwise 3x3 stride 2,
  * 144 channels at 56x56: 65 -> 87 GFLOP/s with the column loop inside a 2 x
  * 2-vector tile. */
 static bool is_window_axis(const rlt_op *op, int v, int64_t vec_w, int r)

@@ -3,7 +3,7 @@
  * legal schedules (rlt_sched_random, fixed seeds) and the hash of every
  * schedule's text and kernel (or of its refusal); the last lines hold
  * stride-2 window schedules written out, which random schedules never reach
- * (the window loads of lower_access.c). About 5,000 kernels in all.
+ * (the window loads of lower_load.c). About 5,000 kernels in all.
  *
  * Where the golden cases (test_golden.c) state what each primitive must do,
  * this corpus guards the refactors of code generation (issue 32: the
