@@ -84,7 +84,16 @@ typedef struct rlt_graph_opt_options {
     int horizon;         /* search "rl": steps at most (default 20, 0 = that) */
     bool cold_weights;   /* kernels costed as tune --model times them (rlt_run_opts.cold_weights): the
                             cold records, seeds measured cold (default); false: warm */
+    int n_seeds;         /* a kernel without a record costs the best of its first n_seeds rule-built
+                            seeds, each measured once and stored as a record (1 .. 8). 0 = the
+                            default: RLT_GRAPH_COST_SEEDS with a database (a network compiled with
+                            it runs the best of them), 1 without (one compiled without records
+                            runs the first seed) */
 } rlt_graph_opt_options;
+
+/* The seeds a graph search measures per kernel by default, with a records
+ * database (docs/graph-opt.md, "Cost"). */
+#define RLT_GRAPH_COST_SEEDS 3
 
 RLT_API void rlt_graph_opt_options_init(rlt_graph_opt_options *o);
 
@@ -155,6 +164,7 @@ typedef struct rlt_graph_env_options {
     uint64_t seed;
     bool cold_weights;   /* kernels costed cold, as rlt_graph_opt_options.cold_weights (default true):
                             the costs the greedy and TASO searches see */
+    int n_seeds;         /* as rlt_graph_opt_options (0: its default) */
 } rlt_graph_env_options;
 
 RLT_API void rlt_graph_env_options_init(rlt_graph_env_options *o);
@@ -272,6 +282,7 @@ typedef struct rlt_graph_train_options {
     void (*progress)(void *ctx, const rlt_graph_train_progress *p); /* after each iteration, or NULL */
     void *progress_ctx;
     bool cold_weights;    /* the environment's (default true) */
+    int n_seeds;          /* the environment's (0: its default) */
 } rlt_graph_train_options;
 
 RLT_API void rlt_graph_train_options_init(rlt_graph_train_options *o);

@@ -642,6 +642,7 @@ typedef struct rlt_graph_opt_options {
     struct rlt_graph_policy *policy;
     int horizon;
     bool cold_weights;
+    int n_seeds;
 } rlt_graph_opt_options;
 
 typedef struct rlt_graph_opt_step {
@@ -674,6 +675,7 @@ typedef struct rlt_graph_env_options {
     rlt_build_opts build;
     uint64_t seed;
     bool cold_weights;
+    int n_seeds;
 } rlt_graph_env_options;
 
 typedef struct rlt_graph_env_obs {

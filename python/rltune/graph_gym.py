@@ -27,7 +27,9 @@ reset picks one, seeded), rules (a Rules; default the shipped set,
 verified), horizon (50), max_candidates (256), reward ("step": X-RLflow's
 100 x (c_prev - c_new) / c_0; "best": the drop of the best cost), step_penalty,
 db_path (records for the kernels' times), threads, cold_weights (True:
-kernels costed cold, as graph_opt costs them), illegal_action.
+kernels costed cold, as graph_opt costs them), cost_seeds (a kernel without
+a record costs the best of its first cost_seeds seeds; 0: 3 with db_path,
+1 without), illegal_action.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class GraphRewriteEnv(gym.Env[dict, np.int64]):
         db_path: Optional[str | os.PathLike[str]] = None,
         threads: int = 1,
         cold_weights: bool = True,
+        cost_seeds: int = 0,
         illegal_action: str = "noop",
         render_mode: Optional[str] = None,
     ) -> None:
@@ -78,7 +81,7 @@ class GraphRewriteEnv(gym.Env[dict, np.int64]):
         self.rules = rules if rules is not None else Rules()
         self._env = GraphEnv(self.rules, horizon=horizon, max_candidates=max_candidates, reward=reward,
                              step_penalty=step_penalty, db_path=db_path, threads=threads,
-                             cold_weights=cold_weights)
+                             cold_weights=cold_weights, cost_seeds=cost_seeds)
         self.render_mode = render_mode
         n_features = self._env.n_features
         self.max_candidates = max_candidates

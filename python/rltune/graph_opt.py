@@ -160,6 +160,8 @@ class GraphOptResult:
     n_expanded: int
     n_candidates: int
     search_s: float
+    n_tasks_measured: int = 0      # kernels costed by measuring their seeds
+    n_tasks_from_records: int = 0  # kernels costed by a record
 
 
 def graph_opt(
@@ -176,11 +178,14 @@ def graph_opt(
     threads: int = 1,
     seed: int = 1,
     cold_weights: bool = True,
+    cost_seeds: int = 0,
 ) -> tuple[Model, GraphOptResult]:
     """Searches rewrites of model's graph (rlt_model_graph_opt): "greedy",
     "taso", "rl" (with policy) or "none", its kernels costed cold (as
-    ModelTuning times them; `cold_weights=False`: warm). Returns the best
-    graph as a new Model and what the search did."""
+    ModelTuning times them; `cold_weights=False`: warm), a kernel without a
+    record by the best of its first `cost_seeds` seeds (0: 3 with db_path,
+    1 without). Returns the best graph as a new Model and what the search
+    did."""
     L = lib()
     o = ffi.new("rlt_graph_opt_options *")
     L.rlt_graph_opt_options_init(o)
@@ -193,6 +198,7 @@ def graph_opt(
     o.n_threads = threads
     o.seed = seed
     o.cold_weights = cold_weights
+    o.n_seeds = cost_seeds
     if db_path is not None:
         keep.append(ffi.new("char[]", os.fsencode(db_path)))
         o.db_path = keep[-1]
@@ -217,6 +223,8 @@ def graph_opt(
             n_cost_evals=int(res.n_cost_evals),
             n_expanded=int(res.n_expanded),
             n_candidates=int(res.n_candidates),
+            n_tasks_measured=int(res.n_tasks_measured),
+            n_tasks_from_records=int(res.n_tasks_from_records),
             search_s=float(res.search_s),
         )
     finally:
@@ -256,7 +264,8 @@ class GraphEnv(Handle):
     reset(model) then step(action) until done; action n_actions - 1 stops.
     reward="step" is X-RLflow's 100 x (c_prev - c_new) / c_0, "best" the
     drop of the best cost so far. Kernels are costed cold, as graph_opt
-    costs them (`cold_weights=False`: warm records, seeds timed warm)."""
+    costs them (`cold_weights=False`: warm records, seeds timed warm), and
+    by the best of their first `cost_seeds` seeds (0: graph_opt's default)."""
 
     def __init__(
         self,
@@ -270,6 +279,7 @@ class GraphEnv(Handle):
         threads: int = 1,
         seed: int = 1,
         cold_weights: bool = True,
+        cost_seeds: int = 0,
     ) -> None:
         L = lib()
         o = ffi.new("rlt_graph_env_options *")
@@ -283,6 +293,7 @@ class GraphEnv(Handle):
         o.n_threads = threads
         o.seed = seed
         o.cold_weights = cold_weights
+        o.n_seeds = cost_seeds
         db = ffi.new("char[]", os.fsencode(db_path)) if db_path is not None else ffi.NULL
         o.db_path = db
         out = ffi.new("rlt_graph_env **")

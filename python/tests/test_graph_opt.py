@@ -79,6 +79,20 @@ def test_graph_opt_greedy_writes_a_graph_onnx_runtime_runs(tmp_path: Path, rules
     assert np.max(np.abs(got - ref)) <= 1e-4 * np.max(np.abs(ref))
 
 
+def test_graph_opt_costs_kernels_by_their_best_seeds(tmp_path: Path, rules: Rules) -> None:
+    import sqlite3
+
+    m = Model(_write_model(tmp_path / "net.onnx"))
+    db = tmp_path / "r.db"
+    _, res = graph_opt(m, rules, search="none", db_path=db)  # with a database: 3 seeds a kernel
+    _, res2 = graph_opt(m, rules, search="none", db_path=tmp_path / "one.db", cost_seeds=1)
+    assert res.n_tasks_measured == res2.n_tasks_measured >= 1
+    count = lambda p: sqlite3.connect(p).execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+    assert count(db) == 3 * res.n_tasks_measured and count(tmp_path / "one.db") == res2.n_tasks_measured
+    with pytest.raises(InvalidArgumentError, match="seeds measured per task"):
+        graph_opt(m, rules, search="none", cost_seeds=9)
+
+
 def test_rl_search_with_the_shipped_policy(tmp_path: Path, rules: Rules) -> None:
     m = Model(_write_model(tmp_path / "net.onnx"))
     _, res = graph_opt(m, rules, search="rl", policy=rltune.GraphPolicy())

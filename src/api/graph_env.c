@@ -99,6 +99,7 @@ rlt_status rlt_graph_env_create(const rlt_rules *rules, const rlt_graph_env_opti
     co.build = o->build;
     co.seed = o->seed;
     co.cold_weights = o->cold_weights;
+    co.n_seeds = rlt_graph_cost_seeds(o->n_seeds, o->db_path);
     rlt_status st = RLT_STATUS_OK;
     if (!e->mask || !e->cand_rule || !e->cand_nodes)
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making a graph environment");

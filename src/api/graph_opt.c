@@ -92,6 +92,7 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
     eo.build = o->build;
     eo.seed = o->seed;
     eo.cold_weights = o->cold_weights;
+    eo.n_seeds = o->n_seeds;
     rlt_graph_env *env = NULL;
     rlt_diag d = {0};
     rlt_status st = rlt_graph_env_create(rules, &eo, &env, &d);
@@ -167,6 +168,7 @@ rlt_status rlt_model_graph_opt(rlt_model *m, const rlt_rules *rules, const rlt_g
     co.build = o->build;
     co.seed = o->seed;
     co.cold_weights = o->cold_weights;
+    co.n_seeds = rlt_graph_cost_seeds(o->n_seeds, o->db_path);
     rlt_gcost *cost = NULL;
     rlt_gopt_result gr = {0};
     rlt_diag d = {0};

@@ -722,6 +722,7 @@ rlt_status rlt_graph_policy_train(const rlt_rules *rules, rlt_model *const *mode
     eo.build = o->build;
     eo.seed = o->seed;
     eo.cold_weights = o->cold_weights;
+    eo.n_seeds = o->n_seeds;
     if (st == RLT_STATUS_OK) st = rlt_graph_env_create(rules, &eo, &env, diag);
     uint64_t t0 = rlt_time_ns();
     for (int it = 0; it < o->n_iterations && st == RLT_STATUS_OK; it++) {

@@ -30,6 +30,7 @@ static const rlt_cli_opt graph_opt_opts[] = {
     {"time-limit", "S", "stop searching after S seconds (default: none)"},
     {"db", "FILE", "records database: kernels' times from their best records; measured seeds stored"},
     {"warm", NULL, "cost and run kernels warm: warm records, seeds timed warm (default: cold, as tune --model)"},
+    {"cost-seeds", "N", "a kernel without a record costs the best of its first N seeds, 1..8 (default 3 with --db, else 1)"},
     {"threads", "N", "the network's threads (default 1)"},
     {"out", "FILE", "write the optimised graph here as ONNX"},
     {"repeat", "R", "timed runs of each network (default 10)"},
@@ -215,7 +216,7 @@ cleanup:
 static int read_options(const rlt_cli_args *args, gopt_view *v)
 {
     rlt_diag d = {0};
-    int64_t budget, threads, repeat, seed;
+    int64_t budget, threads, repeat, seed, cost_seeds;
     double alpha, limit;
     rlt_graph_opt_options_init(&v->o);
     v->search = rlt_cli_args_get(args, "search");
@@ -239,6 +240,7 @@ static int read_options(const rlt_cli_args *args, gopt_view *v)
         rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "repeat", 10, 1, 100000, &repeat, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "seed", 1, 0, INT64_MAX, &seed, &d) != RLT_STATUS_OK ||
+        rlt_cli_args_int(args, "cost-seeds", 0, 1, 8, &cost_seeds, &d) != RLT_STATUS_OK ||
         rlt_cli_args_double(args, "alpha", 1.05, 1.0, false, 10.0, &alpha, &d) != RLT_STATUS_OK ||
         rlt_cli_args_double(args, "time-limit", 0, 0, false, 1e7, &limit, &d) != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
@@ -253,6 +255,7 @@ static int read_options(const rlt_cli_args *args, gopt_view *v)
     v->o.is_verbose = rlt_cli_args_has(args, "verbose");
     v->o.db_path = rlt_cli_args_get(args, "db");
     v->o.cold_weights = !rlt_cli_args_has(args, "warm");
+    v->o.n_seeds = (int)cost_seeds;
     v->repeat = (int)repeat;
     v->out_path = rlt_cli_args_get(args, "out");
     return RLT_CLI_EXIT_OK;
@@ -377,15 +380,17 @@ const rlt_cli_cmd rlt_cli_cmd_graph_opt = {
     .brief = "search graph substitutions of an ONNX model; print the rewrites, cost and latency",
     .synopsis = "--model FILE [--search greedy|taso|rl|none] [--policy FILE] [--horizon N] [--rules FILE]\n"
                 "                  [--alpha A] [--budget N]\n"
-                "                  [--time-limit S] [--db FILE] [--threads N] [--out OPT.onnx] [--repeat R]\n"
-                "                  [--no-measure] [--seed N] [--verbose] [--json]",
+                "                  [--time-limit S] [--db FILE] [--cost-seeds N] [--threads N] [--out OPT.onnx]\n"
+                "                  [--repeat R] [--no-measure] [--seed N] [--verbose] [--json]",
     .summary = "Verifies the rules (shipped with rltune, plus --rules), then searches rewrites of the\n"
                "model's graph: greedy applies the rewrite that lowers the cost most until none does;\n"
                "taso is TASO's backtracking (graphs costing under alpha x the best are expanded, each\n"
                "graph costed once, --budget graphs expanded); rl rolls out a trained policy (rltune\n"
-               "graph-train) for up to --horizon rewrites, one cost evaluation a rewrite. A graph's cost is the sum of its kernels'\n"
-               "times as rltune would run it: tasks from --db's best records, else their seed schedules\n"
-               "measured once, other ops measured once per shape. Prints the rewrites of the best\n"
+               "graph-train) for up to --horizon rewrites, one cost evaluation a rewrite. A graph's\n"
+               "cost is the sum of its kernels' times as rltune would run it: tasks from --db's best\n"
+               "records, else the best of their first --cost-seeds seed schedules, each measured once\n"
+               "and stored in --db (without --db, the first seed: what a network compiled without\n"
+               "records runs); other ops measured once per shape. Prints the rewrites of the best\n"
                "graph and its cost; then compiles the original and the optimised network, checks the\n"
                "optimised outputs against the original graph's reference evaluation and times both.",
     .details = "--out writes the optimised graph as ONNX (it runs in ONNX Runtime with the same\n"

@@ -29,6 +29,7 @@ static const rlt_cli_opt graph_train_opts[] = {
     {"db", "FILE", "records database for the kernels' times (measured seeds are stored in it)"},
     {"threads", "N", "the networks' threads (default 1)"},
     {"warm", NULL, "cost kernels warm: warm records, seeds timed warm (default: cold, as graph-opt and tune --model)"},
+    {"cost-seeds", "N", "a kernel without a record costs the best of its first N seeds, 1..8 (default 3 with --db, else 1)"},
     {"seed", "N", "weights, sampling and order (default 1)"},
     {"json", NULL, "print exactly one JSON object on stdout at the end, no progress lines"},
 };
@@ -77,13 +78,14 @@ static int run_graph_train(const rlt_cli_args *args)
     }
     rlt_graph_train_options o;
     rlt_graph_train_options_init(&o);
-    int64_t iterations, episodes, horizon, threads, seed;
+    int64_t iterations, episodes, horizon, threads, seed, cost_seeds;
     double lr, ent_coef, gamma, penalty;
     if (rlt_cli_args_int(args, "iterations", o.n_iterations, 0, 1000000, &iterations, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "episodes", o.episodes_per_model, 1, 10000, &episodes, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "horizon", o.horizon, 1, 100000, &horizon, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "threads", 1, 1, RLT_MAX_THREADS, &threads, &d) != RLT_STATUS_OK ||
         rlt_cli_args_int(args, "seed", 1, 0, INT64_MAX, &seed, &d) != RLT_STATUS_OK ||
+        rlt_cli_args_int(args, "cost-seeds", 0, 1, 8, &cost_seeds, &d) != RLT_STATUS_OK ||
         rlt_cli_args_double(args, "lr", o.lr, 0, true, 1.0, &lr, &d) != RLT_STATUS_OK ||
         rlt_cli_args_double(args, "ent-coef", o.ent_coef, 0, false, 10.0, &ent_coef, &d) != RLT_STATUS_OK ||
         rlt_cli_args_double(args, "gamma", o.gamma, 0, false, 1.0, &gamma, &d) != RLT_STATUS_OK ||
@@ -109,6 +111,7 @@ static int run_graph_train(const rlt_cli_args *args)
     }
     o.db_path = rlt_cli_args_get(args, "db");
     o.cold_weights = !rlt_cli_args_has(args, "warm");
+    o.n_seeds = (int)cost_seeds;
     char *copy = strdup(list);
     rlt_model *models[MAX_MODELS] = {0};
     rlt_rules *rules = NULL;

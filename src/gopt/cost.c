@@ -121,6 +121,7 @@ void rlt_gcost_options_init(rlt_gcost_options *o)
     o->n_threads = 1;
     o->repeat = 15;
     o->seed = 1;
+    o->n_seeds = RLT_GCOST_SEEDS;
 }
 
 /* *copy = a copy of s (NULL stays NULL); false when out of memory. */
@@ -140,6 +141,9 @@ rlt_status rlt_gcost_create(const rlt_gcost_options *o, rlt_gcost **out, rlt_dia
     if (o->repeat < 1 || o->repeat > 1000000)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                         "a fast op's timed runs (repeat) must be from 1 to 1000000 (got %d)", o->repeat);
+    if (o->n_seeds < 1 || o->n_seeds > RLT_NET_MAX_SEEDS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "the seeds measured per task must be from 1 to %d (got %d)",
+                        RLT_NET_MAX_SEEDS, o->n_seeds);
     rlt_status st = RLT_STATUS_OK;
     rlt_gcost *c = rlt_calloc(1, sizeof *c);
     if (!c) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a cost model");
@@ -198,36 +202,44 @@ static double wall_now_s(void)
 
 /* ---- tasks ---------------------------------------------------------------------- */
 
-/* The seeds of tasks not timed yet, measured as a batch. Arrays of cap
- * items, n in use; ops, workloads and nests item by item. */
+/* The seeds of tasks not timed yet, measured as a batch: each task's
+ * first n_seeds seeds, the task's time the best of them. Task arrays of
+ * cap_tasks items (n_tasks in use; ops and workloads owned item by item),
+ * seed arrays of cap_tasks x n_seeds (n in use). */
 typedef struct seed_batch {
-    int n;
+    int n_tasks;
     int *task;                 /* index in the graph's tasks */
     rlt_op **ops;              /* owned */
-    rlt_workload **workloads;  /* owned */
-    rlt_nest *nests;           /* of ops[i] */
+    rlt_workload **workloads;  /* owned: one reference per task, shared by its seeds */
+    int n;
+    int *task_of;              /* the seed's task, an index in the arrays above */
+    const rlt_workload **workload_of;
+    rlt_nest *nests;
     rlt_record *records;
     rlt_run_result *results;
     const rlt_run_opts **ropts_of;
 } seed_batch;
 
-static bool seed_batch_init(seed_batch *b, int cap)
+static bool seed_batch_init(seed_batch *b, int cap_tasks, int n_seeds)
 {
-    size_t n = (size_t)cap + 1;
+    size_t nt = (size_t)cap_tasks + 1, ns = nt * (size_t)n_seeds;
     *b = (seed_batch){0};
-    b->task = rlt_calloc(n, sizeof *b->task);
-    b->ops = rlt_calloc(n, sizeof *b->ops);
-    b->workloads = rlt_calloc(n, sizeof *b->workloads);
-    b->nests = rlt_calloc(n, sizeof *b->nests);
-    b->records = rlt_calloc(n, sizeof *b->records);
-    b->results = rlt_calloc(n, sizeof *b->results);
-    b->ropts_of = rlt_calloc(n, sizeof *b->ropts_of);
-    return b->task && b->ops && b->workloads && b->nests && b->records && b->results && b->ropts_of;
+    b->task = rlt_calloc(nt, sizeof *b->task);
+    b->ops = rlt_calloc(nt, sizeof *b->ops);
+    b->workloads = rlt_calloc(nt, sizeof *b->workloads);
+    b->task_of = rlt_calloc(ns, sizeof *b->task_of);
+    b->workload_of = rlt_calloc(ns, sizeof *b->workload_of);
+    b->nests = rlt_calloc(ns, sizeof *b->nests);
+    b->records = rlt_calloc(ns, sizeof *b->records);
+    b->results = rlt_calloc(ns, sizeof *b->results);
+    b->ropts_of = rlt_calloc(ns, sizeof *b->ropts_of);
+    return b->task && b->ops && b->workloads && b->task_of && b->workload_of && b->nests && b->records &&
+           b->results && b->ropts_of;
 }
 
 static void seed_batch_free(seed_batch *b)
 {
-    for (int i = 0; i < b->n; i++) {
+    for (int i = 0; i < b->n_tasks; i++) {
         rlt_workload_destroy(b->workloads[i]);
         rlt_op_destroy(b->ops[i]);
     }
@@ -235,29 +247,40 @@ static void seed_batch_free(seed_batch *b)
     rlt_free(b->results);
     rlt_free(b->records);
     rlt_free(b->nests);
+    rlt_free(b->workload_of);
+    rlt_free(b->task_of);
     rlt_free(b->workloads);
     rlt_free(b->ops);
     rlt_free(b->task);
 }
 
-/* Item k of the batch ready to measure: its workload (inputs and the
- * reference output) and the seed's nest, and the record it will be
- * stored as, but for what the measurement says. */
-static rlt_status seed_prepare(rlt_gcost *c, seed_batch *b, int k, const char *spec, rlt_diag *diag)
+/* Task t of the batch ready to measure: its workload (inputs and the
+ * reference output), and for each of its first n_seeds seeds the nest and
+ * the record it will be stored as, but for what the measurement says. */
+static rlt_status seed_prepare(rlt_gcost *c, seed_batch *b, int t, const char *spec, const rlt_run_opts *run,
+                               rlt_diag *diag)
 {
     rlt_str key, schedule;
     rlt_str_init(&key);
     rlt_str_init(&schedule);
-    rlt_status st = rlt_net_seed_nest(b->ops[k], c->o.n_threads, &b->nests[k], &key, &schedule, diag);
-    if (st == RLT_STATUS_OK && (key.has_failed || schedule.has_failed))
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", spec);
-    if (st == RLT_STATUS_OK &&
-        (key.len >= sizeof b->records[k].config || schedule.len >= sizeof b->records[k].schedule))
-        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "the seed of %s does not fit a record: a configuration key of %zu bytes (at most %zu), a "
-                      "schedule of %zu (at most %zu)",
-                      spec, key.len, sizeof b->records[k].config - 1, schedule.len, sizeof b->records[k].schedule - 1);
-    if (st == RLT_STATUS_OK) {
+    rlt_status st = RLT_STATUS_OK;
+    for (int j = 0; j < c->o.n_seeds && st == RLT_STATUS_OK; j++) {
+        int k = b->n;
+        bool exists = false;
+        rlt_str_clear(&key);
+        rlt_str_clear(&schedule);
+        st = rlt_net_seed_nest_at(b->ops[t], c->o.n_threads, j, c->o.n_seeds, &b->nests[k], &key, &schedule, &exists,
+                                  diag);
+        if (st != RLT_STATUS_OK || !exists) break;
+        if (key.has_failed || schedule.has_failed)
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seeds of %s", spec);
+        else if (key.len >= sizeof b->records[k].config || schedule.len >= sizeof b->records[k].schedule)
+            st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                          "seed %d of %s does not fit a record: a configuration key of %zu bytes (at most %zu), a "
+                          "schedule of %zu (at most %zu)",
+                          j, spec, key.len, sizeof b->records[k].config - 1, schedule.len,
+                          sizeof b->records[k].schedule - 1);
+        if (st != RLT_STATUS_OK) break;
         rlt_record *r = &b->records[k];
         memset(r, 0, sizeof *r);
         snprintf(r->spec, sizeof r->spec, "%s", spec);
@@ -266,19 +289,27 @@ static rlt_status seed_prepare(rlt_gcost *c, seed_batch *b, int k, const char *s
         snprintf(r->schedule, sizeof r->schedule, "%s", schedule.data);
         snprintf(r->tuner, sizeof r->tuner, "%s", SEED_TUNER);
         r->seed = c->o.seed;
+        b->task_of[k] = t;
+        b->ropts_of[k] = run;
+        b->n++;
     }
+    if (st == RLT_STATUS_OK && b->n == 0)
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", spec);
     rlt_str_free(&schedule);
     rlt_str_free(&key);
-    if (st == RLT_STATUS_OK && (st = rlt_workload_create(b->ops[k], &c->o.build, c->o.seed, &b->workloads[k], diag)) !=
+    if (st == RLT_STATUS_OK && (st = rlt_workload_create(b->ops[t], &c->o.build, c->o.seed, &b->workloads[t], diag)) !=
                                    RLT_STATUS_OK)
         rlt_diag_prefix(diag, "the reference of task %s", spec);
+    for (int k = 0; k < b->n; k++)
+        if (b->task_of[k] == t) b->workload_of[k] = b->workloads[t];
     return st;
 }
 
 /* Times every task of gt into task_ms[]: the cache, else the record the
- * network would take, else the seed, measured. Every seed not timed yet is
- * built in one batch, then run one at a time; with a database their
- * records are stored in one transaction before any failure is reported. */
+ * network would take, else the best of its first n_seeds seeds, measured.
+ * Every seed not timed yet is built in one batch, then run one at a time;
+ * with a database their records are stored in one transaction before any
+ * failure is reported (a task fails only when all its seeds do). */
 static rlt_status task_times(rlt_gcost *c, const rlt_graph_tasks *gt, double *task_ms, rlt_diag *diag)
 {
     seed_batch b;
@@ -286,7 +317,7 @@ static rlt_status task_times(rlt_gcost *c, const rlt_graph_tasks *gt, double *ta
     rlt_nest *nest = rlt_calloc(1, sizeof *nest);
     rlt_status st = RLT_STATUS_OK;
     uint64_t t0 = 0;
-    if (!seed_batch_init(&b, gt->n_tasks) || !found || !nest) {
+    if (!seed_batch_init(&b, gt->n_tasks, c->o.n_seeds) || !found || !nest) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory timing the tasks of a graph");
         goto cleanup;
     }
@@ -314,17 +345,16 @@ static rlt_status task_times(rlt_gcost *c, const rlt_graph_tasks *gt, double *ta
             c->stats.n_tasks_from_records++;
             continue;
         }
-        b.task[b.n] = i;
-        b.ops[b.n] = op;
-        b.ropts_of[b.n] = &run;
-        b.n++;
+        b.task[b.n_tasks] = i;
+        b.ops[b.n_tasks] = op;
+        b.n_tasks++;
     }
-    if (b.n == 0) goto cleanup;
+    if (b.n_tasks == 0) goto cleanup;
     t0 = rlt_time_ns();
-    for (int k = 0; k < b.n; k++)
-        if ((st = seed_prepare(c, &b, k, gt->tasks[b.task[k]].spec, diag)) != RLT_STATUS_OK) goto cleanup;
-    if ((st = rlt_measure_nests_multi((const rlt_workload *const *)b.workloads, &c->o.build, b.ropts_of, b.n, b.nests,
-                                      b.results, diag)) != RLT_STATUS_OK)
+    for (int t = 0; t < b.n_tasks; t++)
+        if ((st = seed_prepare(c, &b, t, gt->tasks[b.task[t]].spec, &run, diag)) != RLT_STATUS_OK) goto cleanup;
+    if ((st = rlt_measure_nests_multi(b.workload_of, &c->o.build, b.ropts_of, b.n, b.nests, b.results, diag)) !=
+        RLT_STATUS_OK)
         goto cleanup;
     for (int k = 0; k < b.n; k++) {
         const rlt_run_result *res = &b.results[k];
@@ -339,17 +369,25 @@ static rlt_status task_times(rlt_gcost *c, const rlt_graph_tasks *gt, double *ta
         snprintf(r->message, sizeof r->message, "%s", res->message);
     }
     if (c->db && (st = rlt_db_append(c->db, b.n, b.records, diag)) != RLT_STATUS_OK) goto cleanup;
-    for (int k = 0; k < b.n; k++) {
-        const rlt_run_result *res = &b.results[k];
-        const char *spec = gt->tasks[b.task[k]].spec;
-        if (res->status != RLT_STATUS_OK) {
+    c->stats.n_seeds_measured += b.n;
+    for (int t = 0; t < b.n_tasks; t++) {
+        const char *spec = gt->tasks[b.task[t]].spec;
+        int best = -1, first = -1;
+        for (int k = 0; k < b.n; k++) {
+            if (b.task_of[k] != t) continue;
+            if (first < 0) first = k;
+            if (b.results[k].status == RLT_STATUS_OK &&
+                (best < 0 || b.results[k].time_median_ms < b.results[best].time_median_ms))
+                best = k;
+        }
+        if (best < 0) {
             if (st == RLT_STATUS_OK)
-                st = rlt_fail(diag, RLT_STATUS_BUILD_ERROR, "the seed schedule of task %s failed (%s): %s", spec,
-                              rlt_status_str(res->status), res->message);
+                st = rlt_fail(diag, RLT_STATUS_BUILD_ERROR, "the seed schedules of task %s failed (the first: %s: %s)",
+                              spec, rlt_status_str(b.results[first].status), b.results[first].message);
             continue;
         }
-        task_ms[b.task[k]] = res->time_median_ms;
-        if (!map_put(&c->tasks, spec, res->time_median_ms)) {
+        task_ms[b.task[t]] = b.results[best].time_median_ms;
+        if (!map_put(&c->tasks, spec, task_ms[b.task[t]])) {
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory caching a task's time");
             goto cleanup;
         }

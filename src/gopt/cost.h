@@ -30,6 +30,7 @@
 #define RLT_GOPT_COST_H
 
 #include "graph/graph.h"
+#include "rltune/graph_opt.h"
 #include "rltune/measure.h"
 #include "rltune/model.h"
 
@@ -43,9 +44,24 @@ typedef struct rlt_gcost_options {
     uint64_t seed;         /* inputs of the measurements */
     bool cold_weights;     /* tasks timed with their weights evicted (rlt_run_opts.cold_weights):
                               cold records, seeds measured cold */
+    int n_seeds;           /* a task without a record costs the best of its first n_seeds rule-built
+                              seeds, each measured and stored, 1 .. RLT_NET_MAX_SEEDS (default
+                              RLT_GCOST_SEEDS) */
 } rlt_gcost_options;
 
-/* Defaults: no database, 1 thread, default build, 15 repeats, seed 1. */
+/* The seeds measured per task by default (rltune/graph_opt.h): the first
+ * seed of each of the space's vectorized axes and the next by rating, as
+ * rlt_space_seeds orders them (docs/graph-opt.md, "Cost", says why). */
+#define RLT_GCOST_SEEDS RLT_GRAPH_COST_SEEDS
+
+/* The seeds a search costs a task by: n_seeds when given (not 0), else
+ * RLT_GCOST_SEEDS with a database and 1 without (rlt_graph_opt_options). */
+static inline int rlt_graph_cost_seeds(int n_seeds, const char *db_path)
+{
+    return n_seeds ? n_seeds : db_path ? RLT_GCOST_SEEDS : 1;
+}
+
+/* Defaults: no database, 1 thread, default build, 15 repeats, seed 1, RLT_GCOST_SEEDS seeds. */
 void rlt_gcost_options_init(rlt_gcost_options *o);
 
 typedef struct rlt_gcost rlt_gcost;
@@ -54,7 +70,8 @@ typedef struct rlt_gcost rlt_gcost;
 typedef struct rlt_gcost_stats {
     int n_graphs;            /* rlt_gcost_graph calls that succeeded: the searches' cost evaluations */
     int n_tasks_from_records;/* distinct task specs timed by a record */
-    int n_tasks_measured;    /* distinct task specs whose seed schedule was built and run */
+    int n_tasks_measured;    /* distinct task specs whose seed schedules were built and run */
+    int n_seeds_measured;    /* the seed schedules built and run (up to n_seeds a task) */
     int n_ops_measured;      /* distinct fast-op keys timed */
     double measure_s;        /* wall time spent building and measuring (seeds: their references too) */
 } rlt_gcost_stats;

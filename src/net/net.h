@@ -152,6 +152,15 @@ rlt_status rlt_net_task_record(rlt_db *db, const char *target, const char *spec,
 rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt_str *key, rlt_str *schedule,
                              rlt_diag *diag);
 
+/* As rlt_net_seed_nest, for seed `index` of the space's first `count`
+ * rule-built seeds (rlt_space_seeds with max = count: which seeds come
+ * first depends on count), 0 <= index < count <= RLT_NET_MAX_SEEDS: what a
+ * graph search measures to cost a task by the best of its first seeds.
+ * *exists false (and nothing else set) when there is no such seed. */
+#define RLT_NET_MAX_SEEDS 8
+rlt_status rlt_net_seed_nest_at(const rlt_op *op, int n_threads, int index, int count, rlt_nest *out, rlt_str *key,
+                                rlt_str *schedule, bool *exists, rlt_diag *diag);
+
 /* Runs fn(arg) so that the OpenMP threads it starts leave nothing behind:
  * at n_threads > 1 on a thread of its own, joined before returning (at 1,
  * here). A parallel region leaves its OpenMP threads bound to the thread

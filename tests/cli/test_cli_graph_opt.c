@@ -201,6 +201,8 @@ Test(cli_graph_opt, bad_input)
     EXPECT_USAGE_ERROR("'beam' is not a search", "graph-opt", "--model", model_path, "--search", "beam");
     EXPECT_USAGE_ERROR("--alpha", "graph-opt", "--model", model_path, "--alpha", "0.5");
     EXPECT_USAGE_ERROR("--budget", "graph-opt", "--model", model_path, "--budget", "-1");
+    EXPECT_USAGE_ERROR("bad value 0 for --cost-seeds: expected a whole number from 1 to 8", "graph-opt", "--model",
+                       model_path, "--cost-seeds", "0");
     EXPECT_USAGE_ERROR("--policy goes with --search rl", "graph-opt", "--model", model_path, "--policy", model_path);
     EXPECT_USAGE_ERROR("broken.rules:2: rule half is not closed", "graph-opt", "--model", model_path, "--rules",
                        broken_rules, "--no-measure");

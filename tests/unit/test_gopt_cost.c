@@ -84,17 +84,20 @@ static int node_named(const rlt_graph *g, const char *name)
     return -1;
 }
 
-static rlt_gcost *cost_create(const char *db_path)
+static rlt_gcost *cost_create_seeds(const char *db_path, int n_seeds)
 {
     rlt_gcost_options o;
     rlt_gcost_options_init(&o);
     o.db_path = db_path;
     o.repeat = 5;
+    o.n_seeds = n_seeds;
     rlt_gcost *c = NULL;
     rlt_diag d = {0};
     cr_assert_eq(rlt_gcost_create(&o, &c, &d), RLT_STATUS_OK, "%s", d.message);
     return c;
 }
+
+static rlt_gcost *cost_create(const char *db_path) { return cost_create_seeds(db_path, RLT_GCOST_SEEDS); }
 
 /* The cost of g; per_node (g->n_nodes entries) may be NULL. */
 static double cost_of(rlt_gcost *c, const rlt_graph *g, double *per_node)
@@ -239,9 +242,23 @@ Test(gopt_cost, seed_measured_once)
     assert_no_leaks();
 }
 
-/* (e) With a database the seed's measurement is stored as a record (the
- * seed's configuration and schedule, OK, its times), which the next cost
- * model takes, measuring nothing, and which a compiled network takes too. */
+/* Collects the records of a spec (rlt_db_history). */
+typedef struct records_seen {
+    int n;
+    rlt_record r[8];
+} records_seen;
+
+static bool collect_record(const rlt_record *r, void *ctx)
+{
+    records_seen *s = ctx;
+    if (s->n < 8) s->r[s->n++] = *r;
+    return true;
+}
+
+/* (e) With a database every seed measured is stored as a record (the
+ * seed's configuration and schedule, OK, its times), RLT_GCOST_SEEDS
+ * distinct ones, and the task costs the best; the next cost model takes
+ * that record, measuring nothing, and so does a compiled network. */
 Test(gopt_cost, seed_measurement_stored, .fini = tmp_fini)
 {
     tmp_dir_make_in(tmp_dir);
@@ -258,7 +275,18 @@ Test(gopt_cost, seed_measurement_stored, .fini = tmp_fini)
     cr_assert_eq(rlt_db_open(path, &(rlt_db_opts){.is_read_only = true}, &db, &d), RLT_STATUS_OK, "%s", d.message);
     int64_t count = 0;
     cr_assert_eq(rlt_db_count(db, CONV_SPEC, &count, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_expect_eq(count, 1);
+    cr_expect_eq(count, RLT_GCOST_SEEDS);
+    records_seen seen = {0};
+    cr_assert_eq(rlt_db_history(db, CONV_SPEC, NULL, collect_record, &seen, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(seen.n, RLT_GCOST_SEEDS);
+    double fastest = seen.r[0].time_median_ms;
+    for (int i = 0; i < seen.n; i++) {
+        cr_expect_eq(seen.r[i].status, RLT_STATUS_OK);
+        if (seen.r[i].time_median_ms < fastest) fastest = seen.r[i].time_median_ms;
+        for (int j = 0; j < i; j++)
+            cr_expect_str_neq(seen.r[i].config, seen.r[j].config, "seeds %d and %d are the same configuration", j, i);
+    }
+    cr_expect_eq(first, fastest, "the task costs its fastest seed");
     rlt_record r;
     bool found = false;
     cr_assert_eq(rlt_db_best(db, CONV_SPEC, NULL, &r, &found, &d), RLT_STATUS_OK, "%s", d.message);
@@ -289,6 +317,43 @@ Test(gopt_cost, seed_measurement_stored, .fini = tmp_fini)
     cr_expect_eq(t.record_ms, first);
     rlt_net_destroy(n);
     rlt_graph_destroy(g);
+    assert_no_leaks();
+}
+
+/* One seed when asked: one record, the first seed's (the seed a network
+ * compiled without records runs). */
+Test(gopt_cost, one_seed_when_asked, .fini = tmp_fini)
+{
+    tmp_dir_make_in(tmp_dir);
+    char path[256];
+    snprintf(path, sizeof path, "%s/one.db", tmp_dir);
+    rlt_graph *g = conv_graph("");
+    rlt_gcost *c = cost_create_seeds(path, 1);
+    cr_expect_gt(cost_of(c, g, NULL), 0);
+    cr_expect_eq(stats_of(c).n_tasks_measured, 1);
+    cr_expect_eq(stats_of(c).n_seeds_measured, 1);
+    rlt_gcost_destroy(c);
+    rlt_db *db = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_db_open(path, &(rlt_db_opts){.is_read_only = true}, &db, &d), RLT_STATUS_OK, "%s", d.message);
+    records_seen seen = {0};
+    cr_assert_eq(rlt_db_history(db, CONV_SPEC, NULL, collect_record, &seen, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(seen.n, 1);
+    rlt_db_close(db);
+    rlt_op *op = NULL;
+    cr_assert_eq(rlt_op_parse(CONV_SPEC, &op, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_nest nest;
+    rlt_str key;
+    rlt_str_init(&key);
+    cr_assert_eq(rlt_net_seed_nest(op, 1, &nest, &key, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_expect_str_eq(seen.r[0].config, key.data, "the first seed");
+    rlt_str_free(&key);
+    rlt_op_destroy(op);
+    rlt_graph_destroy(g);
+    /* the searches' default: three with a database, one without */
+    cr_expect_eq(rlt_graph_cost_seeds(0, path), RLT_GCOST_SEEDS);
+    cr_expect_eq(rlt_graph_cost_seeds(0, NULL), 1);
+    cr_expect_eq(rlt_graph_cost_seeds(2, NULL), 2);
     assert_no_leaks();
 }
 
@@ -586,6 +651,14 @@ Test(gopt_cost, errors)
     cr_expect_not_null(strstr(d.message, "repeat"), "%s", d.message);
     cr_expect_null(c);
     o.repeat = 15;
+    for (int n = 0; n <= RLT_NET_MAX_SEEDS + 1; n += RLT_NET_MAX_SEEDS + 1) { /* 0 and 9 */
+        o.n_seeds = n;
+        d = (rlt_diag){0};
+        cr_expect_eq(rlt_gcost_create(&o, &c, &d), RLT_STATUS_INVALID_ARGUMENT, "n_seeds %d", n);
+        cr_expect_not_null(strstr(d.message, "seeds measured per task"), "%s", d.message);
+        cr_expect_null(c);
+    }
+    o.n_seeds = RLT_GCOST_SEEDS;
     o.db_path = "/nonexistent/dir/r.db";
     d = (rlt_diag){0};
     cr_expect_eq(rlt_gcost_create(&o, &c, &d), RLT_STATUS_IO_ERROR, "%s: %s", rlt_status_str(d.status), d.message);
