@@ -153,7 +153,10 @@ Test(graph_rl, a_trained_policy_takes_the_rewrite_that_pays)
     rlt_diag d = {0};
     rlt_model *models[1] = {m};
     cr_assert_eq(rlt_graph_policy_train(rules, models, 1, &o, &p, &d), RLT_STATUS_OK, "%s", d.message);
-    /* greedy: the first action folds the Mul */
+    /* greedy: the first action folds the Mul or removes the Identity (a
+     * view: free), never stops; which of the two comes first is worth a
+     * discount factor's 1% of the Mul's time to the policy, so the timings
+     * decide it */
     rlt_graph_env_options eo;
     rlt_graph_env_options_init(&eo);
     rlt_graph_env *env = NULL;
@@ -164,7 +167,8 @@ Test(graph_rl, a_trained_policy_takes_the_rewrite_that_pays)
     uint64_t state = 1;
     int a;
     cr_assert_eq(rlt_graph_policy_act(p, rules, &obs, true, &state, &a, &d), RLT_STATUS_OK, "%s", d.message);
-    cr_assert_eq(a, candidate_of(rules, &obs, "fold_mul_into_conv"), "action %d", a);
+    cr_assert(a == candidate_of(rules, &obs, "fold_mul_into_conv") || a == candidate_of(rules, &obs, "remove_identity"),
+              "action %d", a);
     /* saved and loaded, the same choice; the rl search rolls it out */
     char path[400];
     snprintf(path, sizeof path, "%s/p.rlp", tmp_dir);
@@ -182,8 +186,9 @@ Test(graph_rl, a_trained_policy_takes_the_rewrite_that_pays)
     rlt_graph_opt_result res;
     cr_assert_eq(rlt_model_graph_opt(m, rules, &go, &better, &res, &d), RLT_STATUS_OK, "%s", d.message);
     cr_assert_lt(res.cost_after_ms, res.cost_before_ms);
-    cr_assert_geq(res.n_steps, 1);
-    cr_assert_str_eq(res.steps[0].rule, "fold_mul_into_conv");
+    bool folded = false;
+    for (int i = 0; i < res.n_steps; i++) folded |= strcmp(res.steps[i].rule, "fold_mul_into_conv") == 0;
+    cr_assert(folded, "the rollout folds the Mul");
     cr_assert_leq(res.n_cost_evals, 1 + 50);
     rlt_graph_opt_result_free(&res);
     rlt_model_destroy(better);
