@@ -71,7 +71,8 @@ RLT_API void rlt_rule_info_get(const rlt_rules *r, int i, rlt_rule_info *out);
 
 typedef struct rlt_graph_opt_options {
     const char *search;  /* "greedy" (default), "taso", "rl" (needs policy) or "none" */
-    double alpha;        /* taso: graphs costing under alpha x the best are explored (default 1.05) */
+    double alpha;        /* taso: graphs costing under alpha x the best are explored; rl: the rollout
+                            stops at a graph costing over alpha x the best so far (default 1.05) */
     int budget;          /* taso: graphs expanded; greedy: rewrites applied (default 200) */
     double time_limit_s; /* stop searching after this many seconds, 0 = none (default) */
     const char *db_path; /* records: a kernel's time is its best record's (NULL: seeds measured); the

@@ -359,3 +359,5 @@ rlt_status rlt_graph_env_best_model(const rlt_graph_env *e, rlt_model **out, rlt
 int rlt_graph_env_n_cost_evals(const rlt_graph_env *e) { return e->n_cost_evals; }
 
 const rlt_graph *rlt_graph_env_graph(const rlt_graph_env *e) { return e->g; }
+
+void rlt_graph_env_cost_stats(const rlt_graph_env *e, rlt_gcost_stats *out) { rlt_gcost_stats_get(e->cost, out); }

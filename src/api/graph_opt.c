@@ -77,12 +77,15 @@ static rlt_status cost_graph(void *ctx, const rlt_graph *g, double *cost, double
     return rlt_gcost_graph(ctx, g, cost, per_node, diag);
 }
 
-/* Search "rl": the policy rolled out greedily in the environment; the
- * best graph of the episode, with the rewrites up to it. */
+/* Search "rl": the policy rolled out greedily in the environment until it
+ * stops, nothing is left, the horizon, or a rewrite leaves the graph
+ * costing over alpha x the best so far (TASO's bound); the best graph of
+ * the episode, with the rewrites up to it. */
 static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_graph_opt_options *o, rlt_model **out,
                                rlt_graph_opt_result *res, rlt_diag *diag)
 {
     if (!o->policy) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "search rl needs a policy");
+    if (!(o->alpha >= 1.0)) return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "alpha must be >= 1");
     uint64_t t0 = rlt_time_ns();
     rlt_graph_env_options eo;
     rlt_graph_env_options_init(&eo);
@@ -119,9 +122,14 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
         rlt_graph_env_observe(env, &obs);
         if (obs.is_refused) continue; /* nothing changed */
         step.cost_ms = obs.cost_ms;
+        if (o->is_verbose)
+            fprintf(stderr, "graph-opt: %s at %s: cost %.4f\n", step.rule, step.where, step.cost_ms);
         res->steps[res->n_steps++] = step;
         if (obs.cost_ms <= obs.best_cost_ms) n_to_best = res->n_steps;
         res->n_expanded++;
+        /* TASO's bound: a graph costing over alpha x the best is not
+         * explored further */
+        if (obs.cost_ms > o->alpha * obs.best_cost_ms) break;
     }
     if (st == RLT_STATUS_OK) st = rlt_graph_env_best_model(env, out, &d);
     if (st == RLT_STATUS_OK) {
@@ -132,6 +140,12 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
         res->n_cost_evals = rlt_graph_env_n_cost_evals(env);
         res->n_candidates = res->n_expanded;
         res->search_s = (double)(rlt_time_ns() - t0) * 1e-9;
+        rlt_gcost_stats stats;
+        rlt_graph_env_cost_stats(env, &stats);
+        res->n_tasks_measured = stats.n_tasks_measured;
+        res->n_tasks_from_records = stats.n_tasks_from_records;
+        res->n_ops_measured = stats.n_ops_measured;
+        res->measure_s = stats.measure_s;
     } else {
         rlt_graph_opt_result_free(res);
     }

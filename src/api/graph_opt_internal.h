@@ -6,6 +6,7 @@
 #ifndef RLT_API_GRAPH_OPT_INTERNAL_H
 #define RLT_API_GRAPH_OPT_INTERNAL_H
 
+#include "gopt/cost.h"
 #include "gopt/gopt.h"
 #include "rltune/graph_opt.h"
 
@@ -16,5 +17,8 @@ struct rlt_rules {
 /* The environment's current graph (borrowed until its next step or
  * reset). (graph_env.c) */
 const rlt_graph *rlt_graph_env_graph(const rlt_graph_env *e);
+
+/* What the environment's cost model has measured so far. */
+void rlt_graph_env_cost_stats(const rlt_graph_env *e, rlt_gcost_stats *out);
 
 #endif /* RLT_API_GRAPH_OPT_INTERNAL_H */

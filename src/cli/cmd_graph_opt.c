@@ -25,7 +25,7 @@ static const rlt_cli_opt graph_opt_opts[] = {
     {"policy", "FILE", "rl: a policy of rltune graph-train (default: the one shipped with rltune)"},
     {"horizon", "N", "rl: rewrites at most (default 20)"},
     {"rules", "FILE", "rules of your own, added to the shipped set (verified first)"},
-    {"alpha", "A", "taso: explore graphs costing under A x the best (default 1.05)"},
+    {"alpha", "A", "taso: explore graphs costing under A x the best; rl: stop at a graph costing over A x the best (default 1.05)"},
     {"budget", "N", "taso: graphs expanded; greedy: rewrites applied (default 200)"},
     {"time-limit", "S", "stop searching after S seconds (default: none)"},
     {"db", "FILE", "records database: kernels' times from their best records; measured seeds stored"},
@@ -144,9 +144,10 @@ static void print_text(const gopt_view *v)
     printf("model: %s: %d nodes\n", v->path, r->n_nodes_before);
     printf("rules: %d, verified\n", v->n_rules);
     printf("search: %s: %d graph%s expanded, %d rewrites applied, %d graphs costed, %.1f s "
-           "(measured: %d kernel seed%s, %d ops; %d kernels from records)\n",
+           "(measured: %d kernel%s by %s seeds, %d ops; %d kernels from records)\n",
            v->search, r->n_expanded, r->n_expanded == 1 ? "" : "s", r->n_candidates, r->n_cost_evals, r->search_s,
-           r->n_tasks_measured, r->n_tasks_measured == 1 ? "" : "s", r->n_ops_measured, r->n_tasks_from_records);
+           r->n_tasks_measured, r->n_tasks_measured == 1 ? "" : "s", r->n_tasks_measured == 1 ? "its" : "their",
+           r->n_ops_measured, r->n_tasks_from_records);
     if (r->n_steps == 0) {
         printf("rewrites: none lowers the cost\n");
     } else {
@@ -386,7 +387,8 @@ const rlt_cli_cmd rlt_cli_cmd_graph_opt = {
                "model's graph: greedy applies the rewrite that lowers the cost most until none does;\n"
                "taso is TASO's backtracking (graphs costing under alpha x the best are expanded, each\n"
                "graph costed once, --budget graphs expanded); rl rolls out a trained policy (rltune\n"
-               "graph-train) for up to --horizon rewrites, one cost evaluation a rewrite. A graph's\n"
+               "graph-train) for up to --horizon rewrites, one cost evaluation a rewrite, stopping at\n"
+               "a graph costing over alpha x the best so far. A graph's\n"
                "cost is the sum of its kernels' times as rltune would run it: tasks from --db's best\n"
                "records, else the best of their first --cost-seeds seed schedules, each measured once\n"
                "and stored in --db (without --db, the first seed: what a network compiled without\n"

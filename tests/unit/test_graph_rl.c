@@ -192,6 +192,12 @@ Test(graph_rl, a_trained_policy_takes_the_rewrite_that_pays)
     cr_assert_leq(res.n_cost_evals, 1 + 50);
     rlt_graph_opt_result_free(&res);
     rlt_model_destroy(better);
+    better = NULL;
+    go.alpha = 0.99; /* the rollout's bound, alpha x the best cost, must be >= 1 */
+    d = (rlt_diag){0};
+    cr_assert_eq(rlt_model_graph_opt(m, rules, &go, &better, &res, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "alpha must be >= 1"), "%s", d.message);
+    cr_assert_null(better);
     rlt_graph_policy_destroy(q);
     rlt_graph_policy_destroy(p);
     rlt_graph_env_destroy(env);
