@@ -77,6 +77,15 @@ static rlt_status cost_graph(void *ctx, const rlt_graph *g, double *cost, double
     return rlt_gcost_graph(ctx, g, cost, per_node, diag);
 }
 
+/* What a search's cost model measured, into its result. */
+static void result_take_stats(rlt_graph_opt_result *res, const rlt_gcost_stats *s)
+{
+    res->n_tasks_measured = s->n_tasks_measured;
+    res->n_tasks_from_records = s->n_tasks_from_records;
+    res->n_ops_measured = s->n_ops_measured;
+    res->measure_s = s->measure_s;
+}
+
 /* Search "rl": the policy rolled out greedily in the environment until it
  * stops, nothing is left, the horizon, or a rewrite leaves the graph
  * costing over alpha x the best so far (TASO's bound); the best graph of
@@ -142,10 +151,7 @@ static rlt_status graph_opt_rl(rlt_model *m, const rlt_rules *rules, const rlt_g
         res->search_s = (double)(rlt_time_ns() - t0) * 1e-9;
         rlt_gcost_stats stats;
         rlt_graph_env_cost_stats(env, &stats);
-        res->n_tasks_measured = stats.n_tasks_measured;
-        res->n_tasks_from_records = stats.n_tasks_from_records;
-        res->n_ops_measured = stats.n_ops_measured;
-        res->measure_s = stats.measure_s;
+        result_take_stats(res, &stats);
     } else {
         rlt_graph_opt_result_free(res);
     }
@@ -211,10 +217,7 @@ rlt_status rlt_model_graph_opt(rlt_model *m, const rlt_rules *rules, const rlt_g
     res->search_s = gr.search_s;
     rlt_gcost_stats stats;
     rlt_gcost_stats_get(cost, &stats);
-    res->n_tasks_measured = stats.n_tasks_measured;
-    res->n_tasks_from_records = stats.n_tasks_from_records;
-    res->n_ops_measured = stats.n_ops_measured;
-    res->measure_s = stats.measure_s;
+    result_take_stats(res, &stats);
     st = rlt_model_from_graph(gr.graph, out, &d);
     gr.graph = NULL;
 cleanup:
