@@ -264,6 +264,7 @@ static rlt_status seed_prepare(rlt_gcost *c, seed_batch *b, int t, const char *s
     rlt_str_init(&key);
     rlt_str_init(&schedule);
     rlt_status st = RLT_STATUS_OK;
+    int first = b->n; /* this task's seeds are b->n from here */
     for (int j = 0; j < c->o.n_seeds && st == RLT_STATUS_OK; j++) {
         int k = b->n;
         bool exists = false;
@@ -293,15 +294,14 @@ static rlt_status seed_prepare(rlt_gcost *c, seed_batch *b, int t, const char *s
         b->ropts_of[k] = run;
         b->n++;
     }
-    if (st == RLT_STATUS_OK && b->n == 0)
+    if (st == RLT_STATUS_OK && b->n == first) /* a space always has a first seed but when out of memory */
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", spec);
     rlt_str_free(&schedule);
     rlt_str_free(&key);
     if (st == RLT_STATUS_OK && (st = rlt_workload_create(b->ops[t], &c->o.build, c->o.seed, &b->workloads[t], diag)) !=
                                    RLT_STATUS_OK)
         rlt_diag_prefix(diag, "the reference of task %s", spec);
-    for (int k = 0; k < b->n; k++)
-        if (b->task_of[k] == t) b->workload_of[k] = b->workloads[t];
+    for (int k = first; k < b->n; k++) b->workload_of[k] = b->workloads[t];
     return st;
 }
 
