@@ -179,7 +179,7 @@ lower_out_kind lower_out_choose(const lower_gen *g)
     lower_addr a;
     lower_out_addr(g, &a);
     if (lower_addr_lanes(g, &a) != LOWER_LANES_CONTIGUOUS) return LOWER_OUT_LANES;
-    return g->mask_nv >= 0 ? LOWER_OUT_MASKED : LOWER_OUT_VECTOR;
+    return lower_mask_nv(g) >= 0 ? LOWER_OUT_MASKED : LOWER_OUT_VECTOR;
 }
 
 /* One lane of the output at address *arg. */
@@ -203,7 +203,7 @@ void lower_out_value(lower_gen *g, lower_out_kind kind, rlt_str *s)
     } else if (kind == LOWER_OUT_MASKED) {
         rlt_str_printf(s, "rlt_ldm%d(&%s[", g->vec_width, o);
         lower_addr_print_lane0(g, &a, s);
-        rlt_str_printf(s, "], 0, rlt_nv%d)", g->mask_nv);
+        rlt_str_printf(s, "], 0, rlt_nv%d)", lower_mask_nv(g));
     } else if (kind == LOWER_OUT_VECTOR) {
         rlt_str_printf(s, "rlt_load%d(&%s[", g->vec_width, o);
         lower_addr_print_lane0(g, &a, s);
@@ -230,7 +230,7 @@ void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, int temp, co
     } else if (kind == LOWER_OUT_MASKED) {
         lower_addr_print_lane0(g, &a, &s);
         lower_out(g, indent, "rlt_stm%d(&%s[%s], %s, 0, rlt_nv%d);\n", g->vec_width, o, lower_text_of(g, &s),
-                  value_text, g->mask_nv);
+                  value_text, lower_mask_nv(g));
     } else if (kind == LOWER_OUT_VECTOR) {
         lower_addr_print_lane0(g, &a, &s);
         lower_out(g, indent, "rlt_store%d(&%s[%s], %s);\n", g->vec_width, o, lower_text_of(g, &s), value_text);
@@ -243,8 +243,8 @@ void lower_store_out(lower_gen *g, int indent, lower_out_kind kind, int temp, co
             g->at.fixed[g->vec_var] = lane;
             rlt_str_clear(&s);
             lower_addr_print(g, &a, &s);
-            if (g->mask_nv >= 0)
-                lower_out(g, indent + 1, "if (%d < rlt_nv%d) %s[%s] = rlt_t%d[%d];\n", lane, g->mask_nv, o,
+            if (lower_mask_nv(g) >= 0)
+                lower_out(g, indent + 1, "if (%d < rlt_nv%d) %s[%s] = rlt_t%d[%d];\n", lane, lower_mask_nv(g), o,
                           lower_text_of(g, &s), temp, lane);
             else
                 lower_out(g, indent + 1, "%s[%s] = rlt_t%d[%d];\n", o, lower_text_of(g, &s), temp, lane);

@@ -61,7 +61,6 @@ const char *lowered_keep_text(lower_gen *g, const rlt_str *t)
 void lower_cursor_load(lower_gen *g, const lower_cursor *at)
 {
     g->at = *at;
-    g->mask_nv = at->is_masked ? at->mask_temp : -1;
 }
 
 /* ---- plans -------------------------------------------------------------- */

@@ -144,7 +144,6 @@ typedef struct lower_gen {
     unsigned hoisted_dims[RLT_MAX_TENSORS];
     int vec_var;        /* the vectorized loop's variable, or -1 */
     int vec_width;
-    int mask_nv;        /* in a partial vector: its lanes are 0 .. rlt_nv<mask_nv> - 1 (at.mask_temp); else -1 */
     int r0;             /* position of the outermost reduction loop of more than one iteration (n_loops if none) */
     int acc_depth;      /* loops at and after this position form the tile; -1: none */
     bool acc_is_final;  /* every reduction loop is inside the accumulator */
@@ -162,9 +161,12 @@ typedef struct lower_gen {
     lowered_node *sink; /* what lowered_new returns then (owned, rlt_free) */
 } lower_gen;
 
-/* Makes `at` the current cursor (g->at), and g->mask_nv its partial
- * vector's lane count (-1: none). */
+/* Makes `at` the current cursor (g->at). */
 void lower_cursor_load(lower_gen *g, const lower_cursor *at);
+
+/* In a partial vector, the temporary that holds its lane count (its lanes
+ * are 0 .. rlt_nv<N> - 1); else -1. */
+static inline int lower_mask_nv(const lower_gen *g) { return g->at.is_masked ? g->at.mask_temp : -1; }
 
 /* The accumulator tile's C name (lowered.h: an ACC node declares it). */
 #define LOWER_ACC_NAME "rlt_acc"
@@ -255,7 +257,7 @@ bool lower_has_masked_lanes(int width);
  * stays inside [0, n). */
 void lower_narrow_lanes(lower_gen *g, rlt_str *bound, bool is_lower, const char *x0, int64_t c, int64_t n);
 
-/* How load e is emitted at the current point (g->mask_nv >= 0 in a
+/* How load e is emitted at the current point (lower_mask_nv >= 0 in a
  * partial vector); the printer then emits it so (lower_emit_load). */
 lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e);
 /* Appends load e as C, emitted as `kind` (its LOAD node's). */

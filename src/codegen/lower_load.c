@@ -113,7 +113,7 @@ bool lower_load_lanes(lower_gen *g, const rlt_expr *e, rlt_str *cond, rlt_str *l
     const rlt_tensor *t = &g->op->tensors[e->tensor];
     int v = g->vec_var;
     rlt_str_printf(lo, "0");
-    if (g->mask_nv >= 0) rlt_str_printf(hi, "rlt_nv%d", g->mask_nv);
+    if (lower_mask_nv(g) >= 0) rlt_str_printf(hi, "rlt_nv%d", lower_mask_nv(g));
     else rlt_str_printf(hi, "%d", g->vec_width);
     if (g->n->layouts[e->tensor].is_padded || g->at.is_bounds_known) return true;
     unsigned hoisted = lower_hoisted_dims(g, e);
@@ -188,9 +188,9 @@ void lower_emit_lanes(lower_gen *g, lower_lane_fn fn, const void *arg, rlt_str *
     for (int lane = 0; lane < g->vec_width; lane++) {
         g->at.fixed[g->vec_var] = lane;
         if (lane) rlt_str_append(s, ", ");
-        if (g->mask_nv >= 0) rlt_str_printf(s, "(%d < rlt_nv%d ? ", lane, g->mask_nv);
+        if (lower_mask_nv(g) >= 0) rlt_str_printf(s, "(%d < rlt_nv%d ? ", lane, lower_mask_nv(g));
         fn(g, arg, s);
-        if (g->mask_nv >= 0) rlt_str_append(s, " : 0.0f)");
+        if (lower_mask_nv(g) >= 0) rlt_str_append(s, " : 0.0f)");
     }
     lower_lanes_leave(g, &was);
     rlt_str_append(s, "}");
@@ -259,7 +259,7 @@ static bool window_taps(const lower_gen *g, const rlt_expr *e, const lower_addr 
     const rlt_tensor *t = &g->op->tensors[e->tensor];
     int v = g->vec_var;
     if (g->vec_width != 16 || a->l.c[v] != 2 || a->n_nl) return false;
-    if (g->mask_nv >= 0 && g->n->vars[v].is_reduce) return false;
+    if (lower_mask_nv(g) >= 0 && g->n->vars[v].is_reduce) return false;
     int dw = -1;
     for (int d = 0; d < t->n_dims; d++) {
         lower_affine_to_lin(g, &e->index[d], &idx[d]);
@@ -343,7 +343,7 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
         rlt_str_printf(s, "rlt_splat16(0.0f)");
     } else {
         if (cond.len) rlt_str_printf(s, "((%s) ? ", lower_text_of(g, &cond));
-        if (is_lo_in && is_hi_in && g->mask_nv < 0) {
+        if (is_lo_in && is_hi_in && lower_mask_nv(g) < 0) {
             rlt_str_printf(s, "rlt_ldw2u_16(&%s[%s], %" PRId64 ", %" PRId64 ")", base,
                            lower_text_of(g, &start), tap, nw);
         } else {
@@ -354,12 +354,12 @@ static bool emit_window_load(lower_gen *g, const rlt_expr *e, const lower_addr *
             if (is_lo_in) rlt_str_append(s, "0, ");
             else if (is_const) rlt_str_printf(s, "%" PRId64 ", ", -x0.k);
             else rlt_str_printf(s, "-(%s), ", lower_text_of(g, &first));
-            if (g->mask_nv >= 0) rlt_str_append(s, "rlt_lmin(");
+            if (lower_mask_nv(g) >= 0) rlt_str_append(s, "rlt_lmin(");
             if (is_hi_in) rlt_str_printf(s, "%" PRId64, nw);
             else if (is_const) rlt_str_printf(s, "%" PRId64, t->dims[dw] - x0.k);
             else rlt_str_printf(s, "%" PRId64 " - (%s)", t->dims[dw], lower_text_of(g, &first));
             /* past the partial vector's last lane, no tap reads */
-            if (g->mask_nv >= 0) rlt_str_printf(s, ", %" PRId64 " + 2 * rlt_nv%d - 1)", last_tap, g->mask_nv);
+            if (lower_mask_nv(g) >= 0) rlt_str_printf(s, ", %" PRId64 " + 2 * rlt_nv%d - 1)", last_tap, lower_mask_nv(g));
             rlt_str_append(s, ")");
         }
         if (cond.len) rlt_str_append(s, " : rlt_splat16(0.0f))");
@@ -390,7 +390,7 @@ lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e)
     int dw;
     int64_t tap, last_tap;
     bool is_window = p == LOWER_LANES_STRIDED && window_taps(g, e, &a, idx, &dw, is_tap, &tap, &last_tap);
-    bool wants_mask = !is_window && (is_guarded || g->mask_nv >= 0) &&
+    bool wants_mask = !is_window && (is_guarded || lower_mask_nv(g) >= 0) &&
                       (p == LOWER_LANES_CONTIGUOUS || p == LOWER_LANES_STRIDED) && lower_has_masked_lanes(g->vec_width);
     bool is_masked = wants_mask && lower_load_lanes(g, e, &cond, &lo, &hi);
     rlt_str_free(&cond);
@@ -399,7 +399,7 @@ lower_load_kind lower_load_choose(lower_gen *g, const rlt_expr *e)
     if (is_window) return LOWER_LOAD_WINDOW;
     if (is_masked) return LOWER_LOAD_MASKED;
     if (p == LOWER_LANES_GATHER || (is_guarded && p != LOWER_LANES_UNIFORM) ||
-        (g->mask_nv >= 0 && p != LOWER_LANES_UNIFORM))
+        (lower_mask_nv(g) >= 0 && p != LOWER_LANES_UNIFORM))
         return LOWER_LOAD_LANES;
     if (p == LOWER_LANES_STRIDED) return LOWER_LOAD_STRIDED;
     return p == LOWER_LANES_UNIFORM ? LOWER_LOAD_BROADCAST : LOWER_LOAD_VECTOR;

@@ -9,8 +9,8 @@
  * through the access layer (lower_load.c, lower_access.c).
  *
  * Before a node prints anything that depends on where it stands, the
- * printer loads the node's cursor (lower_cursor_load: g->at, and g->mask_nv
- * the lane count of the enclosing partial vector). What it declares, the
+ * printer loads the node's cursor (lower_cursor_load: g->at, which says
+ * the lane count of the enclosing partial vector too, lower_mask_nv). What it declares, the
  * nodes say: the accumulator tile (its decl) and the temporaries (rlt_tN,
  * rlt_nvN), numbered by the passes.
  */

@@ -41,7 +41,6 @@ void lower_build_expr(lower_gen *g, lowered_node *parent, const rlt_expr *e)
 {
     lower_cursor_load(g, &parent->at);
     add_expr(g, parent, e);
-    g->mask_nv = -1;
 }
 
 void lower_build_stmt(lower_gen *g, lowered_node *stmt)
@@ -88,7 +87,6 @@ void lower_build_stmt(lower_gen *g, lowered_node *stmt)
             out->temp = g->n_temps++; /* the stored vector, scattered lane by lane */
     }
     g->n_hoisted = 0;
-    g->mask_nv = -1;
 }
 
 /* Adds the dims of the loads under n that the statement's guard checks. */

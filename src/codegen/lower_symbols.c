@@ -182,7 +182,6 @@ void lower_analyse(lower_gen *g)
         g->guard_vpoint[k] = is_versionable && real_depth >= 0 && real_depth < g->guard_depth[k] ? real_depth : -1;
     }
     g->vec_var = -1;
-    g->mask_nv = -1;
     for (int l = 0; l < n->n_loops; l++)
         if (n->loops[l].kind == RLT_LOOP_VECTORIZE) {
             g->vec_var = n->loops[l].var;
