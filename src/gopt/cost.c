@@ -260,44 +260,44 @@ static void seed_batch_free(seed_batch *b)
 static rlt_status seed_prepare(rlt_gcost *c, seed_batch *b, int t, const char *spec, const rlt_run_opts *run,
                                rlt_diag *diag)
 {
-    rlt_str key, schedule;
-    rlt_str_init(&key);
-    rlt_str_init(&schedule);
-    rlt_status st = RLT_STATUS_OK;
-    int first = b->n; /* this task's seeds are b->n from here */
-    for (int j = 0; j < c->o.n_seeds && st == RLT_STATUS_OK; j++) {
-        int k = b->n;
-        bool exists = false;
-        rlt_str_clear(&key);
-        rlt_str_clear(&schedule);
-        st = rlt_net_seed_nest_at(b->ops[t], c->o.n_threads, j, c->o.n_seeds, &b->nests[k], &key, &schedule, &exists,
-                                  diag);
-        if (st != RLT_STATUS_OK || !exists) break;
-        if (key.has_failed || schedule.has_failed)
+    rlt_str keys[RLT_NET_MAX_SEEDS], schedules[RLT_NET_MAX_SEEDS];
+    for (int j = 0; j < c->o.n_seeds; j++) {
+        rlt_str_init(&keys[j]);
+        rlt_str_init(&schedules[j]);
+    }
+    int first = b->n, n = 0; /* this task's seeds go to b->n onwards */
+    rlt_status st = rlt_net_seed_nests(b->ops[t], c->o.n_threads, c->o.n_seeds, &b->nests[first], keys, schedules, &n,
+                                       diag);
+    if (st == RLT_STATUS_OK && n == 0) /* a space always has a first seed but when out of memory */
+        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", spec);
+    for (int j = 0; j < n && st == RLT_STATUS_OK; j++) {
+        int k = first + j;
+        const rlt_str *key = &keys[j], *schedule = &schedules[j];
+        if (key->has_failed || schedule->has_failed)
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seeds of %s", spec);
-        else if (key.len >= sizeof b->records[k].config || schedule.len >= sizeof b->records[k].schedule)
+        else if (key->len >= sizeof b->records[k].config || schedule->len >= sizeof b->records[k].schedule)
             st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                           "seed %d of %s does not fit a record: a configuration key of %zu bytes (at most %zu), a "
                           "schedule of %zu (at most %zu)",
-                          j, spec, key.len, sizeof b->records[k].config - 1, schedule.len,
+                          j, spec, key->len, sizeof b->records[k].config - 1, schedule->len,
                           sizeof b->records[k].schedule - 1);
         if (st != RLT_STATUS_OK) break;
         rlt_record *r = &b->records[k];
         memset(r, 0, sizeof *r);
         snprintf(r->spec, sizeof r->spec, "%s", spec);
         r->target = c->target;
-        snprintf(r->config, sizeof r->config, "%s", key.data);
-        snprintf(r->schedule, sizeof r->schedule, "%s", schedule.data);
+        snprintf(r->config, sizeof r->config, "%s", key->data);
+        snprintf(r->schedule, sizeof r->schedule, "%s", schedule->data);
         snprintf(r->tuner, sizeof r->tuner, "%s", SEED_TUNER);
         r->seed = c->o.seed;
         b->task_of[k] = t;
         b->ropts_of[k] = run;
         b->n++;
     }
-    if (st == RLT_STATUS_OK && b->n == first) /* a space always has a first seed but when out of memory */
-        st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", spec);
-    rlt_str_free(&schedule);
-    rlt_str_free(&key);
+    for (int j = 0; j < c->o.n_seeds; j++) {
+        rlt_str_free(&schedules[j]);
+        rlt_str_free(&keys[j]);
+    }
     if (st == RLT_STATUS_OK && (st = rlt_workload_create(b->ops[t], &c->o.build, c->o.seed, &b->workloads[t], diag)) !=
                                    RLT_STATUS_OK)
         rlt_diag_prefix(diag, "the reference of task %s", spec);

@@ -285,35 +285,37 @@ rlt_status rlt_net_task_record(rlt_db *db, const char *target, const char *spec,
 rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt_str *key, rlt_str *schedule,
                              rlt_diag *diag)
 {
-    bool exists = false;
-    rlt_status st = rlt_net_seed_nest_at(op, n_threads, 0, 1, out, key, schedule, &exists, diag);
-    if (st == RLT_STATUS_OK && !exists)
+    int n = 0;
+    rlt_status st = rlt_net_seed_nests(op, n_threads, 1, out, key, schedule, &n, diag);
+    if (st == RLT_STATUS_OK && n != 1)
         return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory making the seed of %s", op->spec);
     return st;
 }
 
-rlt_status rlt_net_seed_nest_at(const rlt_op *op, int n_threads, int index, int count, rlt_nest *out, rlt_str *key,
-                                rlt_str *schedule, bool *exists, rlt_diag *diag)
+rlt_status rlt_net_seed_nests(const rlt_op *op, int n_threads, int count, rlt_nest *out, rlt_str *keys,
+                              rlt_str *schedules, int *n_out, rlt_diag *diag)
 {
-    *exists = false;
-    if (count > RLT_NET_MAX_SEEDS || index < 0 || index >= count) return RLT_STATUS_OK;
+    *n_out = 0;
+    if (count < 1 || count > RLT_NET_MAX_SEEDS)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "seeds: from 1 to %d (got %d)", RLT_NET_MAX_SEEDS, count);
     rlt_space space;
     rlt_config seeds[RLT_NET_MAX_SEEDS];
-    const char *cc = NULL;
     rlt_space_opts so = {.n_threads = n_threads, .no_clang = true};
     rlt_status st = rlt_space_create(op, &so, &space, diag);
     if (st != RLT_STATUS_OK) return st;
-    if (rlt_space_seeds(&space, count, seeds) <= index) return RLT_STATUS_OK;
-    const rlt_config seed = seeds[index];
-    *exists = true;
-    if ((st = rlt_space_nest(&space, &seed, out, &cc, diag)) != RLT_STATUS_OK) return st;
-    if (key) rlt_space_config_key(&space, &seed, key);
-    if (schedule) {
-        rlt_sched *sched = NULL;
-        if ((st = rlt_space_schedule(&space, &seed, &sched, &cc, diag)) != RLT_STATUS_OK) return st;
-        rlt_sched_print(sched, schedule);
-        rlt_sched_destroy(sched);
+    int n = rlt_space_seeds(&space, count, seeds);
+    for (int i = 0; i < n; i++) {
+        const char *cc = NULL;
+        if ((st = rlt_space_nest(&space, &seeds[i], &out[i], &cc, diag)) != RLT_STATUS_OK) return st;
+        if (keys) rlt_space_config_key(&space, &seeds[i], &keys[i]);
+        if (schedules) {
+            rlt_sched *sched = NULL;
+            if ((st = rlt_space_schedule(&space, &seeds[i], &sched, &cc, diag)) != RLT_STATUS_OK) return st;
+            rlt_sched_print(sched, &schedules[i]);
+            rlt_sched_destroy(sched);
+        }
     }
+    *n_out = n;
     return RLT_STATUS_OK;
 }
 

@@ -152,14 +152,16 @@ rlt_status rlt_net_task_record(rlt_db *db, const char *target, const char *spec,
 rlt_status rlt_net_seed_nest(const rlt_op *op, int n_threads, rlt_nest *out, rlt_str *key, rlt_str *schedule,
                              rlt_diag *diag);
 
-/* As rlt_net_seed_nest, for seed `index` of the space's first `count`
- * rule-built seeds (rlt_space_seeds with max = count: which seeds come
- * first depends on count), 0 <= index < count <= RLT_NET_MAX_SEEDS: what a
- * graph search measures to cost a task by the best of its first seeds.
- * *exists false (and nothing else set) when there is no such seed. */
+/* As rlt_net_seed_nest, for the space's first `count` rule-built seeds
+ * (rlt_space_seeds with max = count: which seeds come first depends on
+ * count), 1 <= count <= RLT_NET_MAX_SEEDS: what a graph search measures to
+ * cost a task by the best of its first seeds. Seed i goes to out[i], and
+ * to keys[i] and schedules[i] when those arrays are not NULL; *n_out is
+ * how many there are (fewer than count when the space has fewer; 0 only
+ * when out of memory). */
 #define RLT_NET_MAX_SEEDS 8
-rlt_status rlt_net_seed_nest_at(const rlt_op *op, int n_threads, int index, int count, rlt_nest *out, rlt_str *key,
-                                rlt_str *schedule, bool *exists, rlt_diag *diag);
+rlt_status rlt_net_seed_nests(const rlt_op *op, int n_threads, int count, rlt_nest *out, rlt_str *keys,
+                              rlt_str *schedules, int *n_out, rlt_diag *diag);
 
 /* Runs fn(arg) so that the OpenMP threads it starts leave nothing behind:
  * at n_threads > 1 on a thread of its own, joined before returning (at 1,
