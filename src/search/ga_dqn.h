@@ -48,8 +48,11 @@ rlt_status rlt_tuner_ga_dqn_stats(const rlt_tuner *t, rlt_ga_dqn_stats *out, rlt
 rlt_status rlt_tuner_ga_dqn_point_values(const rlt_tuner *t, const rlt_config *p1, const rlt_config *p2,
                                          float *out_q, rlt_diag *diag);
 
-/* The mutation DQN's action values for the crossed child c: out_q[0] for
- * no mutation, out_q[k + 1] for mutating knob k (n_knobs + 1 values).
+/* The mutation DQN's action values for the crossed child c (as the child
+ * of two parents equal to it): out_q[0] for no mutation, out_q[k + 1] for
+ * mutating knob k (n_knobs + 1 values); -INFINITY for an action the agent
+ * may not take (a knob with no other valid value; no mutation when c was
+ * visited or is not valid).
  * Errors as rlt_tuner_ga_dqn_point_values. */
 rlt_status rlt_tuner_ga_dqn_knob_values(const rlt_tuner *t, const rlt_config *c, float *out_q, rlt_diag *diag);
 
