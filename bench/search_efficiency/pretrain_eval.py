@@ -10,18 +10,20 @@ group's training datasets (pretrain.txt's, datasets/g<i>.db), S (4) runs of
 512 trials each per dataset and pass (or --agent FILE is taken as it is);
 then ga, ga-dqn fresh and ga-dqn starting from that agent tune each test
 dataset (subspaces.txt's, datasets/f<i>.db: workloads the agent never saw),
+(--agent built-in: the agents built into rltune),
 seeds 1 to 10, 512 trials. Printed: each tuner's mean measurements to reach
 95% of the dataset's best (513 when a run never does), and the geometric
 mean over the test workloads of each ga-dqn's mean against ga's (issue
 33's target: 0.8 at most). Groups: all (default: every training dataset,
-every test one), matmul, conv2d (3x3), conv1x1. --tuner-opt goes to every
+every test one), matmul, conv2d (3x3), conv1x1, and seen (trained on the
+test datasets themselves: not transfer, a bound on what the state can learn). --tuner-opt goes to every
 ga-dqn run, --test-opt to the test runs only (after --tuner-opt);
---save keeps the trained agent."""
-import argparse, json, math, shutil, sqlite3, subprocess, sys, statistics, tempfile
+--save keeps the trained agent. $RLTUNE: the rltune binary (build/rltune)."""
+import argparse, json, math, os, shutil, sqlite3, subprocess, sys, statistics, tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-R = str(HERE.parents[1] / "build" / "rltune")
+R = os.environ.get("RLTUNE", str(HERE.parents[1] / "build" / "rltune"))  # a copy, to rebuild while it runs
 D = str(HERE / "datasets") + "/"
 
 
@@ -38,6 +40,8 @@ GROUPS = {
     "matmul": {"train": TRAIN[0:3], "test": TEST[0:4]},
     "conv2d": {"train": [TRAIN[5], TRAIN[8]], "test": TEST[4:7]},
     "conv1x1": {"train": [TRAIN[6]], "test": TEST[7:8]},
+    # not a test of transfer: trained on the test datasets themselves, how far this state can go at all
+    "seen": {"train": TEST, "test": TEST},
 }
 TRIALS, SEEDS = 512, 10
 WORK = tempfile.mkdtemp(prefix="rlt_pretrain_")
@@ -53,6 +57,11 @@ def tune(op, ds, tuner, seed, agent_in=None, agent_out=None, options=None):
     if out.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
     return json.loads(out.stdout)["curve"]
+
+
+def join(*options):
+    """Tuner options joined for --tuner-opt (None when there are none)."""
+    return ",".join(o for o in options if o) or None
 
 
 def best_of(ds):
@@ -84,13 +93,15 @@ def main():
             for op, ds in g["train"]:
                 for s in range(a.train_seeds):
                     out = f"{WORK}/agent_{n}.agent"
-                    tune(op, ds, "ga-dqn", 1000 + n, agent_in=agent, agent_out=out, options=a.tuner_opt)
+                    first = None if agent else "ga_dqn_fresh=1"
+                    tune(op, ds, "ga-dqn", 1000 + n, agent_in=agent, agent_out=out, options=join(a.tuner_opt, first))
                     agent, n = out, n + 1
         print(f"== {a.group}: agent trained over {n} runs", flush=True)
         if a.save:
             shutil.copy(agent, a.save)
-    test_opt = ",".join(o for o in (a.tuner_opt, a.test_opt) if o) or None
-    runs = [("ga", "ga", None, None), ("ga-dqn", "ga-dqn", None, a.tuner_opt), ("ga-dqn pre", "ga-dqn", agent, test_opt)]
+    test_opt = join(a.tuner_opt, a.test_opt)
+    runs = [("ga", "ga", None, None), ("ga-dqn", "ga-dqn", None, join(a.tuner_opt, "ga_dqn_fresh=1")),
+            ("ga-dqn pre", "ga-dqn", None if agent == "built-in" else agent, test_opt)]
     if a.no_fresh:
         del runs[1]
     ratios = {label: [] for label, *_ in runs[1:]}

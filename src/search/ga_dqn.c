@@ -24,6 +24,7 @@
  */
 #include "search/ga_dqn.h"
 #include "nn/agent_file.h"
+#include "search/default_ga_dqn_bytes.h"
 #include "search/ga_dqn_features.h"
 
 #include "nn/nn.h"
@@ -472,6 +473,21 @@ static rlt_status agent_observe(rlt_tuner *t, ga_dqn_state *st, const ga_dqn_pen
 
 /* ---- the tuner ----------------------------------------------------------- */
 
+static rlt_status ga_dqn_load(rlt_tuner *t, const rlt_agent_file *f, rlt_diag *diag);
+
+/* The agents built into the library (models/ga_dqn.rla, trained over many
+ * workloads' datasets: models/README.md) in place of the fresh ones. */
+static rlt_status load_built_in(rlt_tuner *t, rlt_diag *diag)
+{
+    const char *name = "models/ga_dqn.rla (built in)";
+    rlt_agent_file *f = NULL;
+    rlt_status st = rlt_agent_file_load_bytes(rlt_default_ga_dqn_agent, sizeof rlt_default_ga_dqn_agent - 1, name,
+                                              &f, diag);
+    if (st == RLT_STATUS_OK) st = ga_dqn_load(t, f, diag);
+    rlt_agent_file_destroy(f);
+    return st;
+}
+
 static rlt_status ga_dqn_init(rlt_tuner *t, rlt_diag *diag)
 {
     /* BLAS worker threads must not compete with the measuring child for the
@@ -495,6 +511,7 @@ static rlt_status ga_dqn_init(rlt_tuner *t, rlt_diag *diag)
             RLT_STATUS_OK)
         return status;
     ag->epsilon = 1.0;
+    if (!t->opts.ga_dqn_fresh && (status = load_built_in(t, diag)) != RLT_STATUS_OK) return status;
     size_t pop = (size_t)RLT_MAX(st->ga.pop, 1);
     size_t per_child = GA_DQN_CROSSOVER_FEATURES + GA_DQN_MUTATION_FEATURES;
     size_t state_floats = (size_t)(n + 1) * RLT_MAX(GA_DQN_CROSSOVER_FEATURES, GA_DQN_MUTATION_FEATURES);

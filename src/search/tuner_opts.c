@@ -73,6 +73,7 @@ static const rlt_tuner_opt_info opt_table[] = {
     OPT_INT(ga_dqn_target_every, "ga-dqn", "200", "transitions between target-network copies"),
     OPT_REAL(ga_dqn_grad_clip, "ga-dqn", "10", "gradient-norm clip"),
     OPT_REAL(ga_dqn_best_bonus, "ga-dqn", "5", "reward factor for a new best"),
+    OPT_INT(ga_dqn_fresh, "ga-dqn", "0", "1: untrained agents (the published GA-DQN), not the built-in ones"),
     OPT_REAL(ppo_lr, "ppo", "0.001", "Adam's learning rate of the actor-critic"),
     OPT_INT(ppo_epochs, "ppo", "3", "passes over each segment of walker steps"),
     OPT_INT(ppo_minibatch, "ppo", "32", "transitions per gradient step"),

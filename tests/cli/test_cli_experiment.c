@@ -428,7 +428,7 @@ Test(cli_experiment, bad_configs_are_refused_before_anything_runs)
     expect_refused("{\"name\": \"x\", \"measure\": \"live\", \"trials\": 5, \"seeds\": 2, \"out\": \"out\","
                    " \"db\": \"records.db\", \"workloads\": [{\"op\": \"" OP "\"},"
                    " {\"op\": \"conv2d:N=1,C=2,H=5,W=5,K=2,R=3,S=3,stride=1,pad=1\"}],"
-                   " \"tuners\": [{\"name\": \"ga-dqn\", \"carry_agent\": true}]}",
+                   " \"tuners\": [{\"name\": \"dqn\", \"carry_agent\": true}]}",
                    "tuners[0].carry_agent: workloads[1] (conv2d");
     cr_assert(!tmp_exists(tmp_path("records.db")), "a refused live config created its database");
     /* a dataset is not a records database to measure into */

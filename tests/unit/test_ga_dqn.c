@@ -15,6 +15,8 @@
 #include "../common/fixtures.h"
 #include "../common/tuners.h"
 #include "../common/leaks.h"
+#include "../common/tmp.h"
+#include "nn/agent_file.h"
 
 static rlt_ga_dqn_stats stats_of(const rlt_tuner *t)
 {
@@ -149,8 +151,9 @@ Test(ga_dqn, learning_follows_the_published_schedule)
     tuner_space(op, &s);
     rlt_config best;
     fixture_config(&s, FIXTURE_SYNTHETIC_BEST, &best);
-    /* 4 generations of 64: the first random, 192 children bred */
-    rlt_tuner *t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3});
+    /* 4 generations of 64: the first random, 192 children bred; untrained
+     * agents, as published */
+    rlt_tuner *t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3, .ga_dqn_fresh = 1});
     tuner_drive(t, &s, fixture_synthetic_score, &best, 256, NULL, NULL, NULL);
     rlt_ga_dqn_stats st = stats_of(t);
     cr_assert_eq(st.n_transitions + st.n_random_children, 192, "%lld + %lld", (long long)st.n_transitions,
@@ -172,7 +175,8 @@ Test(ga_dqn, learning_follows_the_published_schedule)
     cr_assert_leq(c->n_new_best[RLT_GA_DQN_EXPLORED], c->n[RLT_GA_DQN_EXPLORED]);
     rlt_tuner_destroy(t);
     /* options move it */
-    t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 3, .ga_dqn_learn_start = 150, .ga_dqn_eps_min = 0.9});
+    t = tuner_make("ga-dqn", &s,
+                   &(rlt_tuner_opts){.seed = 3, .ga_dqn_learn_start = 150, .ga_dqn_eps_min = 0.9, .ga_dqn_fresh = 1});
     tuner_drive(t, &s, fixture_synthetic_score, &best, 256, NULL, NULL, NULL);
     st = stats_of(t);
     cr_assert_eq(st.n_learn_steps, st.n_transitions - 150);
@@ -233,14 +237,14 @@ Test(ga_dqn, mutation_dqn_learns_which_mutation_costs)
     double learned = 0, frozen = 0;
     enum { SEEDS = 3 };
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-        rlt_tuner *t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed});
+        rlt_tuner *t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed, .ga_dqn_fresh = 1});
         tuner_drive(t, &s, contrived_score, NULL, 640, NULL, NULL, NULL);
         double share = share_ranking_the_costly_mutation_last(t, &s);
         cr_log_info("seed %llu: mutating pack.A ranked last in %.0f%% of states (learned)", (unsigned long long)seed,
                     100 * share);
         learned += share / SEEDS;
         rlt_tuner_destroy(t);
-        t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed, .ga_dqn_learn_start = 1 << 30});
+        t = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = seed, .ga_dqn_learn_start = 1 << 30, .ga_dqn_fresh = 1});
         tuner_drive(t, &s, contrived_score, NULL, 640, NULL, NULL, NULL);
         cr_assert_eq(stats_of(t).n_learn_steps, 0);
         frozen += share_ranking_the_costly_mutation_last(t, &s) / SEEDS;
@@ -270,4 +274,90 @@ Test(ga_dqn, beats_random_on_a_known_optimum)
     cr_assert_gt(ga_dqn, random + 20.0, "ga-dqn %.1f vs random %.1f", ga_dqn, random);
     cr_assert_gt(ga_dqn, 80.0, "ga-dqn %.1f", ga_dqn);
     rlt_op_destroy(op);
+}
+
+/* The mutation DQN's values of one state: c as its own parents. */
+static void knob_values_of(const rlt_tuner *t, const rlt_config *c, float *q)
+{
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_ga_dqn_knob_values(t, c, q, &d), RLT_STATUS_OK, "%s", d.message);
+}
+
+/* A ga-dqn tuner starts from the agents built into the library (trained
+ * over many workloads): their exploration rate and learning clocks, not a
+ * fresh agent's; ga_dqn_fresh = 1 gives the untrained ones. */
+Test(ga_dqn, starts_from_the_built_in_agents)
+{
+    rlt_op *op = fixture_op("matmul:M=96,N=160,K=200");
+    rlt_space s;
+    tuner_space(op, &s);
+    rlt_tuner *built_in = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 5});
+    rlt_tuner *fresh = tuner_make("ga-dqn", &s, &(rlt_tuner_opts){.seed = 5, .ga_dqn_fresh = 1});
+    rlt_ga_dqn_stats a = stats_of(built_in), b = stats_of(fresh);
+    cr_assert_gt(a.n_learn_steps, 1000, "the built-in agents have learnt: %lld steps", (long long)a.n_learn_steps);
+    cr_assert_lt(a.epsilon, 0.5, "%g", a.epsilon);
+    cr_assert_eq(b.n_learn_steps, 0);
+    cr_assert_eq(b.epsilon, 1.0);
+    rlt_config c;
+    cr_assert_eq(rlt_tuner_next_batch(built_in, 1, &c), 1);
+    float qa[RLT_SPACE_MAX_KNOBS + 1], qb[RLT_SPACE_MAX_KNOBS + 1];
+    knob_values_of(built_in, &c, qa);
+    knob_values_of(fresh, &c, qb);
+    cr_assert_neq(memcmp(qa, qb, sizeof(float) * (size_t)(s.n_knobs + 1)), 0);
+    rlt_tuner_destroy(built_in);
+    rlt_tuner_destroy(fresh);
+    rlt_op_destroy(op);
+    assert_no_leaks();
+}
+
+/* What part 2 of GA-DQN's pretraining needs: an agent that learnt on one
+ * knob layout (a matmul's) loads on another (a 3x3 convolution's, with
+ * more knobs and other kinds) and acts there as saved; a file of the
+ * earlier state (DQNs over genes, no state_version) is refused, saying
+ * why. */
+Test(ga_dqn, an_agent_moves_between_knob_layouts)
+{
+    char templ[] = "/tmp/rlt_ga_dqn_XXXXXX";
+    const char *dir = tmp_dir_make_in(templ);
+    rlt_op *mm = fixture_op("matmul:M=512,N=512,K=512");
+    rlt_op *conv = fixture_op("conv2d:N=1,C=32,H=14,W=14,K=64,R=3,S=3,stride=1,pad=1");
+    rlt_space sm, sc;
+    tuner_space(mm, &sm);
+    tuner_space(conv, &sc);
+    cr_assert_neq(sm.n_knobs, sc.n_knobs);
+    rlt_config best;
+    fixture_config(&sm, FIXTURE_SYNTHETIC_BEST, &best);
+    rlt_tuner *trained = tuner_make("ga-dqn", &sm, &(rlt_tuner_opts){.seed = 2, .ga_dqn_fresh = 1});
+    tuner_drive(trained, &sm, fixture_synthetic_score, &best, 320, NULL, NULL, NULL);
+    const char *path = tmp_path_in(dir, "mm.rla");
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_tuner_save(trained, path, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_tuner *a = tuner_make("ga-dqn", &sc, &(rlt_tuner_opts){.seed = 8});
+    rlt_tuner *b = tuner_make("ga-dqn", &sc, &(rlt_tuner_opts){.seed = 9});
+    cr_assert_eq(rlt_tuner_load(a, path, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_tuner_load(b, path, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(stats_of(a).n_learn_steps, stats_of(trained).n_learn_steps);
+    rlt_config c;
+    cr_assert_eq(rlt_tuner_next_batch(a, 1, &c), 1);
+    float qa[RLT_SPACE_MAX_KNOBS + 1], qb[RLT_SPACE_MAX_KNOBS + 1];
+    knob_values_of(a, &c, qa);
+    knob_values_of(b, &c, qb);
+    /* (only a has proposed c: "no mutation" of it is closed there, not in b) */
+    cr_assert_eq(memcmp(qa + 1, qb + 1, sizeof(float) * (size_t)sc.n_knobs), 0, "one agent, the same values");
+
+    rlt_agent_file *f = NULL;
+    cr_assert_eq(rlt_agent_file_create("ga-dqn", "vec 3\n", &f, &d), RLT_STATUS_OK, "%s", d.message);
+    const char *old = tmp_path_in(dir, "old.rla");
+    cr_assert_eq(rlt_agent_file_put_real(f, "epsilon", 0.1, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_agent_file_save(f, old, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_agent_file_destroy(f);
+    cr_assert_eq(rlt_tuner_load(b, old, &d), RLT_STATUS_INVALID_ARGUMENT);
+    cr_assert(strstr(d.message, "state version") && strstr(d.message, "old.rla"), "%s", d.message);
+    rlt_tuner_destroy(trained);
+    rlt_tuner_destroy(a);
+    rlt_tuner_destroy(b);
+    rlt_op_destroy(mm);
+    rlt_op_destroy(conv);
+    tmp_remove_tree(dir);
+    assert_no_leaks();
 }
