@@ -2,7 +2,7 @@
 """pretrain_eval.py - does a GA-DQN agent trained on other workloads beat GA on unseen ones? (issue 33)
 
     pretrain_eval.py [--group G] [--epochs E] [--train-seeds S] [--tuner-opt O] [--test-opt O]
-                     [--agent FILE] [--save FILE] [--no-fresh]
+                     [--agent FILE] [--save FILE] [--no-fresh] [--seeds N]
 
 Replay only, nothing is measured: seconds a run. One ga-dqn agent is
 carried (`tune --agent-in / --agent-out`) through E (3) passes over the
@@ -11,7 +11,7 @@ group's training datasets (pretrain.txt's, datasets/g<i>.db), S (4) runs of
 then ga, ga-dqn fresh and ga-dqn starting from that agent tune each test
 dataset (subspaces.txt's, datasets/f<i>.db: workloads the agent never saw),
 (--agent built-in: the agents built into rltune),
-seeds 1 to 10, 512 trials. Printed: each tuner's mean measurements to reach
+seeds 1 to 10 (--seeds), 512 trials. Printed: each tuner's mean measurements to reach
 95% of the dataset's best (513 when a run never does), and the geometric
 mean over the test workloads of each ga-dqn's mean against ga's (issue
 33's target: 0.8 at most). Groups: all (default: every training dataset,
@@ -85,6 +85,7 @@ def main():
     ap.add_argument("--agent", default=None)
     ap.add_argument("--save", default=None)
     ap.add_argument("--no-fresh", action="store_true", help="skip the fresh ga-dqn runs")
+    ap.add_argument("--seeds", type=int, default=SEEDS, help="test runs per tuner and dataset (seeds 1..N; 0: train only)")
     a = ap.parse_args()
     g = GROUPS[a.group]
     agent, n = a.agent, 0
@@ -99,6 +100,8 @@ def main():
         print(f"== {a.group}: agent trained over {n} runs", flush=True)
         if a.save:
             shutil.copy(agent, a.save)
+    if a.seeds == 0:
+        return
     test_opt = join(a.tuner_opt, a.test_opt)
     runs = [("ga", "ga", None, None), ("ga-dqn", "ga-dqn", None, join(a.tuner_opt, "ga_dqn_fresh=1")),
             ("ga-dqn pre", "ga-dqn", None if agent == "built-in" else agent, test_opt)]
@@ -109,7 +112,7 @@ def main():
         best = best_of(ds)
         res = {}
         for label, tuner, ain, opt in runs:
-            res[label] = [to95(tune(op, ds, tuner, s, agent_in=ain, options=opt), best) for s in range(1, SEEDS + 1)]
+            res[label] = [to95(tune(op, ds, tuner, s, agent_in=ain, options=opt), best) for s in range(1, a.seeds + 1)]
         m = {k: statistics.mean(v) for k, v in res.items()}
         print(f"{op}: mean measurements to 95%: " + ", ".join(f"{k} {v:.1f}" for k, v in m.items()), flush=True)
         for k in ratios:
