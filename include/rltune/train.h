@@ -41,7 +41,9 @@ RLT_API int rlt_shape_set_count(const rlt_shape_set *s, bool is_test);
  * once; used ascending). Values are whole numbers from 1 to RLT_MAX_EXTENT.
  * The strings are borrowed for the call. */
 typedef struct rlt_shape_gen_opts {
-    const char *kind;       /* "mm" (matmul M, N, K each from dims) or "conv" (conv2d, docs/policy.md) */
+    const char *kind;       /* "mm" (matmul M, N, K each from dims), "mm-random" (max_shapes distinct
+                               matmuls, M, N, K each drawn log-uniformly from dims' values) or "conv"
+                               (conv2d, docs/policy.md) */
     const char *dims;       /* mm: the range of M, N and K; conv: the range of C and K (channels) */
     const char *sizes;      /* conv: the range of H = W; NULL = "7,14,28,56"; mm: must be NULL */
     const char *kernels;    /* conv: R = S, odd only (pad R/2 keeps the size); NULL = "1,3"; mm: must be NULL */
@@ -56,7 +58,10 @@ typedef struct rlt_shape_gen_opts {
  * random subset when max_shapes is set, and a seeded split with
  * round(n * test_fraction) shapes (halves rounded up) in the test part.
  * The set lists the train part, then the test part, each in that order.
- * mm gives matmul:M=..,N=..,K=..; conv gives conv2d with N=1, stride 1 and
+ * mm gives matmul:M=..,N=..,K=..; mm-random draws max_shapes (1..100000,
+ * required) distinct matmuls by the seed, M, N and K each log-uniformly from
+ * dims' values (sizes from 16 to 63 as likely as from 256 to 1023), in the
+ * order drawn; conv gives conv2d with N=1, stride 1 and
  * pad R/2 (output size = input size). Specs are canonical; `about` records
  * the options ("kind mm dims 64:256:16 test-fraction 0.2 seed 0"). The same
  * opts give the same set. Errors: INVALID_ARGUMENT naming the option as
