@@ -146,6 +146,9 @@ typedef struct rlt_demo_gen_opts {
     double budget_s;         /* each search's time budget, > 0; 0 = 60 */
     double tie;              /* in [0, 1); 0 = 0.02; negative: none (the fastest trace always) */
     rlt_env_opts env;        /* how states are measured (one env family per shape) */
+    const rlt_demo_set *traces; /* may be NULL: demonstrations whose traces (not their shapes) join the
+                                   library before any search, e.g. traces made by hand or found on other
+                                   shapes; borrowed for the call */
     rlt_imitate_progress_fn progress; /* may be NULL */
     void *progress_ctx;
     volatile const sig_atomic_t *stop; /* may be NULL; non-zero: stop after the shape in flight (below) */
@@ -154,7 +157,8 @@ typedef struct rlt_demo_gen_opts {
 /* Makes demonstrations (stages above): searches on search[0 .. n_search-1],
  * labels label[0 .. n_label-1] (op specs; a shape may be in both), into
  * *out (zeroed first), one demonstration per label shape in their order,
- * and `about` saying how. When *stop becomes non-zero the stage in flight
+ * and `about` saying how. With opts->traces, n_search may be 0 (no search:
+ * the library is those traces). When *stop becomes non-zero the stage in flight
  * ends after its current shape: stopped while searching, no shape is
  * labelled; while labelling, the shapes labelled so far are the set (so
  * out->n may be below n_label, even 0; about says how many). Errors:
