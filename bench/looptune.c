@@ -14,10 +14,13 @@
  * interleaved with OpenBLAS (bench_sgemm, a separate program), and the
  * tables give the median of those rounds.
  *
- * Usage: bench_looptune --policy FILE --dataset FILE [--n-test N] [--conv SPEC;SPEC..]
- *                       [--steps N] [--rounds N] [--budget S] [--seed S] [--methods a,b,..]
- *                       [--prev-policy FILE]
+ * Usage: bench_looptune --policy FILE (--dataset FILE [--n-test N] | --random-shapes N --shape-seed S)
+ *                       [--conv SPEC;SPEC..] [--steps N] [--rounds N] [--budget S] [--seed S]
+ *                       [--methods a,b,..] [--prev-policy FILE]
  *   --n-test N   held-out matmul shapes taken from the dataset's test part, evenly spaced (default 6)
+ *   --random-shapes N  instead of a dataset, N matmuls drawn by --shape-seed as `rltune gen-dataset
+ *                --kind mm-random --dims 16:1024:1` draws them (odd, prime, thin and tall sizes); pick
+ *                a seed no training set was drawn with (models/mm-any.shapes: 7)
  *   --conv       conv2d layers to add (default: two ResNet-style 3x3 layers), ';'-separated, or "none"
  *   --steps N    the policy's rollout length and the searches' depth (default 16)
  *   --budget S   time limit of each search except random (default 300 s)
@@ -46,7 +49,10 @@
 #define RLTUNE_BENCH_DIR "."
 #endif
 
-enum { MAX_WORKLOADS = 32, MAX_ROUNDS = 16, MAX_METHODS = 12 };
+enum { MAX_WORKLOADS = 72, MAX_ROUNDS = 16, MAX_METHODS = 12, MAX_RANDOM_SHAPES = 64 };
+
+/* What issue 30 asks of `rltune optimize`'s wall time, cold cache. */
+#define OPTIMIZE_WALL_TARGET_S 3.0
 
 typedef enum method_kind {
     M_POLICY,
@@ -152,6 +158,56 @@ static double remeasure(const rlt_workload *w, const rlt_op *op, const run *rr)
     return bench_measure_schedule(w, op, rr->schedule, NULL, remeasure_cache, 1, 120);
 }
 
+/* One line per workload with each policy method's kernel against OpenBLAS
+ * and its wall time, then each one's geometric mean, worst ratio and
+ * slowest run: the numbers issue 30 judges, in one place. */
+static void print_policies_table(const char *const *specs, const bool *is_matmul, int n_work,
+                                 const method *const *methods, int n_methods, run runs[][MAX_METHODS],
+                                 const double *blas)
+{
+    printf("### All workloads, policies\n\n| workload | OpenBLAS |");
+    for (int k = 0; k < n_methods; k++)
+        if (is_policy_method(methods[k])) printf(" %s GFLOP/s | x OpenBLAS | wall s |", methods[k]->name);
+    printf("\n|---|---:|");
+    for (int k = 0; k < n_methods; k++)
+        if (is_policy_method(methods[k])) printf("---:|---:|---:|");
+    printf("\n");
+    for (int w = 0; w < n_work; w++) {
+        printf("| %s | ", specs[w]);
+        if (blas[w] > 0) printf("%.1f |", blas[w]);
+        else printf("n/a |");
+        for (int k = 0; k < n_methods; k++) {
+            if (!is_policy_method(methods[k])) continue;
+            const run *r = &runs[w][k];
+            printf(" %.1f | ", r->final_gflops);
+            if (blas[w] > 0) printf("%.2f", r->final_gflops / blas[w]);
+            else printf("n/a");
+            printf(" | %.2f |", r->wall_s);
+        }
+        printf("\n");
+    }
+    printf("\n| method | x OpenBLAS geomean (matmuls) | min | matmuls >= 0.7x | wall s max | runs over %.0f s |\n"
+           "|---|---:|---:|---:|---:|---:|\n", OPTIMIZE_WALL_TARGET_S);
+    for (int k = 0; k < n_methods; k++) {
+        if (!is_policy_method(methods[k])) continue;
+        static double ratios[MAX_WORKLOADS];
+        int n = 0, n_good = 0, n_slow = 0;
+        double mn = INFINITY, wall_max = 0;
+        for (int w = 0; w < n_work; w++) {
+            wall_max = fmax(wall_max, runs[w][k].wall_s);
+            n_slow += runs[w][k].wall_s > OPTIMIZE_WALL_TARGET_S;
+            if (!is_matmul[w] || !(blas[w] > 0)) continue;
+            ratios[n] = runs[w][k].final_gflops / blas[w];
+            mn = fmin(mn, ratios[n]);
+            n_good += ratios[n] >= 0.7;
+            n++;
+        }
+        printf("| %s | %.3f | %.3f | %d of %d | %.2f | %d of %d |\n", methods[k]->name, bench_geomean(ratios, n),
+               n ? mn : 0, n_good, n, wall_max, n_slow, n_work);
+    }
+    printf("\n");
+}
+
 static const char *arg_value(int *i, int argc, char **argv)
 {
     if (*i + 1 >= argc) bench_die(2, "%s needs a value", argv[*i]);
@@ -165,15 +221,21 @@ int main(int argc, char **argv)
     const char *conv = "conv2d:N=1,C=32,H=28,W=28,K=32,R=3,S=3,stride=1,pad=1;"
                        "conv2d:N=1,C=64,H=14,W=14,K=64,R=3,S=3,stride=1,pad=1";
     char methods_arg[256] = "";
-    int n_test = 6, steps = 16, rounds = 3;
+    int n_test = 6, steps = 16, rounds = 3, n_random = 0;
     double budget_s = 300;
-    uint64_t seed = 0;
+    uint64_t seed = 0, shape_seed = 0;
+    bool has_shape_seed = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--policy") == 0) policy_path = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--prev-policy") == 0) prev_path = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--dataset") == 0) dataset_path = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--conv") == 0) conv = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--n-test") == 0) n_test = atoi(arg_value(&i, argc, argv));
+        else if (strcmp(argv[i], "--random-shapes") == 0) n_random = atoi(arg_value(&i, argc, argv));
+        else if (strcmp(argv[i], "--shape-seed") == 0) {
+            shape_seed = strtoull(arg_value(&i, argc, argv), NULL, 10);
+            has_shape_seed = true;
+        }
         else if (strcmp(argv[i], "--steps") == 0) steps = atoi(arg_value(&i, argc, argv));
         else if (strcmp(argv[i], "--rounds") == 0) rounds = atoi(arg_value(&i, argc, argv));
         else if (strcmp(argv[i], "--budget") == 0) budget_s = atof(arg_value(&i, argc, argv));
@@ -182,8 +244,12 @@ int main(int argc, char **argv)
             snprintf(methods_arg, sizeof methods_arg, "%s", arg_value(&i, argc, argv));
         else bench_die(2, "unknown argument '%s' (see the comment at the top of bench/looptune.c)", argv[i]);
     }
-    if (!policy_path || !dataset_path) bench_die(2, "--policy FILE and --dataset FILE are required");
-    if (n_test < 0 || n_test > 24 || steps < 1 || steps > 64 || rounds < 1 || rounds > MAX_ROUNDS || !(budget_s > 0))
+    if (!policy_path || !dataset_path == !n_random)
+        bench_die(2, "--policy FILE and one of --dataset FILE or --random-shapes N are required");
+    if (n_random && (n_random < 1 || n_random > MAX_RANDOM_SHAPES || !has_shape_seed))
+        bench_die(2, "--random-shapes 1..%d, with --shape-seed S (one no training set was drawn with)",
+                  MAX_RANDOM_SHAPES);
+    if (n_test < 0 || n_test > (n_random ? MAX_RANDOM_SHAPES : 24) || steps < 1 || steps > 64 || rounds < 1 || rounds > MAX_ROUNDS || !(budget_s > 0))
         bench_die(2, "--n-test 0..24, --steps 1..64, --rounds 1..%d, --budget > 0", MAX_ROUNDS);
 
     rlt_diag d = {0};
@@ -191,7 +257,13 @@ int main(int argc, char **argv)
     rlt_shape_set shapes = {0};
     if (rlt_policy_load(policy_path, &policy, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
     if (prev_path && rlt_policy_load(prev_path, &prev, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
-    if (rlt_shape_set_load(dataset_path, &shapes, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
+    if (dataset_path && rlt_shape_set_load(dataset_path, &shapes, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
+    if (n_random) {
+        rlt_shape_gen_opts go = {.kind = "mm-random", .dims = "16:1024:1", .max_shapes = n_random, .seed = shape_seed};
+        if (rlt_shape_set_generate(&go, &shapes, &d) != RLT_STATUS_OK) bench_die(2, "%s", d.message);
+        for (int k = 0; k < shapes.n; k++) shapes.is_test[k] = true; /* all of them evaluated */
+        n_test = shapes.n;
+    }
 
     /* the methods */
     const method *methods[MAX_METHODS];
@@ -246,6 +318,8 @@ int main(int argc, char **argv)
     printf("Policy: %s (%s). %s\n", policy_path, rlt_policy_algo_str(policy->algo),
            policy->about ? "How it was trained is below." : "");
     if (prev) printf("Previous policy (prev-policy): %s (%s).\n", prev_path, rlt_policy_algo_str(prev->algo));
+    if (n_random)
+        printf("Shapes: %d matmuls drawn with --shape-seed %" PRIu64 " (%s).\n", n_random, shape_seed, shapes.about);
     printf("Steps: %d (rollout length and search depth); search budget %.0f s; final kernels re-measured in %d "
            "rounds (7 samples >= 50 ms, median), OpenBLAS sgemm (one thread) in the same rounds.\n\n",
            steps, budget_s, rounds);
@@ -291,7 +365,7 @@ int main(int argc, char **argv)
             if (!is_policy_method(methods[k]) &&
                 (best < 0 || runs[w][k].final_gflops > runs[w][best].final_gflops))
                 best = k;
-        printf("### %s%s\n\n", spec, is_matmul[w] ? " (held out)" : "");
+        printf("### %s%s\n\n", spec, !is_matmul[w] ? "" : n_random ? " (drawn)" : " (held out)");
         printf("| method | GFLOP/s | x best search | x OpenBLAS | wall s | states measured | actions |\n");
         printf("|---|---:|---:|---:|---:|---:|---:|\n");
         for (int k = 0; k < n_methods; k++) {
@@ -314,15 +388,20 @@ int main(int argc, char **argv)
         rlt_op_destroy(op);
     }
 
+    print_policies_table(specs, is_matmul, n_work, methods, n_methods, runs, blas);
+
     printf("### Summary\n\n");
     printf("| | geometric mean | min | target |\n|---|---:|---:|---|\n");
     double mn = INFINITY;
-    for (int i = 0; i < n_ratio; i++) mn = fmin(mn, ratio_best[i]);
-    printf("| policy GFLOP/s / best search's (all workloads) | %.2f | %.2f | >= 0.9 |\n",
-           bench_geomean(ratio_best, n_ratio), n_ratio ? mn : 0);
-    double mx = 0;
-    for (int i = 0; i < n_ratio; i++) mx = fmax(mx, ratio_time[i]);
-    printf("| policy wall time / best search's | %.3f | (max %.3f) | <= 0.1 |\n", bench_geomean(ratio_time, n_ratio), mx);
+    if (n_ratio > 0) { /* only with a search among the methods */
+        for (int i = 0; i < n_ratio; i++) mn = fmin(mn, ratio_best[i]);
+        printf("| policy GFLOP/s / best search's (all workloads) | %.2f | %.2f | >= 0.9 |\n",
+               bench_geomean(ratio_best, n_ratio), mn);
+        double mx = 0;
+        for (int i = 0; i < n_ratio; i++) mx = fmax(mx, ratio_time[i]);
+        printf("| policy wall time / best search's | %.3f | (max %.3f) | <= 0.1 |\n",
+               bench_geomean(ratio_time, n_ratio), mx);
+    }
     mn = INFINITY;
     for (int i = 0; i < n_blas_ratio; i++) mn = fmin(mn, ratio_blas[i]);
     printf("| policy GFLOP/s / OpenBLAS (held-out matmuls) | %.2f | %.2f | >= 0.7 |\n",

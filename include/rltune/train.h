@@ -41,7 +41,9 @@ RLT_API int rlt_shape_set_count(const rlt_shape_set *s, bool is_test);
  * once; used ascending). Values are whole numbers from 1 to RLT_MAX_EXTENT.
  * The strings are borrowed for the call. */
 typedef struct rlt_shape_gen_opts {
-    const char *kind;       /* "mm" (matmul M, N, K each from dims) or "conv" (conv2d, docs/policy.md) */
+    const char *kind;       /* "mm" (matmul M, N, K each from dims), "mm-random" (max_shapes distinct
+                               matmuls, M, N, K each drawn log-uniformly from dims' values) or "conv"
+                               (conv2d, docs/policy.md) */
     const char *dims;       /* mm: the range of M, N and K; conv: the range of C and K (channels) */
     const char *sizes;      /* conv: the range of H = W; NULL = "7,14,28,56"; mm: must be NULL */
     const char *kernels;    /* conv: R = S, odd only (pad R/2 keeps the size); NULL = "1,3"; mm: must be NULL */
@@ -56,7 +58,10 @@ typedef struct rlt_shape_gen_opts {
  * random subset when max_shapes is set, and a seeded split with
  * round(n * test_fraction) shapes (halves rounded up) in the test part.
  * The set lists the train part, then the test part, each in that order.
- * mm gives matmul:M=..,N=..,K=..; conv gives conv2d with N=1, stride 1 and
+ * mm gives matmul:M=..,N=..,K=..; mm-random draws max_shapes (1..100000,
+ * required) distinct matmuls by the seed, M, N and K each log-uniformly from
+ * dims' values (sizes from 16 to 63 as likely as from 256 to 1023), in the
+ * order drawn; conv gives conv2d with N=1, stride 1 and
  * pad R/2 (output size = input size). Specs are canonical; `about` records
  * the options ("kind mm dims 64:256:16 test-fraction 0.2 seed 0"). The same
  * opts give the same set. Errors: INVALID_ARGUMENT naming the option as
@@ -141,6 +146,9 @@ typedef struct rlt_demo_gen_opts {
     double budget_s;         /* each search's time budget, > 0; 0 = 60 */
     double tie;              /* in [0, 1); 0 = 0.02; negative: none (the fastest trace always) */
     rlt_env_opts env;        /* how states are measured (one env family per shape) */
+    const rlt_demo_set *traces; /* may be NULL: demonstrations whose traces (not their shapes) join the
+                                   library before any search, e.g. traces made by hand or found on other
+                                   shapes; borrowed for the call */
     rlt_imitate_progress_fn progress; /* may be NULL */
     void *progress_ctx;
     volatile const sig_atomic_t *stop; /* may be NULL; non-zero: stop after the shape in flight (below) */
@@ -149,7 +157,8 @@ typedef struct rlt_demo_gen_opts {
 /* Makes demonstrations (stages above): searches on search[0 .. n_search-1],
  * labels label[0 .. n_label-1] (op specs; a shape may be in both), into
  * *out (zeroed first), one demonstration per label shape in their order,
- * and `about` saying how. When *stop becomes non-zero the stage in flight
+ * and `about` saying how. With opts->traces, n_search may be 0 (no search:
+ * the library is those traces). When *stop becomes non-zero the stage in flight
  * ends after its current shape: stopped while searching, no shape is
  * labelled; while labelling, the shapes labelled so far are the set (so
  * out->n may be below n_label, even 0; about says how many). Errors:

@@ -18,7 +18,8 @@
 #define STR(x) STR2(x)
 
 static const rlt_cli_opt gen_dataset_opts[] = {
-    {"kind", "KIND", "mm (matmul: M, N, K from --dims), conv (conv2d: C, K from --dims) or states (the env "
+    {"kind", "KIND", "mm (matmul: M, N, K from --dims), mm-random (matmul: --max-shapes of them, M, N, K "
+                     "each drawn log-uniformly from --dims), conv (conv2d: C, K from --dims) or states (the env "
                      "states of one op, measured) (default mm)"},
     {"dims", "RANGE", "mm: M, N and K; conv: channels C and K; LO:HI:STEP, N or A,B,C, e.g. 64:256:16 (required)"},
     {"sizes", "RANGE", "conv only: the image size H = W (default 7,14,28,56)"},
@@ -210,7 +211,7 @@ cleanup:
 const rlt_cli_cmd rlt_cli_cmd_gen_dataset = {
     .name = "gen-dataset",
     .brief = "write a dataset of matmul or conv2d shapes for LoopTune policies, or of an op's env states",
-    .synopsis = "--dims RANGE --out FILE [--kind mm|conv] [--sizes RANGE] [--kernels RANGE]\n"
+    .synopsis = "--dims RANGE --out FILE [--kind mm|mm-random|conv] [--sizes RANGE] [--kernels RANGE]\n"
                 "                          [--test-fraction X] [--max-shapes N] [--seed S]\n"
                 "       rltune gen-dataset --kind states (--op SPEC | --expr EXPR --shape SHAPE) --out FILE\n"
                 "                          [--schedule FILE] [--depth N] [--max-states N] [--batch N] [--seed S]\n"
@@ -220,6 +221,8 @@ const rlt_cli_cmd rlt_cli_cmd_gen_dataset = {
                "canonical op specs, one a line, each marked train or test: round(n * --test-fraction)\n"
                "shapes, drawn by --seed, form the test part, which a policy trained on the train part\n"
                "never sees. --kind mm gives matmul:M=..,N=..,K=.. with M, N and K each from --dims;\n"
+               "--kind mm-random draws --max-shapes distinct matmuls instead, M, N and K each from --dims'\n"
+               "values, log-uniformly (as many of 16..63 as of 256..1023: thin and tall ones, odd sizes);\n"
                "--kind conv gives conv2d with N=1, C and K from --dims, H = W from --sizes, R = S from\n"
                "--kernels, stride 1 and pad R/2 (the output keeps the input's size). A RANGE is\n"
                "LO:HI:STEP (LO, LO+STEP, ... up to HI), a value N, or a list A,B,C of whole numbers >= 1.\n"
@@ -233,6 +236,7 @@ const rlt_cli_cmd rlt_cli_cmd_gen_dataset = {
                "nothing is measured, and actions to states it lacks are masked.",
     .details = "Example (13^3 = 2197 shapes, 439 of them for testing):\n"
                "  rltune gen-dataset --kind mm --dims 64:256:16 --out mm.shapes\n"
+               "  rltune gen-dataset --kind mm-random --dims 16:1024:1 --max-shapes 200 --seed 7 --out any.shapes\n"
                "  rltune gen-dataset --kind conv --dims 16,32,64 --sizes 14,28 --kernels 1,3 --out conv.shapes\n"
                "  rltune gen-dataset --kind states --op matmul:M=32,N=32,K=32 --depth 4 --out mm32.states\n"
                "The same options give the same file (a state dataset: the same states, measured). At most\n"

@@ -19,7 +19,9 @@ static const rlt_cli_opt gen_demos_opts[] = {
     {"label-shapes", "N", "training shapes labelled, evenly spaced through the training part (default 64)"},
     {"guide", "FILE", "a policy whose guided beam is one more expert (default: none)"},
     {"guide-beam", "W", "the guided beam's width, 2..64 (default 2)"},
-    {"no-greedy", NULL, "leave greedy search out of the experts (needs --guide)"},
+    {"no-greedy", NULL, "leave greedy search out of the experts (needs --guide or --traces)"},
+    {"traces", "FILE", "a demonstrations file whose traces join the library before any search (traces "
+                       "written by hand, or found on other shapes); then --search-shapes may be 0"},
     {"budget", "S", "time budget of each search in seconds, above 0 (default 60)"},
     {"steps", "N", "actions of a trace at most, 1..256 (default 16)"},
     {"tie", "X", "near-ties within this fraction go to the trace best over all shapes, 0..0.5 (default 0.02)"},
@@ -53,15 +55,16 @@ static int run_gen_demos(const rlt_cli_args *args)
     rlt_diag d = {0};
     rlt_shape_set set = {0};
     rlt_demo_set demos = {0};
+    rlt_demo_set given = {0};
     rlt_policy *guide = NULL;
     const char **search = NULL, **label = NULL;
     int64_t n_search = 0, n_label = 0, guide_beam = 0, steps = 0;
     double budget = 0, tie = 0;
     rlt_env_opts eo;
     const char *dataset = rlt_cli_args_get(args, "dataset"), *path = rlt_cli_args_get(args, "out");
-    const char *guide_path = rlt_cli_args_get(args, "guide");
+    const char *guide_path = rlt_cli_args_get(args, "guide"), *traces_path = rlt_cli_args_get(args, "traces");
     rlt_status st = rlt_cli_env_opts_get(args, 3, 10.0, &eo, &d);
-    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "search-shapes", 12, 1, 100000, &n_search, &d);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "search-shapes", 12, traces_path ? 0 : 1, 100000, &n_search, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "label-shapes", 64, 1, 1000000, &n_label, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "guide-beam", 2, 2, 64, &guide_beam, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "steps", 16, 1, RLT_OPTIMIZE_MAX_TRACE, &steps, &d);
@@ -69,8 +72,12 @@ static int run_gen_demos(const rlt_cli_args *args)
     if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "tie", 0.02, 0.0, false, 0.5, &tie, &d);
     if (st == RLT_STATUS_OK && (!dataset || !path || !path[0]))
         st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "give --dataset FILE (rltune gen-dataset) and --out FILE");
-    if (st == RLT_STATUS_OK && rlt_cli_args_has(args, "no-greedy") && !guide_path)
-        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "--no-greedy leaves no expert: give --guide FILE");
+    if (st == RLT_STATUS_OK && rlt_cli_args_has(args, "no-greedy") && !guide_path && !traces_path)
+        st = rlt_fail(&d, RLT_STATUS_INVALID_ARGUMENT, "--no-greedy leaves no expert: give --guide FILE or --traces FILE");
+    if (st == RLT_STATUS_OK && traces_path && (st = rlt_demo_set_load(traces_path, &given, &d)) != RLT_STATUS_OK) {
+        rlt_diag_prefix(&d, "--traces");
+        if (st == RLT_STATUS_IO_ERROR || st == RLT_STATUS_PARSE_ERROR) st = RLT_STATUS_INVALID_ARGUMENT;
+    }
     if (st == RLT_STATUS_OK && guide_path && (st = rlt_policy_load(guide_path, &guide, &d)) != RLT_STATUS_OK) {
         rlt_diag_prefix(&d, "--guide");
         if (st == RLT_STATUS_IO_ERROR || st == RLT_STATUS_PARSE_ERROR) st = RLT_STATUS_INVALID_ARGUMENT;
@@ -102,6 +109,7 @@ static int run_gen_demos(const rlt_cli_args *args)
         .budget_s = budget,
         .tie = tie > 0 ? tie : -1,
         .env = eo,
+        .traces = traces_path ? &given : NULL,
         .progress = show_progress,
         .stop = &rlt_cli_stop_requested,
     };
@@ -133,6 +141,7 @@ cleanup:
     free(label);
     free(search);
     rlt_demo_set_free(&demos);
+    rlt_demo_set_free(&given);
     rlt_shape_set_free(&set);
     rlt_policy_destroy(guide);
     return rc;
@@ -142,11 +151,12 @@ const rlt_cli_cmd rlt_cli_cmd_gen_demos = {
     .name = "gen-demos",
     .brief = "search some training shapes and label more with the best traces found: demonstrations",
     .synopsis = "--dataset FILE --out FILE [--search-shapes N] [--label-shapes N] [--guide FILE]\n"
-                "                          [--budget S] [--steps N] [options]",
+                "                          [--budget S] [--steps N] [--traces FILE] [options]",
     .summary = "Makes demonstrations for `rltune imitate` (docs/policy.md, \"Imitation\"). First, on\n"
                "--search-shapes training shapes of the dataset, each expert searches from the op's\n"
                "default nest: greedy search (lookahead 1) and, with --guide, the beam that policy\n"
-               "guides; the trace of each result joins a library. Then, on --label-shapes training\n"
+               "guides; the trace of each result joins a library (which --traces FILE starts with the\n"
+               "traces of a demonstrations file). Then, on --label-shapes training\n"
                "shapes, every trace of the library is walked and the nests they end at are measured\n"
                "in one batch; the shape's demonstration is the fastest trace (near-ties within --tie\n"
                "go to the trace best over all shapes). Every state is built, run and checked.\n"

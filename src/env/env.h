@@ -44,9 +44,12 @@ typedef struct env_state {
 
 /* The env's own limit on unrolling (on top of the primitives' 4096): unroll
  * and merge are refused when the unrolled loops would make more copies of
- * the body than this. Bodies of thousands of copies take seconds to
- * compile, which is what measuring a state costs, and run no faster. */
-#define ENV_MAX_UNROLL_COPIES 256
+ * the body than this. Bodies of hundreds of copies take seconds to compile,
+ * which is what measuring a state and `rltune optimize` cost, and run no
+ * faster: a register tile (rows x vectors x a few k) fits in 64, while the
+ * 256 before let a policy unroll a 256-long j fully (3.8 s of gcc for
+ * matmul 256^3, issue 30). */
+#define ENV_MAX_UNROLL_COPIES 64
 
 /* Carries out `action` on `in` (which must not be done): writes the next
  * state's nest, cursor and is_done into *out (everything else copied from

@@ -346,11 +346,11 @@ static rlt_status label_shape(const char *spec, const rlt_demo_gen_opts *o, cons
 
 static rlt_status check_gen_opts(const rlt_demo_gen_opts *o, int n_search, int n_label, rlt_diag *diag)
 {
-    if (n_search < 1 || n_label < 1)
+    if (n_search < (o->traces ? 0 : 1) || n_label < 1)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "demonstrations need shapes to search (%d) and label (%d)",
                         n_search, n_label);
-    if (o->no_greedy && !o->guide)
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "demonstrations need an expert: greedy search or a guide");
+    if (o->no_greedy && !o->guide && !o->traces)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "demonstrations need an expert: greedy search, a guide or given traces");
     if (o->guide_beam < 2 || o->guide_beam > RLT_ENV_SEARCH_MAX_BEAM)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "guide beam width %d (2..%d)", o->guide_beam,
                         RLT_ENV_SEARCH_MAX_BEAM);
@@ -379,7 +379,13 @@ rlt_status rlt_demos_make(const char *const *search, int n_search, const char *c
     double *g = NULL, *start = NULL, *score = NULL;
     rlt_demo_set s = {0};
     int cap = 0;
-    int n_searched = 0;
+    int n_searched = 0, n_given = 0;
+    for (int i = 0; o.traces && i < o.traces->n && st == RLT_STATUS_OK; i++) {
+        int before = lib.n;
+        st = lib_add(&lib, o.traces->demos[i].trace, o.traces->demos[i].n_trace, diag);
+        n_given += lib.n > before;
+    }
+    if (st == RLT_STATUS_OK && o.traces) progress(&o, "given: %d traces", lib.n);
     for (int i = 0; i < n_search && st == RLT_STATUS_OK && !(o.stop && *o.stop); i++, n_searched++) {
         if ((st = search_shape(search[i], &o, &lib, diag)) != RLT_STATUS_OK)
             rlt_diag_prefix(diag, "searching %s", search[i]);
@@ -432,6 +438,7 @@ rlt_status rlt_demos_make(const char *const *search, int n_search, const char *c
         rlt_str_init(&a);
         rlt_str_printf(&a, "experts:%s%s", o.no_greedy ? "" : " greedy (lookahead 1)", o.no_greedy || !o.guide ? "" : ",");
         if (o.guide) rlt_str_printf(&a, " beam %d guided by a policy", o.guide_beam);
+        if (o.traces) rlt_str_printf(&a, "%s%d traces given", o.no_greedy && !o.guide ? " " : ", ", n_given);
         rlt_str_printf(&a, "; %d of %d search shapes, budget %g s, %d steps; %d traces; %d of %d shapes labelled; tie %g",
                        n_searched, n_search, o.budget_s, o.max_steps, lib.n, n_done, n_label, o.tie);
         if (a.has_failed || !(s.about = rlt_str_take(&a)))

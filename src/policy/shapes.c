@@ -4,7 +4,8 @@
  * train / test split, and the dataset file (docs/formats.md, "Shape
  * datasets"), written atomically and read back with file:line messages.
  *
- *   rlt_shape_set_generate   ranges -> canonical op specs, split
+ *   rlt_shape_set_generate   ranges -> canonical op specs, split (mm-random:
+ *                            M, N, K drawn log-uniformly from the range)
  *   rlt_shape_set_save       the set -> "# rltune shapes v1" text
  *   rlt_shape_set_load       and back, refusing malformed files
  */
@@ -241,6 +242,59 @@ static rlt_status choose_k(rlt_rng *rng, int n, int k, bool *chosen, rlt_diag *d
     return RLT_STATUS_OK;
 }
 
+/* The most shapes --kind mm-random draws (each is checked against those
+ * before it). */
+#define RANDOM_MAX_SHAPES 100000
+
+/* A value of r drawn log-uniformly: exp of a uniform number between
+ * log(first) and log(last + 1), floored, then the first value of r at or
+ * above it. With a range of step 1 every size is as likely as any other
+ * of its octave: a third of 16..1024 lies below 64 (thin and tall
+ * matmuls), half of the sizes are odd and about one in six prime. */
+static int64_t draw_log_uniform(rlt_rng *rng, const range *r)
+{
+    double lo = log((double)r->values[0]), hi = log((double)r->values[r->n - 1] + 1.0);
+    int64_t x = (int64_t)floor(exp(lo + (hi - lo) * rlt_rng_uniform(rng)));
+    int a = 0, b = r->n - 1; /* the first value >= x; the last when none is */
+    while (a < b) {
+        int mid = a + (b - a) / 2;
+        if (r->values[mid] < x) a = mid + 1;
+        else b = mid;
+    }
+    return r->values[a];
+}
+
+/* --kind mm-random: n distinct (M, N, K) drawn by rng, each from r
+ * (draw_log_uniform), into v[3 * i ..]. */
+static rlt_status draw_random_shapes(rlt_rng *rng, const range *r, int n, int64_t *v, rlt_diag *diag)
+{
+    double n_distinct = (double)r->n * r->n * r->n;
+    if (n_distinct < 2.0 * n)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "--max-shapes %d: --dims gives %d values, so only %.0f shapes (M, N, K); draw at most half "
+                        "of them or widen the range",
+                        n, r->n, n_distinct);
+    for (int i = 0; i < n; i++) {
+        bool is_new = false;
+        while (!is_new) { /* at most half are taken, so this ends */
+            for (int d = 0; d < 3; d++) v[3 * i + d] = draw_log_uniform(rng, r);
+            is_new = true;
+            for (int j = 0; j < i && is_new; j++)
+                is_new = memcmp(&v[3 * j], &v[3 * i], 3 * sizeof *v) != 0;
+        }
+    }
+    return RLT_STATUS_OK;
+}
+
+/* The canonical spec of matmul M, N, K = v[0], v[1], v[2]. */
+static rlt_status random_spec(const int64_t *v, char **out, rlt_diag *diag)
+{
+    int64_t values[3] = {v[0], v[1], v[2]};
+    range one[3];
+    for (int d = 0; d < 3; d++) one[d] = (range){.values = &values[d], .n = 1};
+    return combination_spec(false, one, 3, 0, out, diag);
+}
+
 rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set *out, rlt_diag *diag)
 {
     *out = (rlt_shape_set){0};
@@ -249,21 +303,30 @@ rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set 
     int64_t *chosen = NULL;
     rlt_shape_set s = {0};
     rlt_status st = RLT_STATUS_OK;
-    bool is_conv = false;
+    bool is_conv = false, is_random = false;
     const char *sizes = opts->sizes ? opts->sizes : DEFAULT_SIZES;
     const char *kernels = opts->kernels ? opts->kernels : DEFAULT_KERNELS;
 
-    if (!opts->kind || (strcmp(opts->kind, "mm") != 0 && strcmp(opts->kind, "conv") != 0)) {
+    if (!opts->kind || (strcmp(opts->kind, "mm") != 0 && strcmp(opts->kind, "mm-random") != 0 &&
+                        strcmp(opts->kind, "conv") != 0)) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "--kind '%.64s' is not a kind of shape dataset; expected mm (matmul) or conv (conv2d)",
+                      "--kind '%.64s' is not a kind of shape dataset; expected mm (matmul), mm-random (matmul, "
+                      "sizes drawn) or conv (conv2d)",
                       opts->kind ? opts->kind : "");
         goto cleanup;
     }
     is_conv = strcmp(opts->kind, "conv") == 0;
+    is_random = strcmp(opts->kind, "mm-random") == 0;
     if (!is_conv && (opts->sizes || opts->kernels)) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "%s is for --kind conv only: --kind mm takes M, N and K from --dims",
                       opts->sizes ? "--sizes" : "--kernels");
+        goto cleanup;
+    }
+    if (is_random && (opts->max_shapes < 1 || opts->max_shapes > RANDOM_MAX_SHAPES)) {
+        st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                      "--kind mm-random needs --max-shapes, the number of shapes to draw, from 1 to %d",
+                      RANDOM_MAX_SHAPES);
         goto cleanup;
     }
     if (!(opts->test_fraction >= 0.0 && opts->test_fraction < 1.0)) {
@@ -298,6 +361,31 @@ rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set 
         ranges[1] = ranges[0]; /* borrowed: freed once, as ranges[0] */
     }
     ranges[2] = ranges[0];
+    if (is_random) {
+        rlt_rng rng;
+        rlt_rng_seed(&rng, opts->seed);
+        int n = opts->max_shapes;
+        chosen = rlt_malloc((size_t)n * 3 * sizeof *chosen);
+        is_test = rlt_malloc((size_t)n * sizeof *is_test);
+        s.specs = rlt_calloc((size_t)n, sizeof *s.specs);
+        s.is_test = rlt_malloc((size_t)n * sizeof *s.is_test);
+        if (!chosen || !is_test || !s.specs || !s.is_test) {
+            st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating %d shapes", n);
+            goto cleanup;
+        }
+        if ((st = draw_random_shapes(&rng, &ranges[0], n, chosen, diag)) != RLT_STATUS_OK) goto cleanup;
+        int n_test = (int)floor((double)n * opts->test_fraction + 0.5);
+        if ((st = choose_k(&rng, n, n_test, is_test, diag)) != RLT_STATUS_OK) goto cleanup;
+        /* The train part, then the test part, each in the order drawn. */
+        for (int part = 0; part < 2; part++) {
+            for (int i = 0; i < n; i++) {
+                if (is_test[i] != (part == 1)) continue;
+                if ((st = random_spec(&chosen[3 * i], &s.specs[s.n], diag)) != RLT_STATUS_OK) goto cleanup;
+                s.is_test[s.n++] = part == 1;
+            }
+        }
+        goto done;
+    }
     int64_t n_total = 1;
     bool is_over = false;
     for (int i = 0; i < n_ranges; i++) {
@@ -346,6 +434,7 @@ rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set 
             s.is_test[s.n++] = part == 1;
         }
     }
+done:
     s.about = about_text(opts, is_conv, sizes, kernels);
     if (!s.about) {
         st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating shapes");

@@ -267,9 +267,19 @@ static const golden_case golden_cases[] = {
     {"unroll a parallel loop", MM, "parallel i", 0, RLT_ENV_ACTION_UNROLL, NULL,
      "unroll i: the loop is already marked parallel"},
     {"unroll too long", "matmul:M=512,N=4,K=4", "", 0, RLT_ENV_ACTION_UNROLL, NULL,
-     "would make 512 copies of the body, more than the env's 256"},
+     "would make 512 copies of the body, more than the env's 64"},
     {"unroll too many copies", "matmul:M=32,N=16,K=4", "unroll j", 0, RLT_ENV_ACTION_UNROLL, NULL,
-     "would make 512 copies of the body, more than the env's 256"},
+     "would make 512 copies of the body, more than the env's 64"},
+    /* a 256-long loop unrolled fully took seconds of gcc (issue 30) */
+    {"unroll a 256-long loop", "matmul:M=4,N=256,K=4", "", 1, RLT_ENV_ACTION_UNROLL, NULL,
+     "unroll: the unrolled loops would make 256 copies of the body, more than the env's 64"},
+    {"unroll to 128 copies", "matmul:M=8,N=16,K=4", "unroll j", 0, RLT_ENV_ACTION_UNROLL, NULL,
+     "would make 128 copies of the body, more than the env's 64"},
+    {"unroll to 64 copies", "matmul:M=4,N=16,K=4", "unroll j", 0, RLT_ENV_ACTION_UNROLL,
+     "> unroll i in 0..4\n"
+     "    unroll j in 0..16\n"
+     "      for k in 0..4  reduce\n"
+     "        " BODY, NULL},
     {"merge into too many copies", "matmul:M=8,N=64,K=4", "split j 8\nunroll j.i\nunroll i", 2,
      RLT_ENV_ACTION_MERGE, NULL, "merge: the unrolled loops would make 512 copies"},
     {"vectorize", MM16, "split j 8\nreorder i j.o k j.i", 3, RLT_ENV_ACTION_VECTORIZE,

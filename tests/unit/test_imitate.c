@@ -288,6 +288,38 @@ Test(imitate, every_shape_is_labelled_with_the_best_trace_of_the_library)
     assert_no_leaks();
 }
 
+/* Given traces alone are the library: no search, each shape labelled with
+ * the best of those that apply (one never does: swap_up from the outermost
+ * loop), nothing measured but the labelling. */
+Test(imitate, given_traces_are_the_library_without_a_search)
+{
+    fake_eval f = {0};
+    rlt_demo_set given;
+    demos_of(&given, three_ops, 3, trace_names, 6);
+    given.demos[1].n_trace = 3; /* a prefix of the first: a second trace */
+    given.demos[2].n_trace = 1;
+    given.demos[2].trace[0] = act("swap_up");
+    rlt_demo_gen_opts o = {.no_greedy = true, .tie = -1, .traces = &given, .env = fake_env_opts(&f)};
+    rlt_demo_set s;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_demos_make(NULL, 0, three_ops, 3, &o, &s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(s.n, 3);
+    cr_assert(s.about && strstr(s.about, "3 traces given") && !strstr(s.about, "greedy"), "%s", s.about);
+    for (int i = 0; i < 3; i++) {
+        const rlt_demo *dm = &s.demos[i];
+        cr_assert(dm->n_trace == 0 || dm->n_trace == 6 || dm->n_trace == 3, "%s: %d", dm->op_spec, dm->n_trace);
+        if (dm->n_trace > 0) cr_assert_eq(dm->trace[0], act("down"));
+        rlt_env *env = fake_env_make(dm->op_spec, &f);
+        for (int k = 0; k < dm->n_trace; k++)
+            cr_assert_eq(rlt_env_step(env, dm->trace[k], NULL, NULL, &d), RLT_STATUS_OK, "%s", d.message);
+        cr_assert_float_eq(rlt_env_gflops(env), dm->gflops, 1e-3);
+        rlt_env_destroy(env);
+    }
+    rlt_demo_set_free(&s);
+    rlt_demo_set_free(&given);
+    assert_no_leaks();
+}
+
 Test(imitate, making_demonstrations_refuses_bad_options)
 {
     fake_eval f = {0};

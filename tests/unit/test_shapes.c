@@ -280,6 +280,53 @@ Test(shapes, max_shapes_subset)
     rlt_shape_set_free(&d);
 }
 
+/* mm-random: distinct matmuls drawn from the range, log-uniformly (as many
+ * thin sizes below 64 as sizes from 256 up), the same for the same seed. */
+Test(shapes, mm_random_draws)
+{
+    rlt_shape_gen_opts o = {.kind = "mm-random", .dims = "16:1024:1", .max_shapes = 600, .test_fraction = 0.25,
+                            .seed = 5};
+    rlt_shape_set a = generate(o);
+    cr_assert_eq(a.n, 600);
+    cr_assert_eq(rlt_shape_set_count(&a, true), 150);
+    cr_assert_str_eq(a.about, "kind mm-random dims 16:1024:1 max-shapes 600 test-fraction 0.25 seed 5");
+    assert_distinct(&a);
+    int n_below_64 = 0, n_from_256 = 0, n_odd = 0;
+    for (int i = 0; i < a.n; i++) {
+        long v[3];
+        cr_assert_eq(sscanf(a.specs[i], "matmul:M=%ld,N=%ld,K=%ld", &v[0], &v[1], &v[2]), 3, "%s", a.specs[i]);
+        for (int d = 0; d < 3; d++) {
+            cr_assert(v[d] >= 16 && v[d] <= 1024, "%s", a.specs[i]);
+            n_below_64 += v[d] < 64;
+            n_from_256 += v[d] >= 256;
+            n_odd += v[d] % 2;
+        }
+    }
+    /* 1800 sizes: a third expected in each octave pair, half odd */
+    cr_assert(n_below_64 > 480 && n_below_64 < 720, "%d below 64", n_below_64);
+    cr_assert(n_from_256 > 480 && n_from_256 < 720, "%d from 256", n_from_256);
+    cr_assert(n_odd > 800 && n_odd < 1000, "%d odd", n_odd);
+    rlt_shape_set b = generate(o);
+    assert_sets_equal(&a, &b);
+    o.seed = 6;
+    rlt_shape_set c = generate(o);
+    int n_shared = 0;
+    for (int i = 0; i < c.n; i++) n_shared += index_of(&a, c.specs[i]) >= 0;
+    cr_assert_lt(n_shared, 10, "seeds 5 and 6 drew %d shapes alike", n_shared);
+    /* a list: only its values */
+    rlt_shape_set l = generate((rlt_shape_gen_opts){.kind = "mm-random", .dims = "17,300", .max_shapes = 4});
+    cr_assert_eq(l.n, 4);
+    for (int i = 0; i < l.n; i++) {
+        long v[3];
+        cr_assert_eq(sscanf(l.specs[i], "matmul:M=%ld,N=%ld,K=%ld", &v[0], &v[1], &v[2]), 3, "%s", l.specs[i]);
+        for (int d = 0; d < 3; d++) cr_assert(v[d] == 17 || v[d] == 300, "%s", l.specs[i]);
+    }
+    rlt_shape_set_free(&a);
+    rlt_shape_set_free(&b);
+    rlt_shape_set_free(&c);
+    rlt_shape_set_free(&l);
+}
+
 /* ---- refusals ---------------------------------------------------------------- */
 
 static void expect_refused(rlt_shape_gen_opts o, const char *needle1, const char *needle2)
@@ -293,6 +340,15 @@ static void expect_refused(rlt_shape_gen_opts o, const char *needle1, const char
     cr_assert_eq(s.n, 0);
     cr_assert_null(s.specs);
     cr_assert_null(s.about);
+}
+
+Test(shapes, mm_random_refusals)
+{
+    expect_refused((rlt_shape_gen_opts){.kind = "mm-random", .dims = "16:1024:1"}, "needs --max-shapes", NULL);
+    expect_refused((rlt_shape_gen_opts){.kind = "mm-random", .dims = "16,17", .max_shapes = 5},
+                   "--max-shapes 5: --dims gives 2 values, so only 8 shapes", NULL);
+    expect_refused((rlt_shape_gen_opts){.kind = "mm-random", .dims = "16", .sizes = "7", .max_shapes = 1},
+                   "--sizes is for --kind conv only", NULL);
 }
 
 Test(shapes, bad_ranges_refused)
@@ -354,7 +410,7 @@ Test(shapes, bad_ranges_refused)
 
 Test(shapes, bad_options_refused)
 {
-    expect_refused((rlt_shape_gen_opts){.kind = "matrix", .dims = "64"}, "--kind 'matrix'", "mm (matmul) or conv");
+    expect_refused((rlt_shape_gen_opts){.kind = "matrix", .dims = "64"}, "--kind 'matrix'", "mm (matmul), mm-random");
     expect_refused((rlt_shape_gen_opts){.kind = NULL, .dims = "64"}, "--kind ''", NULL);
     expect_refused((rlt_shape_gen_opts){.kind = "mm", .dims = "64", .sizes = "7"}, "--sizes is for --kind conv only",
                    NULL);
