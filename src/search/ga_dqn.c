@@ -37,7 +37,6 @@
 typedef struct ga_dqn_params {
     double lr, gamma, eps_decay, eps_min, grad_clip, best_bonus;
     int replay, minibatch, learn_start, target_every;
-    bool is_reward_to_best; /* ga_dqn_reward "best" */
 } ga_dqn_params;
 
 /* One DQN over rows of action features (ga_dqn_features.h): the Q network
@@ -144,10 +143,6 @@ static rlt_status params_resolve(const rlt_tuner_opts *o, ga_dqn_params *p, rlt_
         (st = opt_count(o->ga_dqn_learn_start, 100, "ga_dqn_learn_start", &p->learn_start, diag)) ||
         (st = opt_count(o->ga_dqn_target_every, 200, "ga_dqn_target_every", &p->target_every, diag)))
         return st;
-    if (o->ga_dqn_reward && strcmp(o->ga_dqn_reward, "parents") != 0 && strcmp(o->ga_dqn_reward, "best") != 0)
-        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "ga-dqn: ga_dqn_reward is '%s'; it takes parents or best",
-                        o->ga_dqn_reward);
-    p->is_reward_to_best = o->ga_dqn_reward && strcmp(o->ga_dqn_reward, "best") == 0;
     return RLT_STATUS_OK;
 }
 
@@ -310,12 +305,6 @@ static int n_point_actions(const rlt_space *s) { return RLT_MAX(1, s->n_knobs - 
 static double reward(const ga_dqn_params *p, double best, double parent_mean, double score)
 {
     if (best <= 0) return score > 0 ? p->best_bonus : 0.0;
-    if (p->is_reward_to_best) {
-        /* "best": how near the best the child is, (score / best)^4 in
-         * [0, 1], plus best_bonus times the gain for a new best */
-        double x = RLT_MIN(score / best, 1.0);
-        return x * x * x * x + (score > best ? p->best_bonus * RLT_MIN((score - best) / best, 1.0) : 0.0);
-    }
     double r = RLT_MIN((score - parent_mean) / best, 1.0);
     return score > best ? p->best_bonus * r : r;
 }

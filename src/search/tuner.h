@@ -76,8 +76,6 @@ typedef struct rlt_tuner_opts {
     int ga_dqn_target_every;     /* transitions between target-network copies; 0 = 200 */
     double ga_dqn_grad_clip;     /* gradient-norm clip; 0 = 10 */
     double ga_dqn_best_bonus;    /* reward factor for a new best; 0 = 5 */
-    const char *ga_dqn_reward;   /* "parents" (the child's gain over its parents; NULL) or
-                                    "best" (its score over the best, to the 4th power) */
     int ga_dqn_fresh;            /* not 0: untrained networks (the published GA-DQN); 0 = the
                                     agents built into the library (models/ga_dqn.rla) */
     /* ppo (Chameleon: PPO walkers over the cost model, k-means adaptive

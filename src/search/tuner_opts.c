@@ -30,7 +30,6 @@
     {#field, RLT_TUNER_OPT_CHOICE, offsetof(rlt_tuner_opts, field), tuners, def, help, choices}
 
 static const char *const dqn_resets[] = {"zeros", "random", "median", NULL};
-static const char *const ga_dqn_rewards[] = {"parents", "best", NULL};
 
 static const rlt_tuner_opt_info opt_table[] = {
     OPT_INT(population, "ga ga-dqn", "min(64, |space|)", "configurations per generation"),
@@ -74,8 +73,6 @@ static const rlt_tuner_opt_info opt_table[] = {
     OPT_INT(ga_dqn_target_every, "ga-dqn", "200", "transitions between target-network copies"),
     OPT_REAL(ga_dqn_grad_clip, "ga-dqn", "10", "gradient-norm clip"),
     OPT_REAL(ga_dqn_best_bonus, "ga-dqn", "5", "reward factor for a new best"),
-    OPT_CHOICE(ga_dqn_reward, "ga-dqn", "parents", "a child's reward: its gain over its parents, or its score over the best",
-               ga_dqn_rewards),
     OPT_INT(ga_dqn_fresh, "ga-dqn", "0", "1: untrained agents (the published GA-DQN), not the built-in ones"),
     OPT_REAL(ppo_lr, "ppo", "0.001", "Adam's learning rate of the actor-critic"),
     OPT_INT(ppo_epochs, "ppo", "3", "passes over each segment of walker steps"),
