@@ -348,13 +348,7 @@ static void mutate_knob(rlt_tuner *t, rlt_config *c, int k)
     int n = s->knobs[k].n_choices, current = c->choice[k];
     if (n < 2) return;
     int16_t valid[RLT_SPACE_MAX_CHOICES];
-    int n_valid = 0;
-    rlt_config trial = *c;
-    for (int v = 0; v < n; v++) {
-        if (v == current) continue;
-        trial.choice[k] = (int16_t)v;
-        if (rlt_space_is_valid(s, &trial)) valid[n_valid++] = (int16_t)v;
-    }
+    int n_valid = ga_dqn_other_valid_choices(s, c, k, valid);
     if (n_valid > 0) {
         c->choice[k] = valid[rlt_rng_below(&t->rng, (uint64_t)n_valid)];
     } else {

@@ -103,6 +103,18 @@ static void global_features(const rlt_space *s, const ga_dqn_history *h, const r
     out[3] = (float)n_differ / (float)s->n_knobs;
 }
 
+int ga_dqn_other_valid_choices(const rlt_space *s, const rlt_config *c, int k, int16_t *out)
+{
+    int n = 0;
+    rlt_config trial = *c;
+    for (int v = 0; v < s->knobs[k].n_choices; v++) {
+        if (v == c->choice[k]) continue;
+        trial.choice[k] = (int16_t)v;
+        if (rlt_space_is_valid(s, &trial)) out[n++] = (int16_t)v;
+    }
+    return n;
+}
+
 /* ---- crossover --------------------------------------------------------------- */
 
 void ga_dqn_crossover_rows(const rlt_tuner *t, const ga_dqn_history *h, const rlt_config *p1, const rlt_config *p2,
@@ -140,7 +152,7 @@ void ga_dqn_crossover_rows(const rlt_tuner *t, const ga_dqn_history *h, const rl
         if (p < n) f[9 + kind_group(s->knobs[p].kind)] = 1;
         f[14] = (float)(h->best > 0 ? clamp01(s1 / h->best) : 0.0);
         f[15] = (float)(h->best > 0 ? clamp01(s2 / h->best) : 0.0);
-        memcpy(f + 16, global, sizeof global);
+        memcpy(f + GA_DQN_CROSSOVER_FEATURES - GA_DQN_GLOBAL_FEATURES, global, sizeof global);
     }
 }
 
@@ -155,20 +167,18 @@ void ga_dqn_mutation_rows(const rlt_tuner *t, const ga_dqn_history *h, const rlt
     global_features(s, h, p1, p2, parent_mean, global);
     float *none = out;
     memset(none, 0, GA_DQN_MUTATION_FEATURES * sizeof *none);
-    memcpy(none + 17, global, sizeof global);
+    memcpy(none + GA_DQN_MUTATION_FEATURES - GA_DQN_GLOBAL_FEATURES, global, sizeof global);
     out_allowed[0] = !is_visited(t, c) && rlt_space_is_valid(s, c);
     for (int k = 0; k < n; k++) {
         float *f = out + (size_t)(k + 1) * GA_DQN_MUTATION_FEATURES;
         memset(f, 0, GA_DQN_MUTATION_FEATURES * sizeof *f);
         const rlt_knob *kn = &s->knobs[k];
-        int current = c->choice[k], n_valid = 0, n_unseen = 0, n_seen = 0;
+        int current = c->choice[k], n_unseen = 0, n_seen = 0;
+        int16_t valid[RLT_SPACE_MAX_CHOICES];
+        int n_valid = ga_dqn_other_valid_choices(s, c, k, valid);
         double best_other = 0, seen_sum = 0;
-        rlt_config trial = *c;
-        for (int v = 0; v < kn->n_choices; v++) {
-            if (v == current) continue;
-            trial.choice[k] = (int16_t)v;
-            if (!rlt_space_is_valid(s, &trial)) continue;
-            n_valid++;
+        for (int i = 0; i < n_valid; i++) {
+            int v = valid[i];
             if (h->value_count[at(k, v)] == 0) {
                 n_unseen++;
             } else {
@@ -193,6 +203,6 @@ void ga_dqn_mutation_rows(const rlt_tuner *t, const ga_dqn_history *h, const rlt
         f[14] = p1->choice[k] == p2->choice[k];
         f[15] = n_mut ? (float)RLT_MAX(-1.0, RLT_MIN(1.0, h->mutation_reward[k] / n_mut)) : 0.0f;
         f[16] = (float)n_mut / (float)(n_mut + 4);
-        memcpy(f + 17, global, sizeof global);
+        memcpy(f + GA_DQN_MUTATION_FEATURES - GA_DQN_GLOBAL_FEATURES, global, sizeof global);
     }
 }

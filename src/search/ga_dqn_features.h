@@ -48,6 +48,10 @@ void ga_dqn_history_add(ga_dqn_history *h, const rlt_space *s, const rlt_config 
 /* A scored child whose knob k the mutation DQN moved earned `reward`. */
 void ga_dqn_history_add_mutation(ga_dqn_history *h, int k, double reward);
 
+/* The choices of knob k other than c's that leave c valid, in order, into
+ * out (RLT_SPACE_MAX_CHOICES); returns how many. */
+int ga_dqn_other_valid_choices(const rlt_space *s, const rlt_config *c, int k, int16_t *out);
+
 /* The crossover DQN's rows for parents p1, p2 (scores s1, s2): row p - 1
  * for crossover point p, 1 <= p <= n_points, GA_DQN_CROSSOVER_FEATURES
  * floats each, into out. */
