@@ -16,7 +16,7 @@
  *
  * Usage: bench_looptune --policy FILE (--dataset FILE [--n-test N] | --random-shapes N --shape-seed S)
  *                       [--conv SPEC;SPEC..] [--steps N] [--rounds N] [--budget S] [--seed S]
- *                       [--methods a,b,..] [--prev-policy FILE]
+ *                       [--methods a,b,..] [--prev-policy FILE] [--unpacked]
  *   --n-test N   held-out matmul shapes taken from the dataset's test part, evenly spaced (default 6)
  *   --random-shapes N  instead of a dataset, N matmuls drawn by --shape-seed as `rltune gen-dataset
  *                --kind mm-random --dims 16:1024:1` draws them (odd, prime, thin and tall sizes); pick
@@ -26,6 +26,8 @@
  *   --budget S   time limit of each search except random (default 300 s)
  *   --prev-policy FILE  also roll out this policy (greedy and beam 2: methods prev-policy,
  *                prev-policy-beam2), e.g. the one the new policy replaces
+ *   --unpacked   also re-measure each policy's kernel without the env's packs (docs/env.md,
+ *                "Packing"), in the same rounds: what the packing rule adds
  * Prints markdown tables on stdout and progress on stderr.
  */
 #include "measure/measure.h"
@@ -93,7 +95,26 @@ typedef struct run {
     char schedule[4096];
     double remeasured[MAX_ROUNDS];
     double final_gflops;  /* median of the re-measurements */
+    char unpacked[4096];  /* --unpacked: the schedule without its pack lines ("" without) */
+    double unpacked_remeasured[MAX_ROUNDS];
+    double unpacked_gflops;
 } run;
+
+/* The schedule without its `pack` lines, into out. */
+static void strip_packs(const char *schedule, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *line = schedule; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+        if (strncmp(line, "pack ", 5) != 0 && n + len < cap) {
+            memcpy(out + n, line, len);
+            n += len;
+        }
+        line += len;
+    }
+    out[n] = '\0';
+}
 
 /* OpenBLAS sgemm through bench_sgemm; 0 when it is missing or fails. */
 static double sgemm_gflops(int m, int n, int k)
@@ -153,9 +174,9 @@ static void run_method(const char *spec, const method *m, const rlt_policy *poli
 
 static char *remeasure_cache;
 
-static double remeasure(const rlt_workload *w, const rlt_op *op, const run *rr)
+static double remeasure(const rlt_workload *w, const rlt_op *op, const char *schedule)
 {
-    return bench_measure_schedule(w, op, rr->schedule, NULL, remeasure_cache, 1, 120);
+    return bench_measure_schedule(w, op, schedule, NULL, remeasure_cache, 1, 120);
 }
 
 /* One line per workload with each policy method's kernel against OpenBLAS
@@ -163,14 +184,17 @@ static double remeasure(const rlt_workload *w, const rlt_op *op, const run *rr)
  * slowest run: the numbers issue 30 judges, in one place. */
 static void print_policies_table(const char *const *specs, const bool *is_matmul, int n_work,
                                  const method *const *methods, int n_methods, run runs[][MAX_METHODS],
-                                 const double *blas)
+                                 const double *blas, bool unpacked)
 {
     printf("### All workloads, policies\n\n| workload | OpenBLAS |");
     for (int k = 0; k < n_methods; k++)
-        if (is_policy_method(methods[k])) printf(" %s GFLOP/s | x OpenBLAS | wall s |", methods[k]->name);
+        if (is_policy_method(methods[k])) {
+            printf(" %s GFLOP/s | x OpenBLAS | wall s |", methods[k]->name);
+            if (unpacked) printf(" without packs | x OpenBLAS |");
+        }
     printf("\n|---|---:|");
     for (int k = 0; k < n_methods; k++)
-        if (is_policy_method(methods[k])) printf("---:|---:|---:|");
+        if (is_policy_method(methods[k])) printf(unpacked ? "---:|---:|---:|---:|---:|" : "---:|---:|---:|");
     printf("\n");
     for (int w = 0; w < n_work; w++) {
         printf("| %s | ", specs[w]);
@@ -183,13 +207,19 @@ static void print_policies_table(const char *const *specs, const bool *is_matmul
             if (blas[w] > 0) printf("%.2f", r->final_gflops / blas[w]);
             else printf("n/a");
             printf(" | %.2f |", r->wall_s);
+            if (!unpacked) continue;
+            printf(" %.1f | ", r->unpacked_gflops);
+            if (blas[w] > 0) printf("%.2f |", r->unpacked_gflops / blas[w]);
+            else printf("n/a |");
         }
         printf("\n");
     }
     printf("\n| method | x OpenBLAS geomean (matmuls) | min | matmuls >= 0.7x | wall s max | runs over %.0f s |\n"
            "|---|---:|---:|---:|---:|---:|\n", OPTIMIZE_WALL_TARGET_S);
-    for (int k = 0; k < n_methods; k++) {
-        if (!is_policy_method(methods[k])) continue;
+    for (int row = 0; row < 2 * n_methods; row++) {
+        int k = row / 2;
+        bool is_unpacked = row % 2;
+        if (!is_policy_method(methods[k]) || (is_unpacked && !unpacked)) continue;
         static double ratios[MAX_WORKLOADS];
         int n = 0, n_good = 0, n_slow = 0;
         double mn = INFINITY, wall_max = 0;
@@ -197,13 +227,14 @@ static void print_policies_table(const char *const *specs, const bool *is_matmul
             wall_max = fmax(wall_max, runs[w][k].wall_s);
             n_slow += runs[w][k].wall_s > OPTIMIZE_WALL_TARGET_S;
             if (!is_matmul[w] || !(blas[w] > 0)) continue;
-            ratios[n] = runs[w][k].final_gflops / blas[w];
+            ratios[n] = (is_unpacked ? runs[w][k].unpacked_gflops : runs[w][k].final_gflops) / blas[w];
             mn = fmin(mn, ratios[n]);
             n_good += ratios[n] >= 0.7;
             n++;
         }
-        printf("| %s | %.3f | %.3f | %d of %d | %.2f | %d of %d |\n", methods[k]->name, bench_geomean(ratios, n),
-               n ? mn : 0, n_good, n, wall_max, n_slow, n_work);
+        printf("| %s%s | %.3f | %.3f | %d of %d | %.2f | %d of %d |\n", methods[k]->name,
+               is_unpacked ? " without packs" : "", bench_geomean(ratios, n), n ? mn : 0, n_good, n, wall_max,
+               n_slow, n_work);
     }
     printf("\n");
 }
@@ -224,7 +255,7 @@ int main(int argc, char **argv)
     int n_test = 6, steps = 16, rounds = 3, n_random = 0;
     double budget_s = 300;
     uint64_t seed = 0, shape_seed = 0;
-    bool has_shape_seed = false;
+    bool has_shape_seed = false, unpacked = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--policy") == 0) policy_path = arg_value(&i, argc, argv);
         else if (strcmp(argv[i], "--prev-policy") == 0) prev_path = arg_value(&i, argc, argv);
@@ -240,6 +271,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--rounds") == 0) rounds = atoi(arg_value(&i, argc, argv));
         else if (strcmp(argv[i], "--budget") == 0) budget_s = atof(arg_value(&i, argc, argv));
         else if (strcmp(argv[i], "--seed") == 0) seed = strtoull(arg_value(&i, argc, argv), NULL, 10);
+        else if (strcmp(argv[i], "--unpacked") == 0) unpacked = true;
         else if (strcmp(argv[i], "--methods") == 0)
             snprintf(methods_arg, sizeof methods_arg, "%s", arg_value(&i, argc, argv));
         else bench_die(2, "unknown argument '%s' (see the comment at the top of bench/looptune.c)", argv[i]);
@@ -338,6 +370,8 @@ int main(int argc, char **argv)
             run_method(spec, methods[k], policy, prev, peak, steps, budget_s, runs[w][0].wall_s, seed, &runs[w][k]);
             fprintf(stderr, " %.2f GFLOP/s in %.1f s (%lld states)\n", runs[w][k].search_gflops, runs[w][k].wall_s,
                     (long long)runs[w][k].n_evaluations);
+            if (unpacked && is_policy_method(methods[k]))
+                strip_packs(runs[w][k].schedule, runs[w][k].unpacked, sizeof runs[w][k].unpacked);
         }
         rlt_op *op = NULL;
         rlt_workload *wl = NULL;
@@ -347,7 +381,14 @@ int main(int argc, char **argv)
             bench_die(3, "%s: %s", spec, d.message);
         double b[MAX_ROUNDS];
         for (int r = 0; r < rounds; r++) {
-            for (int k = 0; k < n_methods; k++) runs[w][k].remeasured[r] = remeasure(wl, op, &runs[w][k]);
+            for (int k = 0; k < n_methods; k++) {
+                run *rr = &runs[w][k];
+                rr->remeasured[r] = remeasure(wl, op, rr->schedule);
+                if (rr->unpacked[0])
+                    rr->unpacked_remeasured[r] = strcmp(rr->unpacked, rr->schedule) == 0
+                                                     ? rr->remeasured[r] /* nothing packed: the same kernel */
+                                                     : remeasure(wl, op, rr->unpacked);
+            }
             if (is_matmul[w]) {
                 int64_t m = 0, n = 0, kk = 0;
                 sscanf(strstr(spec, "M="), "M=%" SCNd64, &m);
@@ -357,7 +398,10 @@ int main(int argc, char **argv)
             }
         }
         if (is_matmul[w]) blas[w] = bench_median(b, rounds);
-        for (int k = 0; k < n_methods; k++) runs[w][k].final_gflops = bench_median(runs[w][k].remeasured, rounds);
+        for (int k = 0; k < n_methods; k++) {
+            runs[w][k].final_gflops = bench_median(runs[w][k].remeasured, rounds);
+            if (runs[w][k].unpacked[0]) runs[w][k].unpacked_gflops = bench_median(runs[w][k].unpacked_remeasured, rounds);
+        }
 
         /* the table of this workload */
         int best = -1;
@@ -388,7 +432,7 @@ int main(int argc, char **argv)
         rlt_op_destroy(op);
     }
 
-    print_policies_table(specs, is_matmul, n_work, methods, n_methods, runs, blas);
+    print_policies_table(specs, is_matmul, n_work, methods, n_methods, runs, blas, unpacked);
 
     printf("### Summary\n\n");
     printf("| | geometric mean | min | target |\n|---|---:|---:|---|\n");

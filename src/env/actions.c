@@ -201,20 +201,122 @@ static int place_accumulator(const rlt_nest *nest, rlt_nest *kernel)
     return ENV_NO_ACCUMULATOR;
 }
 
+/* ---- the kernel of a state: automatic packing --------------------------- */
+
+/* The axis variable v comes from (following splits; the env has no fuse). */
+static int var_axis(const rlt_nest *n, int v)
+{
+    while (n->vars[v].origin != RLT_VAR_AXIS) v = n->vars[v].parent;
+    return n->vars[v].axis;
+}
+
+/* Whether every loop variable v is made of sits at a position after p
+ * (inside the accumulator's loop). */
+static bool var_inside(const rlt_nest *n, int v, int p)
+{
+    int pos = rlt_nest_loop_of_var(n, v);
+    if (pos >= 0) return pos > p;
+    for (int c = 0; c < n->n_vars; c++)
+        if ((n->vars[c].origin == RLT_VAR_SPLIT_OUTER || n->vars[c].origin == RLT_VAR_SPLIT_INNER) &&
+            n->vars[c].parent == v && !var_inside(n, c, p))
+            return false;
+    return true;
+}
+
+/* The block the tile covers along the vectorized loop's axis: the extent of
+ * the outermost variable w on the chain of inner halves from the vectorized
+ * variable up (a.i, a.i.i, ...) whose loops are all inside the tile, so that
+ * the axis index modulo the block is w's. 0 when the vectorized variable is
+ * not on such a chain, or the whole axis is in the tile (nothing to block). */
+static int64_t tile_block(const rlt_nest *n, int vec_var, int p)
+{
+    for (int v = vec_var; n->vars[v].origin != RLT_VAR_AXIS; v = n->vars[v].parent)
+        if (n->vars[v].origin != RLT_VAR_SPLIT_INNER) return 0;
+    int w = vec_var;
+    while (n->vars[w].origin == RLT_VAR_SPLIT_INNER) {
+        int parent = n->vars[w].parent;
+        if (n->vars[parent].origin == RLT_VAR_AXIS || !var_inside(n, parent, p)) break;
+        w = parent;
+    }
+    return n->vars[w].origin == RLT_VAR_SPLIT_INNER ? n->vars[w].extent : 0;
+}
+
+/* Whether axis `axis` appears in any index of tensor t's loads. */
+static bool tensor_uses_axis(const rlt_op *op, const rlt_expr *const *loads, int n_loads, int t, int axis)
+{
+    for (int i = 0; i < n_loads; i++)
+        if (loads[i]->tensor == t)
+            for (int d = 0; d < op->tensors[t].n_dims; d++)
+                if (loads[i]->index[d].coef[axis] != 0) return true;
+    return false;
+}
+
+/* Packs, in the kernel (accumulator at loop p), each input that the tile
+ * reads along its vectorized axis; see env.h. */
+static void place_packs(rlt_nest *kernel, int p)
+{
+    const rlt_nest *n = kernel;
+    const rlt_op *op = n->op;
+    int vec = -1;
+    for (int l = p + 1; l < n->n_loops; l++)
+        if (n->loops[l].kind == RLT_LOOP_VECTORIZE) vec = n->loops[l].var;
+    int64_t block = vec >= 0 ? tile_block(n, vec, p) : 0;
+    if (block < 2) return;
+    int axis = var_axis(n, vec);
+    const rlt_expr *loads[64];
+    int n_loads = rlt_op_loads(op, loads, 64);
+    for (int t = 0; t < op->n_tensors - 1; t++) {
+        int dim = -1;
+        for (int i = 0; i < n_loads && dim < 0; i++)
+            if (loads[i]->tensor == t) dim = rlt_load_dim_of_axis(op, loads[i], axis);
+        bool is_swept = false; /* a reduction loop of the tile walks another of its dims */
+        int64_t reuse = 1;     /* how often the loops outside the tile read it again */
+        for (int l = 0; l < n->n_loops; l++) {
+            const rlt_var *v = &n->vars[n->loops[l].var];
+            bool uses = tensor_uses_axis(op, loads, n_loads, t, var_axis(n, n->loops[l].var));
+            if (l > p && v->is_reduce && uses) is_swept = true;
+            if (l <= p && !uses && reuse < INT64_MAX / v->extent) reuse *= v->extent;
+        }
+        if (dim < 0 || !is_swept) continue;
+        if (!op->tensors[t].is_weight &&
+            (reuse < ENV_PACK_MIN_REUSE || rlt_op_tensor_size(op, t) < ENV_PACK_MIN_FLOATS))
+            continue;
+        rlt_sched_pack(kernel, op->tensors[t].name, 1, &dim, &block, kernel, NULL); /* a refusal packs nothing */
+    }
+}
+
+void env_nest_drop_placed(rlt_nest *nest)
+{
+    nest->acc_var = RLT_ACC_NONE;
+    for (int t = 0; t < nest->op->n_tensors; t++) nest->layouts[t].n_blocks = 0;
+}
+
 int env_accumulator_loop(const rlt_nest *nest)
 {
     rlt_nest scratch;
     return place_accumulator(nest, &scratch);
 }
 
-void env_kernel_nest(const rlt_nest *nest, rlt_nest *out) { place_accumulator(nest, out); }
+void env_kernel_nest(const rlt_nest *nest, rlt_nest *out)
+{
+    int p = place_accumulator(nest, out);
+    if (p != ENV_NO_ACCUMULATOR) place_packs(out, p);
+}
 
 rlt_status env_kernel_schedule_build(const rlt_nest *nest, rlt_sched **out, rlt_diag *diag)
 {
     rlt_status st = env_schedule_build(nest, -1, out, diag);
     int p = env_accumulator_loop(nest);
     if (st != RLT_STATUS_OK || p == ENV_NO_ACCUMULATOR) return st;
-    if ((st = rlt_sched_add_cache_write(*out, p < 0 ? NULL : loop_name(nest, p), diag)) != RLT_STATUS_OK) {
+    st = rlt_sched_add_cache_write(*out, p < 0 ? NULL : loop_name(nest, p), diag);
+    rlt_nest kernel;
+    env_kernel_nest(nest, &kernel);
+    for (int t = 0; t < nest->op->n_tensors && st == RLT_STATUS_OK; t++) {
+        const rlt_layout *l = &kernel.layouts[t];
+        if (l->n_blocks > 0)
+            st = rlt_sched_add_pack(*out, nest->op->tensors[t].name, l->n_blocks, l->block_dim, l->block, diag);
+    }
+    if (st != RLT_STATUS_OK) {
         rlt_sched_destroy(*out);
         *out = NULL;
     }

@@ -248,7 +248,7 @@ static rlt_status read_entry(reader *r, char *line, const rlt_op *op, env_datase
     }
     if ((st = rlt_sched_parse(text.data ? text.data : "", "the state's schedule", &sched, diag)) == RLT_STATUS_OK &&
         (st = rlt_sched_apply(sched, op, nest, diag)) == RLT_STATUS_OK) {
-        nest->acc_var = RLT_ACC_NONE; /* the env places the accumulator itself */
+        env_nest_drop_placed(nest); /* the env places the accumulator and the packs itself */
         st = env_nest_check_expressible(nest, diag);
     }
     if (st == RLT_STATUS_OUT_OF_MEMORY) goto cleanup;

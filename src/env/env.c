@@ -520,7 +520,7 @@ static rlt_status start_nest(const env_shared *sh, const char *schedule, rlt_nes
     rlt_sched *s = NULL;
     rlt_status st = rlt_sched_parse(schedule, "schedule", &s, diag);
     if (st == RLT_STATUS_OK) st = rlt_sched_apply(s, sh->op, out, diag);
-    if (st == RLT_STATUS_OK) out->acc_var = RLT_ACC_NONE;
+    if (st == RLT_STATUS_OK) env_nest_drop_placed(out);
     if (st == RLT_STATUS_OK) st = env_nest_check_expressible(out, diag);
     rlt_sched_destroy(s);
     return st;

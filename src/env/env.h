@@ -83,7 +83,22 @@ bool env_action_changes_nest(int action);
  * the state's schedule and a last `cache_write` line. */
 #define ENV_MAX_TILE_FLOATS 256
 #define ENV_NO_ACCUMULATOR (-2)
+/* Automatic packing (docs/env.md, "Packing"): with an accumulator tile that
+ * holds a vectorized loop, each input that the tile's reduction loops sweep
+ * and whose dim the vectorized axis alone indexes is packed along that dim
+ * in blocks of the tile's width on that axis (`pack B j 16`: each k of the
+ * tile reads 16 contiguous floats). A weight is packed once, untimed, so
+ * always; another input is copied on every call, so only when the loops
+ * outside the tile read it at least ENV_PACK_MIN_REUSE times and it holds
+ * at least ENV_PACK_MIN_FLOATS floats (an L1 cache's worth: a smaller one
+ * stays in cache strided). env_kernel_nest and env_kernel_schedule_build
+ * include the packs; a state's nest never has them. */
+#define ENV_PACK_MIN_REUSE 8
+#define ENV_PACK_MIN_FLOATS 8192
 int env_accumulator_loop(const rlt_nest *nest);
+/* Takes out of a nest what the env places itself (the accumulator, the
+ * packs), so that a kernel schedule the env printed starts its state. */
+void env_nest_drop_placed(rlt_nest *nest);
 void env_kernel_nest(const rlt_nest *nest, rlt_nest *out);
 rlt_status env_kernel_schedule_build(const rlt_nest *nest, rlt_sched **out, rlt_diag *diag);
 

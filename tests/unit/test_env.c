@@ -841,7 +841,6 @@ Test(env, api_errors)
         const char *message;
     } bad[] = {
         {"fuse i j", RLT_STATUS_INVALID_ARGUMENT, "comes from fuse"},
-        {"pack B j 2", RLT_STATUS_INVALID_ARGUMENT, "input B is packed or padded"},
         {"split i 3\nvectorize i.o", RLT_STATUS_ILLEGAL_SCHEDULE, "must be innermost"},
         {"tile i 3", RLT_STATUS_PARSE_ERROR, "unknown step 'tile'"},
     };
@@ -1042,6 +1041,74 @@ Test(env, the_accumulator_goes_where_the_tile_fits_in_registers)
     assert_accumulator(mm, "split j 32\nsplit i 16\nreorder i.o j.o k i.i j.i\nunroll i.i\nvectorize j.i",
                        "");                                         /* 512 floats: too large */
     assert_accumulator("matmul:M=4,N=8,K=64", "reorder k i j\nunroll i\nvectorize j", "root");
+}
+
+/* ---- packing: the kernel of a state -------------------------------------- */
+
+/* The kernel schedule's pack lines for the nest `sched` makes of `spec`, one
+ * line each ("" for none). */
+static void assert_packs(const char *spec, const char *sched, const char *want)
+{
+    rlt_op *op = NULL;
+    rlt_sched *s = NULL, *kernel = NULL;
+    rlt_nest nest;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_op_parse(spec, &op, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_parse(sched, "test", &s, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_sched_apply(s, op, &nest, &d), RLT_STATUS_OK, "%s: %s", sched, d.message);
+    cr_assert_eq(env_kernel_schedule_build(&nest, &kernel, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_str got;
+    rlt_str_init(&got);
+    for (int i = 0; i < kernel->n_steps; i++) {
+        if (kernel->steps[i].kind != RLT_STEP_PACK) continue;
+        rlt_step_print(&kernel->steps[i], &got);
+        rlt_str_append(&got, "\n");
+    }
+    cr_assert_str_eq(got.data ? got.data : "", want, "%s / %s", spec, sched);
+    /* the kernel nest is what its schedule replays to */
+    rlt_nest from_nest, replayed;
+    env_kernel_nest(&nest, &from_nest);
+    cr_assert_eq(rlt_sched_apply(kernel, op, &replayed, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_nest_hash(&from_nest), rlt_nest_hash(&replayed), "%s / %s", spec, sched);
+    rlt_str_free(&got);
+    rlt_sched_destroy(kernel);
+    rlt_sched_destroy(s);
+    rlt_op_destroy(op);
+}
+
+#define TILE_8X8 "split j 8\nsplit i 8\nreorder i.o j.o k i.i j.i\nunroll i.i\nvectorize j.i"
+
+Test(env, the_tile_packs_what_it_sweeps_when_the_copy_pays)
+{
+    /* B: 128 x 256 floats, read again by each of i.o's 16 iterations */
+    assert_packs("matmul:M=128,N=256,K=128", TILE_8X8, "pack B 1 8\n");
+    /* two vectors wide: blocks of the whole tile's 16 columns */
+    assert_packs("matmul:M=128,N=256,K=128",
+                 "split j 16\nsplit j.i 8\nsplit i 4\nreorder i.o j.o k i.i j.i.o j.i.i\nunroll i.i\nunroll "
+                 "j.i.o\nvectorize j.i.i",
+                 "pack B 1 16\n");
+    /* i.o reads B 4 times only: the copy would cost more than it saves */
+    assert_packs("matmul:M=32,N=256,K=128", TILE_8X8, "");
+    /* B of 64 x 64 floats stays in the L1 cache as it is */
+    assert_packs("matmul:M=128,N=64,K=64", TILE_8X8, "");
+    /* no tile, nothing to pack for */
+    assert_packs("matmul:M=128,N=256,K=128", "split j 8\nreorder k i j.o j.i\nvectorize j.i", "");
+    /* the whole row in the tile: the copy would be the same layout */
+    assert_packs("matmul:M=128,N=8,K=1024", "split i 8\nreorder i.o k i.i j\nunroll i.i\nvectorize j", "");
+    /* a weight is packed once, before the timed calls: whatever the reuse */
+    assert_packs("dense:M=8,N=64,K=32", TILE_8X8, "pack W 0 8\n");
+}
+
+Test(env, a_schedule_with_packs_starts_at_the_state_without_them)
+{
+    fake_eval f = {0};
+    rlt_env *a = make_env(MM, &f), *b = make_env(MM, &f);
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_env_reset(a, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_env_reset_schedule(b, "pack B j 2", &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_env_state_hash(a), rlt_env_state_hash(b));
+    rlt_env_destroy(a);
+    rlt_env_destroy(b);
 }
 
 Test(env, a_schedule_with_cache_write_starts_at_the_state_without_it)
