@@ -42,8 +42,10 @@ RLT_API int rlt_shape_set_count(const rlt_shape_set *s, bool is_test);
  * The strings are borrowed for the call. */
 typedef struct rlt_shape_gen_opts {
     const char *kind;       /* "mm" (matmul M, N, K each from dims), "mm-random" (max_shapes distinct
-                               matmuls, M, N, K each drawn log-uniformly from dims' values) or "conv"
-                               (conv2d, docs/policy.md) */
+                               matmuls, M, N, K each drawn log-uniformly from dims' values),
+                               "dense-random" (dense, the same, bias and relu each on or off at
+                               random), "bmm-random" (batch_matmul, the same, the batch log-uniform
+                               in 2..16) or "conv" (conv2d, docs/policy.md) */
     const char *dims;       /* mm: the range of M, N and K; conv: the range of C and K (channels) */
     const char *sizes;      /* conv: the range of H = W; NULL = "7,14,28,56"; mm: must be NULL */
     const char *kernels;    /* conv: R = S, odd only (pad R/2 keeps the size); NULL = "1,3"; mm: must be NULL */
@@ -61,7 +63,9 @@ typedef struct rlt_shape_gen_opts {
  * mm gives matmul:M=..,N=..,K=..; mm-random draws max_shapes (1..100000,
  * required) distinct matmuls by the seed, M, N and K each log-uniformly from
  * dims' values (sizes from 16 to 63 as likely as from 256 to 1023), in the
- * order drawn; conv gives conv2d with N=1, stride 1 and
+ * order drawn; dense-random and bmm-random draw dense and batch_matmul shapes
+ * the same way (distinct in M, N, K), with bias and relu each on or off
+ * (dense) or the batch log-uniform in 2..16 (batch_matmul); conv gives conv2d with N=1, stride 1 and
  * pad R/2 (output size = input size). Specs are canonical; `about` records
  * the options ("kind mm dims 64:256:16 test-fraction 0.2 seed 0"). The same
  * opts give the same set. Errors: INVALID_ARGUMENT naming the option as

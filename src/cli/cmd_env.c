@@ -60,6 +60,13 @@ static bool print_state(const rlt_env *env)
         printf("accumulate: in a local tile inside %s (cache_write %s)\n", acc, acc);
     else
         printf("accumulate: in place (no loop holds a register tile with a reduction inside)\n");
+    char *kernel = rlt_env_schedule(env); /* its pack lines: docs/env.md, "Packing" */
+    if (!kernel) return false;
+    for (const char *line = kernel; (line = strstr(line, "\npack ")) != NULL; line++) {
+        int len = (int)strcspn(line + 1, "\n");
+        printf("pack:     %.*s (the tile reads it in contiguous panels)\n", len, line + 1);
+    }
+    rlt_free(kernel);
     print_gflops(env);
     print_legal(env);
     return true;

@@ -19,8 +19,9 @@
 
 static const rlt_cli_opt gen_dataset_opts[] = {
     {"kind", "KIND", "mm (matmul: M, N, K from --dims), mm-random (matmul: --max-shapes of them, M, N, K "
-                     "each drawn log-uniformly from --dims), conv (conv2d: C, K from --dims) or states (the env "
-                     "states of one op, measured) (default mm)"},
+                     "each drawn log-uniformly from --dims), dense-random, bmm-random (dense, batch_matmul: "
+                     "drawn the same way), conv (conv2d: C, K from --dims) or states (the env states of one op, "
+                     "measured) (default mm)"},
     {"dims", "RANGE", "mm: M, N and K; conv: channels C and K; LO:HI:STEP, N or A,B,C, e.g. 64:256:16 (required)"},
     {"sizes", "RANGE", "conv only: the image size H = W (default 7,14,28,56)"},
     {"kernels", "RANGE", "conv only: the kernel size R = S, odd (default 1,3)"},
@@ -200,8 +201,12 @@ static int run_gen_dataset(const rlt_cli_args *args)
         rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
         goto cleanup;
     }
-    printf("%d %s shapes (%d train, %d test) written to %s\n", set.n, strcmp(o.kind, "conv") == 0 ? "conv2d" : "matmul",
-           rlt_shape_set_count(&set, false), rlt_shape_set_count(&set, true), path);
+    const char *family = strcmp(o.kind, "conv") == 0           ? "conv2d"
+                         : strcmp(o.kind, "dense-random") == 0 ? "dense"
+                         : strcmp(o.kind, "bmm-random") == 0   ? "batch_matmul"
+                                                               : "matmul";
+    printf("%d %s shapes (%d train, %d test) written to %s\n", set.n, family, rlt_shape_set_count(&set, false),
+           rlt_shape_set_count(&set, true), path);
     rc = RLT_CLI_EXIT_OK;
 cleanup:
     rlt_shape_set_free(&set);
@@ -210,8 +215,10 @@ cleanup:
 
 const rlt_cli_cmd rlt_cli_cmd_gen_dataset = {
     .name = "gen-dataset",
-    .brief = "write a dataset of matmul or conv2d shapes for LoopTune policies, or of an op's env states",
-    .synopsis = "--dims RANGE --out FILE [--kind mm|mm-random|conv] [--sizes RANGE] [--kernels RANGE]\n"
+    .brief = "write a dataset of matmul, dense, batch_matmul or conv2d shapes for LoopTune policies, or of an "
+             "op's env states",
+    .synopsis = "--dims RANGE --out FILE [--kind mm|mm-random|dense-random|bmm-random|conv] [--sizes RANGE]\n"
+                "                          [--kernels RANGE]\n"
                 "                          [--test-fraction X] [--max-shapes N] [--seed S]\n"
                 "       rltune gen-dataset --kind states (--op SPEC | --expr EXPR --shape SHAPE) --out FILE\n"
                 "                          [--schedule FILE] [--depth N] [--max-states N] [--batch N] [--seed S]\n"
@@ -223,6 +230,8 @@ const rlt_cli_cmd rlt_cli_cmd_gen_dataset = {
                "never sees. --kind mm gives matmul:M=..,N=..,K=.. with M, N and K each from --dims;\n"
                "--kind mm-random draws --max-shapes distinct matmuls instead, M, N and K each from --dims'\n"
                "values, log-uniformly (as many of 16..63 as of 256..1023: thin and tall ones, odd sizes);\n"
+               "--kind dense-random and bmm-random draw dense and batch_matmul shapes the same way, with\n"
+               "bias and relu each on or off at random (dense) or the batch log-uniform in 2..16;\n"
                "--kind conv gives conv2d with N=1, C and K from --dims, H = W from --sizes, R = S from\n"
                "--kernels, stride 1 and pad R/2 (the output keeps the input's size). A RANGE is\n"
                "LO:HI:STEP (LO, LO+STEP, ... up to HI), a value N, or a list A,B,C of whole numbers >= 1.\n"

@@ -4,8 +4,9 @@
  * train / test split, and the dataset file (docs/formats.md, "Shape
  * datasets"), written atomically and read back with file:line messages.
  *
- *   rlt_shape_set_generate   ranges -> canonical op specs, split (mm-random:
- *                            M, N, K drawn log-uniformly from the range)
+ *   rlt_shape_set_generate   ranges -> canonical op specs, split (mm-random,
+ *                            dense-random, bmm-random: M, N, K drawn
+ *                            log-uniformly from the range)
  *   rlt_shape_set_save       the set -> "# rltune shapes v1" text
  *   rlt_shape_set_load       and back, refusing malformed files
  */
@@ -242,7 +243,7 @@ static rlt_status choose_k(rlt_rng *rng, int n, int k, bool *chosen, rlt_diag *d
     return RLT_STATUS_OK;
 }
 
-/* The most shapes --kind mm-random draws (each is checked against those
+/* The most shapes a random kind draws (each is checked against those
  * before it). */
 #define RANDOM_MAX_SHAPES 100000
 
@@ -264,9 +265,27 @@ static int64_t draw_log_uniform(rlt_rng *rng, const range *r)
     return r->values[a];
 }
 
-/* --kind mm-random: n distinct (M, N, K) drawn by rng, each from r
- * (draw_log_uniform), into v[3 * i ..]. */
-static rlt_status draw_random_shapes(rlt_rng *rng, const range *r, int n, int64_t *v, rlt_diag *diag)
+/* The kinds that draw shapes: the op, and what each draws besides M, N, K
+ * (v[3]): nothing (matmul), the epilogue (dense: bias and relu, each on or
+ * off, as bits 0 and 1) or the batch (batch_matmul: log-uniform in
+ * 2..RANDOM_MAX_BATCH). */
+typedef enum random_kind { RANDOM_NONE, RANDOM_MM, RANDOM_DENSE, RANDOM_BMM } random_kind;
+#define RANDOM_MAX_BATCH 16
+
+static random_kind random_kind_of(const char *kind)
+{
+    return strcmp(kind, "mm-random") == 0      ? RANDOM_MM
+           : strcmp(kind, "dense-random") == 0 ? RANDOM_DENSE
+           : strcmp(kind, "bmm-random") == 0   ? RANDOM_BMM
+                                               : RANDOM_NONE;
+}
+
+/* The random kinds: n distinct (M, N, K, extra) drawn by rng, M, N and K
+ * each from r (draw_log_uniform), into v[4 * i ..]. matmul draws nothing
+ * more, so its shapes are those drawn before dense and batch_matmul were
+ * added. */
+static rlt_status draw_random_shapes(rlt_rng *rng, random_kind kind, const range *r, int n, int64_t *v,
+                                     rlt_diag *diag)
 {
     double n_distinct = (double)r->n * r->n * r->n;
     if (n_distinct < 2.0 * n)
@@ -274,25 +293,46 @@ static rlt_status draw_random_shapes(rlt_rng *rng, const range *r, int n, int64_
                         "--max-shapes %d: --dims gives %d values, so only %.0f shapes (M, N, K); draw at most half "
                         "of them or widen the range",
                         n, r->n, n_distinct);
+    int64_t batches[RANDOM_MAX_BATCH - 1];
+    for (int b = 0; b < RANDOM_MAX_BATCH - 1; b++) batches[b] = b + 2;
+    range batch = {.values = batches, .n = RANDOM_MAX_BATCH - 1};
     for (int i = 0; i < n; i++) {
         bool is_new = false;
-        while (!is_new) { /* at most half are taken, so this ends */
-            for (int d = 0; d < 3; d++) v[3 * i + d] = draw_log_uniform(rng, r);
+        while (!is_new) { /* at most half of the (M, N, K) are taken, so this ends */
+            for (int d = 0; d < 3; d++) v[4 * i + d] = draw_log_uniform(rng, r);
+            v[4 * i + 3] = kind == RANDOM_DENSE ? (int64_t)rlt_rng_below(rng, 4)
+                           : kind == RANDOM_BMM ? draw_log_uniform(rng, &batch)
+                                                : 0;
             is_new = true;
             for (int j = 0; j < i && is_new; j++)
-                is_new = memcmp(&v[3 * j], &v[3 * i], 3 * sizeof *v) != 0;
+                is_new = memcmp(&v[4 * j], &v[4 * i], 3 * sizeof *v) != 0;
         }
     }
     return RLT_STATUS_OK;
 }
 
-/* The canonical spec of matmul M, N, K = v[0], v[1], v[2]. */
-static rlt_status random_spec(const int64_t *v, char **out, rlt_diag *diag)
+/* The canonical spec of the drawn shape v (draw_random_shapes). */
+static rlt_status random_spec(random_kind kind, const int64_t *v, char **out, rlt_diag *diag)
 {
-    int64_t values[3] = {v[0], v[1], v[2]};
-    range one[3];
-    for (int d = 0; d < 3; d++) one[d] = (range){.values = &values[d], .n = 1};
-    return combination_spec(false, one, 3, 0, out, diag);
+    char spec[256];
+    if (kind == RANDOM_DENSE)
+        snprintf(spec, sizeof spec, "dense:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64 ",bias=%d,relu=%d", v[0], v[1],
+                 v[2], (int)(v[3] & 1), (int)(v[3] >> 1));
+    else if (kind == RANDOM_BMM)
+        snprintf(spec, sizeof spec, "batch_matmul:B=%" PRId64 ",M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, v[3], v[0],
+                 v[1], v[2]);
+    else
+        snprintf(spec, sizeof spec, "matmul:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, v[0], v[1], v[2]);
+    rlt_op *op = NULL;
+    rlt_status st = rlt_op_parse(spec, &op, diag);
+    if (st != RLT_STATUS_OK) {
+        rlt_diag_prefix(diag, "the ranges give a shape rltune refuses");
+        return st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT;
+    }
+    *out = rlt_strdup(op->spec);
+    rlt_op_destroy(op);
+    if (!*out) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating shapes");
+    return RLT_STATUS_OK;
 }
 
 rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set *out, rlt_diag *diag)
@@ -304,19 +344,21 @@ rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set 
     rlt_shape_set s = {0};
     rlt_status st = RLT_STATUS_OK;
     bool is_conv = false, is_random = false;
+    random_kind rkind = RANDOM_NONE;
     const char *sizes = opts->sizes ? opts->sizes : DEFAULT_SIZES;
     const char *kernels = opts->kernels ? opts->kernels : DEFAULT_KERNELS;
 
-    if (!opts->kind || (strcmp(opts->kind, "mm") != 0 && strcmp(opts->kind, "mm-random") != 0 &&
+    if (!opts->kind || (strcmp(opts->kind, "mm") != 0 && random_kind_of(opts->kind) == RANDOM_NONE &&
                         strcmp(opts->kind, "conv") != 0)) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "--kind '%.64s' is not a kind of shape dataset; expected mm (matmul), mm-random (matmul, "
-                      "sizes drawn) or conv (conv2d)",
+                      "sizes drawn), dense-random, bmm-random (batch_matmul) or conv (conv2d)",
                       opts->kind ? opts->kind : "");
         goto cleanup;
     }
     is_conv = strcmp(opts->kind, "conv") == 0;
-    is_random = strcmp(opts->kind, "mm-random") == 0;
+    rkind = random_kind_of(opts->kind);
+    is_random = rkind != RANDOM_NONE;
     if (!is_conv && (opts->sizes || opts->kernels)) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
                       "%s is for --kind conv only: --kind mm takes M, N and K from --dims",
@@ -325,7 +367,7 @@ rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set 
     }
     if (is_random && (opts->max_shapes < 1 || opts->max_shapes > RANDOM_MAX_SHAPES)) {
         st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
-                      "--kind mm-random needs --max-shapes, the number of shapes to draw, from 1 to %d",
+                      "--kind %s needs --max-shapes, the number of shapes to draw, from 1 to %d", opts->kind,
                       RANDOM_MAX_SHAPES);
         goto cleanup;
     }
@@ -365,7 +407,7 @@ rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set 
         rlt_rng rng;
         rlt_rng_seed(&rng, opts->seed);
         int n = opts->max_shapes;
-        chosen = rlt_malloc((size_t)n * 3 * sizeof *chosen);
+        chosen = rlt_malloc((size_t)n * 4 * sizeof *chosen);
         is_test = rlt_malloc((size_t)n * sizeof *is_test);
         s.specs = rlt_calloc((size_t)n, sizeof *s.specs);
         s.is_test = rlt_malloc((size_t)n * sizeof *s.is_test);
@@ -373,14 +415,14 @@ rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set 
             st = rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating %d shapes", n);
             goto cleanup;
         }
-        if ((st = draw_random_shapes(&rng, &ranges[0], n, chosen, diag)) != RLT_STATUS_OK) goto cleanup;
+        if ((st = draw_random_shapes(&rng, rkind, &ranges[0], n, chosen, diag)) != RLT_STATUS_OK) goto cleanup;
         int n_test = (int)floor((double)n * opts->test_fraction + 0.5);
         if ((st = choose_k(&rng, n, n_test, is_test, diag)) != RLT_STATUS_OK) goto cleanup;
         /* The train part, then the test part, each in the order drawn. */
         for (int part = 0; part < 2; part++) {
             for (int i = 0; i < n; i++) {
                 if (is_test[i] != (part == 1)) continue;
-                if ((st = random_spec(&chosen[3 * i], &s.specs[s.n], diag)) != RLT_STATUS_OK) goto cleanup;
+                if ((st = random_spec(rkind, &chosen[4 * i], &s.specs[s.n], diag)) != RLT_STATUS_OK) goto cleanup;
                 s.is_test[s.n++] = part == 1;
             }
         }

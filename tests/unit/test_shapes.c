@@ -280,6 +280,47 @@ Test(shapes, max_shapes_subset)
     rlt_shape_set_free(&d);
 }
 
+/* dense-random and bmm-random: the same draw of M, N and K, plus the
+ * epilogue (dense) or the batch (2..16); mm-random's shapes do not move. */
+Test(shapes, dense_and_batch_matmul_draws)
+{
+    rlt_shape_gen_opts o = {.kind = "dense-random", .dims = "16:1024:1", .max_shapes = 200, .seed = 5};
+    rlt_shape_set d = generate(o);
+    o.kind = "bmm-random";
+    rlt_shape_set b = generate(o);
+    o.kind = "mm-random";
+    rlt_shape_set m = generate(o);
+    cr_assert_str_eq(d.about, "kind dense-random dims 16:1024:1 max-shapes 200 test-fraction 0 seed 5");
+    assert_distinct(&d);
+    assert_distinct(&b);
+    int n_epilogue[4] = {0}, n_batch_above_4 = 0;
+    for (int i = 0; i < d.n; i++) {
+        long v[3], bias, relu;
+        cr_assert_eq(sscanf(d.specs[i], "dense:M=%ld,N=%ld,K=%ld,bias=%ld,relu=%ld", &v[0], &v[1], &v[2], &bias,
+                            &relu),
+                     5, "%s", d.specs[i]);
+        for (int k = 0; k < 3; k++) cr_assert(v[k] >= 16 && v[k] <= 1024, "%s", d.specs[i]);
+        n_epilogue[bias + 2 * relu]++;
+    }
+    for (int e = 0; e < 4; e++) cr_assert_gt(n_epilogue[e], 20, "epilogue %d drawn %d times of 200", e, n_epilogue[e]);
+    for (int i = 0; i < b.n; i++) {
+        long batch, v[3];
+        cr_assert_eq(sscanf(b.specs[i], "batch_matmul:B=%ld,M=%ld,N=%ld,K=%ld", &batch, &v[0], &v[1], &v[2]), 4,
+                     "%s", b.specs[i]);
+        cr_assert(batch >= 2 && batch <= 16, "%s", b.specs[i]);
+        n_batch_above_4 += batch > 4;
+    }
+    cr_assert(n_batch_above_4 > 60 && n_batch_above_4 < 180, "%d of 200 batches above 4", n_batch_above_4);
+    /* the first shape matmul draws is dense's first M, N, K */
+    long mm[3], dn[3];
+    cr_assert_eq(sscanf(m.specs[0], "matmul:M=%ld,N=%ld,K=%ld", &mm[0], &mm[1], &mm[2]), 3);
+    cr_assert_eq(sscanf(d.specs[0], "dense:M=%ld,N=%ld,K=%ld", &dn[0], &dn[1], &dn[2]), 3);
+    cr_assert(mm[0] == dn[0] && mm[1] == dn[1] && mm[2] == dn[2], "%s / %s", m.specs[0], d.specs[0]);
+    rlt_shape_set_free(&d);
+    rlt_shape_set_free(&b);
+    rlt_shape_set_free(&m);
+}
+
 /* mm-random: distinct matmuls drawn from the range, log-uniformly (as many
  * thin sizes below 64 as sizes from 256 up), the same for the same seed. */
 Test(shapes, mm_random_draws)
