@@ -133,6 +133,37 @@ Test(cli_env, step_limit_and_start_schedule)
     cli_run_free(&r);
 }
 
+/* A weight the register tile sweeps is packed (docs/env.md, "Packing"): a
+ * `pack:` line, the final schedule's last line, and a start from that
+ * schedule is the same state. */
+Test(cli_env, the_packs_are_shown_and_start_again)
+{
+    const char *start = tmp_path("tile.sched");
+    tmp_file_write_text(start, "split j 8\nsplit i 8\nreorder i.o j.o k i.i j.i\nunroll i.i\nvectorize j.i\n");
+    const char *final = "# rltune schedule v1\n"
+                        "split j 8\n"
+                        "split i 8\n"
+                        "reorder i.o j.o k i.i j.i\n"
+                        "unroll i.i\n"
+                        "vectorize j.i\n"
+                        "cache_write j.o\n"
+                        "pack W 0 8\n";
+    const char *save = tmp_path("final.sched");
+    cli_run r = CLI_STDIN("stop\n", "env", "--op", "dense:M=16,N=16,K=8", "--schedule", start, FAST, "--save", save);
+    assert_ok(&r);
+    assert_has(r.out, "accumulate: in a local tile inside j.o (cache_write j.o)\n"
+                      "pack:     pack W 0 8 (the tile reads it in contiguous panels)\n"
+                      "GFLOP/s:  ",
+               "stdout");
+    assert_has(r.out, ", OK\n", "stdout");
+    assert_has(r.out, final, "stdout");
+    cli_run again = CLI_STDIN("stop\n", "env", "--op", "dense:M=16,N=16,K=8", "--schedule", save, FAST);
+    assert_ok(&again);
+    assert_has(again.out, final, "stdout");
+    cli_run_free(&again);
+    cli_run_free(&r);
+}
+
 Test(cli_env, measured_peak_and_help)
 {
     cli_run r = CLI_STDIN("stop\n", "env", "--op", "matmul:M=4,N=4,K=4", "--cflags", "-O1 -march=native");
