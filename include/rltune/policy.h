@@ -53,7 +53,7 @@ RLT_API bool rlt_policy_is_blind(const rlt_policy *p);
 #define RLT_OPTIMIZE_MAX_TRACE 256
 /* The rollout length `rltune optimize` and `rltune tune --policy` use by
  * default: the shipped policy's training episodes are this long. */
-#define RLT_POLICY_DEFAULT_STEPS 16
+#define RLT_POLICY_DEFAULT_STEPS 24
 
 /* What an optimisation found: the best state it evaluated. */
 typedef struct rlt_optimize_result {

@@ -137,7 +137,7 @@ RLT_API rlt_status rlt_demo_set_append(rlt_demo_set *dst, rlt_demo_set *src, con
 /* Progress of long runs: one line of text (no newline) at each step. */
 typedef void (*rlt_imitate_progress_fn)(void *ctx, const char *line);
 
-#define RLT_DEMOS_DEFAULT_STEPS 16
+#define RLT_DEMOS_DEFAULT_STEPS 24
 #define RLT_DEMOS_DEFAULT_BUDGET_S 60.0
 #define RLT_DEMOS_DEFAULT_GUIDE_BEAM 2
 #define RLT_DEMOS_DEFAULT_TIE 0.02

@@ -17,6 +17,10 @@
 #include <signal.h>
 #include <stdio.h>
 
+/* A macro's value as a string literal, for help texts: RLT_CLI_STR(RLT_SHAPES_MAX). */
+#define RLT_CLI_STR2(x) #x
+#define RLT_CLI_STR(x) RLT_CLI_STR2(x)
+
 /* Exit codes, documented in docs/cli.md and `rltune --help`. */
 enum {
     RLT_CLI_EXIT_OK = 0,

@@ -14,8 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define STR2(x) #x
-#define STR(x) STR2(x)
 
 static const rlt_cli_opt dataset_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=64,N=64,K=64 (see 'rltune ops')"},
@@ -23,7 +21,7 @@ static const rlt_cli_opt dataset_opts[] = {
     {"shape", "SHAPE", "extents of the expression's indices, e.g. i=64,j=64,k=64"},
     {"out", "FILE", "the dataset file: a new file, or this dataset's to resume it"},
     {"samples", "N", "measure every valid configuration if there are at most N, else a uniform sample of N, "
-                     "1.." STR(RLT_DATASET_MAX_SAMPLES) " (default " STR(RLT_DATASET_DEFAULT_SAMPLES) ")"},
+                     "1.." RLT_CLI_STR(RLT_DATASET_MAX_SAMPLES) " (default " RLT_CLI_STR(RLT_DATASET_DEFAULT_SAMPLES) ")"},
     {"seed", "S", "seed of the sample and of the measuring order, a whole number >= 0 (default 0)"},
     {"fix", "KNOBS", "measure only the sub-space with these knobs held, e.g. 'cc=gcc;vec=j*16;unroll=1' (knob=value "
                      "as in configuration keys, ';' between; default: none)"},

@@ -14,8 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define STR2(x) #x
-#define STR(x) STR2(x)
 
 static const rlt_cli_opt gen_dataset_opts[] = {
     {"kind", "KIND", "mm (matmul: M, N, K from --dims), mm-random (matmul: --max-shapes of them, M, N, K "
@@ -27,7 +25,7 @@ static const rlt_cli_opt gen_dataset_opts[] = {
     {"kernels", "RANGE", "conv only: the kernel size R = S, odd (default 1,3)"},
     {"test-fraction", "X", "the part of the shapes held out for testing, from 0 up to (not including) 1 "
                            "(default 0.2)"},
-    {"max-shapes", "N", "keep a random subset of N shapes, 1.." STR(RLT_SHAPES_MAX) " (default: all)"},
+    {"max-shapes", "N", "keep a random subset of N shapes, 1.." RLT_CLI_STR(RLT_SHAPES_MAX) " (default: all)"},
     {"seed", "S", "seed of the subset and of the split (states: of the states kept and of the input data), "
                   "a whole number >= 0 (default 0)"},
     {"out", "FILE", "the dataset file to write (replaced atomically; required)"},
@@ -249,7 +247,7 @@ const rlt_cli_cmd rlt_cli_cmd_gen_dataset = {
                "  rltune gen-dataset --kind conv --dims 16,32,64 --sizes 14,28 --kernels 1,3 --out conv.shapes\n"
                "  rltune gen-dataset --kind states --op matmul:M=32,N=32,K=32 --depth 4 --out mm32.states\n"
                "The same options give the same file (a state dataset: the same states, measured). At most\n"
-               STR(RLT_SHAPES_MAX) " shapes before --max-shapes. stdout gets one line: the shapes, train /\n"
+               RLT_CLI_STR(RLT_SHAPES_MAX) " shapes before --max-shapes. stdout gets one line: the shapes, train /\n"
                "test, the file (states: two lines, the states and their GFLOP/s). Formats:\n"
                "docs/formats.md (\"Shape datasets\"), docs/env.md (\"State datasets\"). Ctrl-C stops a\n"
                "state dataset after the batch in flight and writes the states measured.\n"

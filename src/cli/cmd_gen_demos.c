@@ -23,7 +23,7 @@ static const rlt_cli_opt gen_demos_opts[] = {
     {"traces", "FILE", "a demonstrations file whose traces join the library before any search (traces "
                        "written by hand, or found on other shapes); then --search-shapes may be 0"},
     {"budget", "S", "time budget of each search in seconds, above 0 (default 60)"},
-    {"steps", "N", "actions of a trace at most, 1..256 (default 16)"},
+    {"steps", "N", "actions of a trace at most, 1..256 (default " RLT_CLI_STR(RLT_DEMOS_DEFAULT_STEPS) ")"},
     {"tie", "X", "near-ties within this fraction go to the trace best over all shapes, 0..0.5 (default 0.02)"},
     RLT_CLI_ENV_MEASURE_OPTS,
 };

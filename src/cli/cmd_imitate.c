@@ -17,7 +17,7 @@ static const rlt_cli_opt imitate_opts[] = {
     {"batch", "N", "minibatch rows, 1..4096 (default 64)"},
     {"lr", "X", "Adam's learning rate, in (0, 1] (default 0.001)"},
     {"hidden", "N,N", "hidden layers' units, 1 to 4 layers of 1..4096 (default 256,128)"},
-    {"steps", "N", "the rollout length the policy is for; longer demonstrations are refused (default 16)"},
+    {"steps", "N", "the rollout length the policy is for; longer demonstrations are refused (default " RLT_CLI_STR(RLT_POLICY_DEFAULT_STEPS) ")"},
     {"seed", "S", "seed of the network's weights and of the minibatches (default 0)"},
     {"json", NULL, "print one JSON object on stdout instead of the summary line"},
 };

@@ -23,7 +23,7 @@ static const rlt_cli_opt optimize_opts[] = {
     {"beam", "W", "beam width: with --policy a policy-guided beam search; with --search beam (default 2)"},
     {"lookahead", "L", "--search greedy: actions looked ahead, 1 or 2 (default 1)"},
     {"time-budget", "S", "--search random: seconds to search (required); others: stop when spent"},
-    {"steps", "N", "actions from the start: the rollout's length or the search's depth (default 16)"},
+    {"steps", "N", "actions from the start: the rollout's length or the search's depth (default " RLT_CLI_STR(RLT_POLICY_DEFAULT_STEPS) ")"},
     {"json", NULL, "print one JSON object instead of text"},
     {"save", "FILE", "also write the best schedule to FILE"},
     RLT_CLI_ENV_MEASURE_OPTS,
