@@ -192,6 +192,22 @@ static char *about_text(const rlt_shape_gen_opts *o, bool is_conv, const char *s
     return rlt_str_take(&s);
 }
 
+/* The canonical form of a spec the generator wrote (rlt_op_parse's), into
+ * *out (owned); INVALID_ARGUMENT when rltune refuses the shape. */
+static rlt_status canonical_spec(const char *spec, char **out, rlt_diag *diag)
+{
+    rlt_op *op = NULL;
+    rlt_status st = rlt_op_parse(spec, &op, diag);
+    if (st != RLT_STATUS_OK) {
+        rlt_diag_prefix(diag, "the ranges give a shape rltune refuses");
+        return st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT;
+    }
+    *out = rlt_strdup(op->spec);
+    rlt_op_destroy(op);
+    if (!*out) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating shapes");
+    return RLT_STATUS_OK;
+}
+
 /* The canonical spec of combination `index` (mixed radix over the ranges,
  * the last one fastest). */
 static rlt_status combination_spec(bool is_conv, const range *ranges, int n_ranges, int64_t index, char **out,
@@ -210,16 +226,7 @@ static rlt_status combination_spec(bool is_conv, const range *ranges, int n_rang
                  v[0], v[1], v[1], v[2], v[3], v[3], v[3] / 2);
     else
         snprintf(spec, sizeof spec, "matmul:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, v[0], v[1], v[2]);
-    rlt_op *op = NULL;
-    rlt_status st = rlt_op_parse(spec, &op, diag);
-    if (st != RLT_STATUS_OK) {
-        rlt_diag_prefix(diag, "the ranges give a shape rltune refuses");
-        return st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT;
-    }
-    *out = rlt_strdup(op->spec);
-    rlt_op_destroy(op);
-    if (!*out) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating shapes");
-    return RLT_STATUS_OK;
+    return canonical_spec(spec, out, diag);
 }
 
 /* Marks k of the n flags true, chosen uniformly by rng (a partial
@@ -323,16 +330,7 @@ static rlt_status random_spec(random_kind kind, const int64_t *v, char **out, rl
                  v[1], v[2]);
     else
         snprintf(spec, sizeof spec, "matmul:M=%" PRId64 ",N=%" PRId64 ",K=%" PRId64, v[0], v[1], v[2]);
-    rlt_op *op = NULL;
-    rlt_status st = rlt_op_parse(spec, &op, diag);
-    if (st != RLT_STATUS_OK) {
-        rlt_diag_prefix(diag, "the ranges give a shape rltune refuses");
-        return st == RLT_STATUS_OUT_OF_MEMORY ? st : RLT_STATUS_INVALID_ARGUMENT;
-    }
-    *out = rlt_strdup(op->spec);
-    rlt_op_destroy(op);
-    if (!*out) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory generating shapes");
-    return RLT_STATUS_OK;
+    return canonical_spec(spec, out, diag);
 }
 
 rlt_status rlt_shape_set_generate(const rlt_shape_gen_opts *opts, rlt_shape_set *out, rlt_diag *diag)
