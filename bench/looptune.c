@@ -121,7 +121,7 @@ static void strip_packs(const char *schedule, char *out, size_t cap)
 }
 
 /* Whether OpenBLAS is a baseline of the op (matmul, dense, batch_matmul). */
-static bool has_blas(const char *spec)
+static bool is_product(const char *spec)
 {
     return strncmp(spec, "matmul:", 7) == 0 || strncmp(spec, "dense:", 6) == 0 || strncmp(spec, "batch_matmul:", 13) == 0;
 }
@@ -359,7 +359,6 @@ int main(int argc, char **argv)
 
     /* the workloads: evenly spaced test shapes, then the conv layers */
     const char *specs[MAX_WORKLOADS];
-    bool is_product[MAX_WORKLOADS];
     int n_work = 0;
     static int test_idx[4096];
     int n_idx = 0;
@@ -368,13 +367,11 @@ int main(int argc, char **argv)
     if (n_test > n_idx) n_test = n_idx;
     for (int i = 0; i < n_test; i++) {
         const char *spec = shapes.specs[test_idx[(int64_t)i * n_idx / n_test]];
-        is_product[n_work] = has_blas(spec);
         specs[n_work++] = spec;
     }
     char *conv_copy = strdup(conv);
     for (char *tok = strtok(conv_copy, ";"); tok && strcmp(conv, "none") != 0 && n_work < MAX_WORKLOADS;
          tok = strtok(NULL, ";")) {
-        is_product[n_work] = false;
         specs[n_work++] = tok;
     }
 
@@ -436,10 +433,10 @@ int main(int argc, char **argv)
                                                      ? rr->remeasured[r] /* nothing packed: the same kernel */
                                                      : remeasure(wl, op, rr->unpacked);
             }
-            if (is_product[w]) b[r] = sgemm_gflops(spec);
+            if (is_product(spec)) b[r] = sgemm_gflops(spec);
             if (is_conv(spec)) b[r] = dnnl_gflops(spec);
         }
-        if (is_product[w] || is_conv(spec)) base[w] = bench_median(b, rounds);
+        if (is_product(spec) || is_conv(spec)) base[w] = bench_median(b, rounds);
         for (int k = 0; k < n_methods; k++) {
             runs[w][k].final_gflops = bench_median(runs[w][k].remeasured, rounds);
             if (runs[w][k].unpacked[0]) runs[w][k].unpacked_gflops = bench_median(runs[w][k].unpacked_remeasured, rounds);
@@ -451,7 +448,7 @@ int main(int argc, char **argv)
             if (!is_policy_method(methods[k]) &&
                 (best < 0 || runs[w][k].final_gflops > runs[w][best].final_gflops))
                 best = k;
-        printf("### %s%s\n\n", spec, !is_product[w] ? "" : n_random ? " (drawn)" : " (held out)");
+        printf("### %s%s\n\n", spec, !is_product(spec) ? "" : n_random ? " (drawn)" : " (held out)");
         printf("| method | GFLOP/s | x best search | x %s | wall s | states measured | actions |\n",
                is_conv(spec) ? "oneDNN" : "OpenBLAS");
         printf("|---|---:|---:|---:|---:|---:|---:|\n");
@@ -472,7 +469,7 @@ int main(int argc, char **argv)
             ratio_best[n_ratio] = runs[w][0].final_gflops / runs[w][best].final_gflops;
             ratio_time[n_ratio++] = runs[w][0].wall_s / runs[w][best].wall_s;
         }
-        if (base[w] > 0 && is_product[w]) ratio_blas[n_blas_ratio++] = runs[w][0].final_gflops / base[w];
+        if (base[w] > 0 && is_product(spec)) ratio_blas[n_blas_ratio++] = runs[w][0].final_gflops / base[w];
         rlt_workload_destroy(wl);
         rlt_op_destroy(op);
     }

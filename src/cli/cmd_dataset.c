@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static const rlt_cli_opt dataset_opts[] = {
     {"op", "SPEC", "built-in op, e.g. matmul:M=64,N=64,K=64 (see 'rltune ops')"},
     {"expr", "EXPR", "a user expression instead, e.g. 'C[i,j] += A[i,k] * B[k,j]' (needs --shape)"},

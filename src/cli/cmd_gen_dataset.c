@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static const rlt_cli_opt gen_dataset_opts[] = {
     {"kind", "KIND", "mm (matmul: M, N, K from --dims), mm-random (matmul: --max-shapes of them, M, N, K "
                      "each drawn log-uniformly from --dims), dense-random, bmm-random (dense, batch_matmul: "

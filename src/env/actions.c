@@ -203,24 +203,15 @@ static int place_accumulator(const rlt_nest *nest, rlt_nest *kernel)
 
 /* ---- the kernel of a state: automatic packing --------------------------- */
 
-/* The axis variable v comes from (following splits; the env has no fuse). */
-static int var_axis(const rlt_nest *n, int v)
-{
-    while (n->vars[v].origin != RLT_VAR_AXIS) v = n->vars[v].parent;
-    return n->vars[v].axis;
-}
-
 /* Whether every loop variable v is made of sits at a position after p
- * (inside the accumulator's loop). */
+ * (inside the accumulator's loop); the env has no fuse. */
 static bool var_inside(const rlt_nest *n, int v, int p)
 {
     int pos = rlt_nest_loop_of_var(n, v);
     if (pos >= 0) return pos > p;
-    for (int c = 0; c < n->n_vars; c++)
-        if ((n->vars[c].origin == RLT_VAR_SPLIT_OUTER || n->vars[c].origin == RLT_VAR_SPLIT_INNER) &&
-            n->vars[c].parent == v && !var_inside(n, c, p))
-            return false;
-    return true;
+    int outer, inner, fused;
+    rlt_nest_var_children(n, v, &outer, &inner, &fused);
+    return outer >= 0 && var_inside(n, outer, p) && var_inside(n, inner, p);
 }
 
 /* The block the tile covers along the vectorized loop's axis: the extent of
@@ -262,7 +253,7 @@ static void place_packs(rlt_nest *kernel, int p)
         if (n->loops[l].kind == RLT_LOOP_VECTORIZE) vec = n->loops[l].var;
     int64_t block = vec >= 0 ? tile_block(n, vec, p) : 0;
     if (block < 2) return;
-    int axis = var_axis(n, vec);
+    int axis = rlt_nest_var_axis(n, vec);
     const rlt_expr *loads[64];
     int n_loads = rlt_op_loads(op, loads, 64);
     for (int t = 0; t < op->n_tensors - 1; t++) {
@@ -273,7 +264,7 @@ static void place_packs(rlt_nest *kernel, int p)
         int64_t reuse = 1;     /* how often the loops outside the tile read it again */
         for (int l = 0; l < n->n_loops; l++) {
             const rlt_var *v = &n->vars[n->loops[l].var];
-            bool uses = tensor_uses_axis(op, loads, n_loads, t, var_axis(n, n->loops[l].var));
+            bool uses = tensor_uses_axis(op, loads, n_loads, t, rlt_nest_var_axis(n, n->loops[l].var));
             if (l > p && v->is_reduce && uses) is_swept = true;
             if (l <= p && !uses && reuse < INT64_MAX / v->extent) reuse *= v->extent;
         }
@@ -297,20 +288,24 @@ int env_accumulator_loop(const rlt_nest *nest)
     return place_accumulator(nest, &scratch);
 }
 
-void env_kernel_nest(const rlt_nest *nest, rlt_nest *out)
+/* The kernel of a state in *kernel, and the accumulator's loop (as
+ * env_accumulator_loop). */
+static int place_kernel(const rlt_nest *nest, rlt_nest *kernel)
 {
-    int p = place_accumulator(nest, out);
-    if (p != ENV_NO_ACCUMULATOR) place_packs(out, p);
+    int p = place_accumulator(nest, kernel);
+    if (p != ENV_NO_ACCUMULATOR) place_packs(kernel, p);
+    return p;
 }
+
+void env_kernel_nest(const rlt_nest *nest, rlt_nest *out) { place_kernel(nest, out); }
 
 rlt_status env_kernel_schedule_build(const rlt_nest *nest, rlt_sched **out, rlt_diag *diag)
 {
     rlt_status st = env_schedule_build(nest, -1, out, diag);
-    int p = env_accumulator_loop(nest);
+    rlt_nest kernel;
+    int p = place_kernel(nest, &kernel);
     if (st != RLT_STATUS_OK || p == ENV_NO_ACCUMULATOR) return st;
     st = rlt_sched_add_cache_write(*out, p < 0 ? NULL : loop_name(nest, p), diag);
-    rlt_nest kernel;
-    env_kernel_nest(nest, &kernel);
     for (int t = 0; t < nest->op->n_tensors && st == RLT_STATUS_OK; t++) {
         const rlt_layout *l = &kernel.layouts[t];
         if (l->n_blocks > 0)

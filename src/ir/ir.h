@@ -228,6 +228,10 @@ int rlt_nest_find_loop(const rlt_nest *nest, const char *name);
 /* Loop position of variable v, or -1 when v is not a current loop. */
 int rlt_nest_loop_of_var(const rlt_nest *nest, int var);
 
+/* The op axis variable var comes from (split halves follow their parent);
+ * -1 for a fused variable. */
+int rlt_nest_var_axis(const rlt_nest *nest, int var);
+
 /* True if the staged layout of tensor t differs from the tensor itself. */
 bool rlt_layout_is_staged(const rlt_layout *layout);
 

@@ -42,6 +42,13 @@ int rlt_nest_loop_of_var(const rlt_nest *nest, int var)
     return -1;
 }
 
+int rlt_nest_var_axis(const rlt_nest *nest, int var)
+{
+    while (nest->vars[var].origin == RLT_VAR_SPLIT_OUTER || nest->vars[var].origin == RLT_VAR_SPLIT_INNER)
+        var = nest->vars[var].parent;
+    return nest->vars[var].origin == RLT_VAR_AXIS ? nest->vars[var].axis : -1;
+}
+
 bool rlt_layout_is_staged(const rlt_layout *layout) { return layout->is_padded || layout->n_blocks > 0; }
 
 void rlt_nest_var_children(const rlt_nest *nest, int var, int *split_outer, int *split_inner, int *fused)

@@ -31,14 +31,6 @@
 #include <math.h>
 #include <string.h>
 
-/* The op axis a variable comes from (split halves follow their parent). */
-static int axis_of(const rlt_nest *n, int var)
-{
-    while (n->vars[var].origin == RLT_VAR_SPLIT_OUTER || n->vars[var].origin == RLT_VAR_SPLIT_INNER)
-        var = n->vars[var].parent;
-    return n->vars[var].origin == RLT_VAR_AXIS ? n->vars[var].axis : -1;
-}
-
 /* The choice of knob k nearest in log2 to `value` (values <= 0 compare as
  * themselves: none, off). */
 static int nearest_choice(const rlt_knob *k, int64_t value)
@@ -89,7 +81,7 @@ static void read_nest(const rlt_space *s, const rlt_nest *n, rlt_config *out)
     for (int l = 0; l < n->n_loops; l++) {
         const rlt_loop *loop = &n->loops[l];
         const rlt_var *v = &n->vars[loop->var];
-        int a = axis_of(n, loop->var);
+        int a = rlt_nest_var_axis(n, loop->var);
         if (a < 0) continue;
         if (loop->kind == RLT_LOOP_VECTORIZE) {
             vec_axis = a;
