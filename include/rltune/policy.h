@@ -46,8 +46,9 @@ RLT_API rlt_status rlt_policy_set_about(rlt_policy *p, const char *text, rlt_dia
 #define RLT_POLICY_DEFAULT_HIDDEN_1 256
 #define RLT_POLICY_DEFAULT_HIDDEN_2 128
 
-/* Whether the policy was trained to act without measuring (behaviour
- * cloning: its rollout measures only the state it ends at). */
+/* Whether the policy acts without measuring (behaviour cloning, and PPO
+ * fine-tuned from it by `rltune train --init`): its rollout measures only
+ * the state it ends at. */
 RLT_API bool rlt_policy_is_blind(const rlt_policy *p);
 
 #define RLT_OPTIMIZE_MAX_TRACE 256

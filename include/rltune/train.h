@@ -288,6 +288,14 @@ typedef struct rlt_train_opts {
     double ppo_lambda;              /* GAE's lambda, (0, 1] */
     double ppo_clip;                /* the surrogate's clip, (0, 1) */
     double ppo_entropy_coef;        /* entropy bonus, >= 0 (a negative value asks for 0) */
+    int ppo_critic_warmup;          /* env steps at the start in which the actor is held and only the critic
+                                       learns, 0..RLT_TRAIN_MAX_STEPS; default 0 (a negative value asks for 0);
+                                       for a fresh critic beside a trained actor (init) */
+    /* fine-tuning: ppo only, a new run only */
+    const rlt_policy *init;         /* NULL: networks from the seed; else the actor starts as this bc or ppo
+                                       policy's network (and the critic as a ppo policy's), with its hidden
+                                       layers, and stays blind if it is (rlt_policy_is_blind); borrowed */
+    const char *init_name;          /* names it (the file) in messages, the checkpoint and `about` */
     /* measurement: cc, cflags, repeat, min_repeat_ms, timeout_s, n_threads,
      * peak_gflops, seed (input data), evaluate (tests, cost models);
      * max_steps is ignored (episodes are the trainer's). Copied per env. */

@@ -3,7 +3,8 @@
  * rltune/train.h) on the training part of a shape dataset, every new
  * state built, run and checked, and writes the policy (--out), checkpoints
  * (--checkpoint, default OUT.ckpt) and the reward curve (--curve, SVG).
- * --resume continues a checkpoint's run to the total --steps.
+ * --resume continues a checkpoint's run to the total --steps; --init
+ * starts PPO from a policy (fine-tuning a cloned one).
  *
  * On a terminal (stderr) a progress line is redrawn as the run goes; the
  * first Ctrl-C stops the run after the step in flight, writes the
@@ -30,9 +31,13 @@ static const rlt_cli_opt train_opts[] = {
     {"hidden", "N,N", "hidden layers' units, 1 to 4 layers of 1..4096 (default 256,128)"},
     {"lr", "X", "Adam's learning rate, in (0, 1] (default: dqn 0.0005, ppo 0.0003)"},
     {"gamma", "X", "discount, in (0, 0.9999] (default 0.9)"},
+    {"entropy", "X", "ppo: the entropy bonus's weight, 0..10 (default 0.01)"},
+    {"critic-warmup", "N", "ppo: env steps at the start in which only the critic learns (default 0; for --init)"},
     {"checkpoint", "FILE", "checkpoint file (default OUT.ckpt)"},
     {"checkpoint-every", "N", "env steps between checkpoints, 1..1000000000 (default 500)"},
     {"resume", "FILE", "continue the run of this checkpoint (options left out take its values)"},
+    {"init", "FILE", "ppo: start the actor from this policy (bc or ppo, e.g. rltune imitate's), with its hidden "
+                     "layers; a blind one stays blind"},
     {"curve", "FILE", "reward curve as SVG (default: OUT with .svg for .rlp, or OUT.svg)"},
     {"json", NULL, "print one JSON object on stdout instead of the summary line"},
     {"threads", "N", "run-time threads of a parallel loop, 1..256 (default 1)"},
@@ -108,7 +113,8 @@ static int read_opts(const rlt_cli_args *args, rlt_train_opts *o)
 {
     rlt_diag d = {0};
     int64_t steps = 0, envs = 0, episode_steps = 0, every = 0;
-    double lr = 0, gamma = 0;
+    double lr = 0, gamma = 0, entropy = -1;
+    int64_t warmup = -1;
     rlt_status st = rlt_cli_env_opts_get(args, TRAIN_REPEAT_DEFAULT, TRAIN_MIN_REPEAT_MS_DEFAULT, &o->env, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "steps", 0, 1, RLT_TRAIN_MAX_STEPS, &steps, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "envs", 0, 1, RLT_TRAIN_MAX_ENVS, &envs, &d);
@@ -117,6 +123,8 @@ static int read_opts(const rlt_cli_args *args, rlt_train_opts *o)
     if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "checkpoint-every", 0, 1, RLT_TRAIN_MAX_STEPS, &every, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "lr", 0, 0, true, 1, &lr, &d);
     if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "gamma", 0, 0, true, 0.9999, &gamma, &d);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_double(args, "entropy", -1, 0, false, 10, &entropy, &d);
+    if (st == RLT_STATUS_OK) st = rlt_cli_args_int(args, "critic-warmup", -1, 0, RLT_TRAIN_MAX_STEPS, &warmup, &d);
     if (st != RLT_STATUS_OK) {
         rlt_cli_error("%s", d.message);
         return RLT_CLI_EXIT_USAGE;
@@ -144,9 +152,13 @@ static int read_opts(const rlt_cli_args *args, rlt_train_opts *o)
     o->episode_steps = (int)episode_steps;
     o->lr = lr;
     o->gamma = gamma;
+    /* 0 in the options is "the default (or the checkpoint's)"; a given 0 is asked for as -1 */
+    o->ppo_entropy_coef = entropy == 0 ? -1 : entropy < 0 ? 0 : entropy;
+    o->ppo_critic_warmup = warmup == 0 ? -1 : warmup < 0 ? 0 : (int)warmup;
     o->checkpoint_every = every;
     o->resume_path = rlt_cli_args_get(args, "resume");
     o->dataset_name = rlt_cli_args_get(args, "dataset");
+    o->init_name = rlt_cli_args_get(args, "init");
     return RLT_CLI_EXIT_OK;
 }
 
@@ -234,7 +246,7 @@ static int run_train(const rlt_cli_args *args)
     int rc = RLT_CLI_EXIT_USAGE;
     rlt_diag d = {0};
     rlt_shape_set set = {0};
-    rlt_policy *policy = NULL;
+    rlt_policy *policy = NULL, *init = NULL;
     rlt_train_stats stats = {0};
     char *ckpt = NULL, *curve = NULL, *cmd = NULL, *json = NULL;
     rlt_train_opts o = {0};
@@ -274,6 +286,12 @@ static int run_train(const rlt_cli_args *args)
         rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
         goto cleanup;
     }
+    if (o.init_name && (st = rlt_policy_load(o.init_name, &init, &d)) != RLT_STATUS_OK) {
+        rlt_cli_error("--init: %s", d.message);
+        rc = st == RLT_STATUS_OUT_OF_MEMORY ? RLT_CLI_EXIT_INTERNAL : RLT_CLI_EXIT_USAGE;
+        goto cleanup;
+    }
+    o.init = init;
     progress_ctx pc = {.is_tty = isatty(STDERR_FILENO) != 0};
     o.shapes = &set;
     o.checkpoint_path = ckpt;
@@ -309,6 +327,7 @@ static int run_train(const rlt_cli_args *args)
 cleanup:
     cJSON_free(json);
     rlt_policy_destroy(policy);
+    rlt_policy_destroy(init);
     rlt_shape_set_free(&set);
     free(ckpt);
     free(curve);
@@ -319,17 +338,19 @@ cleanup:
 const rlt_cli_cmd rlt_cli_cmd_train = {
     .name = "train",
     .brief = "trains a LoopTune policy (DQN or PPO) on a shape dataset",
-    .synopsis = "--dataset FILE --steps N --out FILE [--algo dqn|ppo] [--resume CKPT] [options]",
+    .synopsis = "--dataset FILE --steps N --out FILE [--algo dqn|ppo] [--resume CKPT | --init POLICY] [options]",
     .summary = "Trains a policy for the LoopTune env (rltune env, rltune optimize) on the training\n"
                "shapes of a dataset (rltune gen-dataset): episodes of --episode-steps actions on --envs\n"
                "shapes at a time, every new state built, run and checked, all of a step's new states\n"
                "measured in one batch. Writes the policy (--out), a checkpoint every --checkpoint-every\n"
                "steps, at the end and on Ctrl-C, and the reward curve (SVG). --resume continues a\n"
-               "checkpoint's run to --steps in all.",
+               "checkpoint's run to --steps in all. --init fine-tunes a policy by PPO (rltune imitate's\n"
+               "cloned policy, say): the actor starts as its network.",
     .details = "examples:\n"
                "  rltune gen-dataset --kind mm --dims 64:256:16 --out mm.shapes\n"
                "  rltune train --dataset mm.shapes --algo dqn --steps 20000 --out looptune.rlp\n"
                "  rltune train --dataset mm.shapes --steps 40000 --out looptune.rlp --resume looptune.rlp.ckpt\n"
+               "  rltune train --dataset mm.shapes --algo ppo --init cloned.rlp --steps 2000 --out tuned.rlp\n"
                "More in docs/cli.md and docs/training.md.\n",
     .n_opts = (int)RLT_CLI_ARRAY_LEN(train_opts),
     .opts = train_opts,

@@ -584,7 +584,10 @@ rlt_status rlt_rexpr_eval(const rlt_rexpr *e, const rlt_reval *c, rlt_rvalue *ou
             }
             if (!is_num(&item)) return eval_fail(e, c, diag, "a list holds numbers only");
             if (item.kind == RLT_GRAPH_ATTR_FLOAT) is_float = true;
-            out->ints[k] = item.kind == RLT_GRAPH_ATTR_INT ? item.i : (int64_t)item.f;
+            /* a float list's ints are unused, but the cast of a float out
+             * of int64's range (or NaN) is undefined: those read as 0 */
+            bool is_in_range = item.f > -9.2e18 && item.f < 9.2e18;
+            out->ints[k] = item.kind == RLT_GRAPH_ATTR_INT ? item.i : is_in_range ? (int64_t)item.f : 0;
             out->floats[k] = num(&item);
         }
         if (is_float) out->kind = RLT_GRAPH_ATTR_FLOATS;

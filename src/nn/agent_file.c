@@ -285,6 +285,8 @@ const char *rlt_agent_file_source(const rlt_agent_file *f) { return f->source; }
 
 const char *rlt_agent_file_knobs(const rlt_agent_file *f) { return find(f, SECTION_KNOBS)->data; }
 
+bool rlt_agent_file_has(const rlt_agent_file *f, const char *name) { return find(f, name) != NULL; }
+
 rlt_status rlt_agent_file_get_bytes(const rlt_agent_file *f, const char *name, const char **out_data,
                                     size_t *out_len, rlt_diag *diag)
 {

@@ -66,6 +66,9 @@ const char *rlt_agent_file_source(const rlt_agent_file *f);
 /* The "knobs" section's text (borrowed, NUL-terminated; "" when empty). */
 const char *rlt_agent_file_knobs(const rlt_agent_file *f);
 
+/* Whether the file has a section `name`. */
+bool rlt_agent_file_has(const rlt_agent_file *f, const char *name);
+
 /* Reads section `name`. Errors: INVALID_ARGUMENT when the file has no such
  * section or it is not of the kind asked for (a real is 8 bytes, a network
  * a weights file); PARSE_ERROR from the weights reader; OUT_OF_MEMORY. */

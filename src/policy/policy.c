@@ -13,6 +13,7 @@
 #define SECTION_NET "net"
 #define SECTION_CRITIC "critic"
 #define SECTION_ABOUT "about"
+#define SECTION_BLIND "blind"
 #define POLICY_TUNER "policy"
 #define MAX_HIDDEN_UNITS 4096
 
@@ -68,6 +69,7 @@ rlt_status rlt_policy_create(rlt_policy_algo algo, int n_hidden, const int *hidd
     rlt_policy *p = rlt_calloc(1, sizeof *p);
     if (!p) return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory creating a policy");
     p->algo = algo;
+    p->is_blind = algo == RLT_POLICY_ALGO_BC;
     rlt_mlp_spec spec = net_spec(n_hidden, hidden, RLT_ENV_N_ACTIONS);
     rlt_status st = rlt_mlp_create(&spec, seed, &p->net, diag);
     if (st == RLT_STATUS_OK && algo == RLT_POLICY_ALGO_PPO) {
@@ -105,7 +107,12 @@ rlt_status rlt_policy_set_about(rlt_policy *p, const char *text, rlt_diag *diag)
 
 /* ---- acting ------------------------------------------------------------- */
 
-bool rlt_policy_is_blind(const rlt_policy *p) { return p->algo == RLT_POLICY_ALGO_BC; }
+bool rlt_policy_is_blind(const rlt_policy *p) { return p->is_blind; }
+
+void rlt_policy_blind_obs(int n_rows, float *obs)
+{
+    for (int i = 0; i < n_rows; i++) obs[(size_t)i * RLT_ENV_OBS_LEN + RLT_ENV_OBS_GFLOPS] = 0.0f;
+}
 
 rlt_status rlt_policy_scores(const rlt_policy *p, int n_rows, const float *obs, float *out, rlt_diag *diag)
 {
@@ -115,7 +122,7 @@ rlt_status rlt_policy_scores(const rlt_policy *p, int n_rows, const float *obs, 
         if (!(blind = rlt_malloc(n * sizeof *blind)))
             return rlt_fail(diag, RLT_STATUS_OUT_OF_MEMORY, "out of memory scoring %d states", n_rows);
         memcpy(blind, obs, n * sizeof *blind);
-        for (int i = 0; i < n_rows; i++) blind[(size_t)i * RLT_ENV_OBS_LEN + RLT_ENV_OBS_GFLOPS] = 0.0f;
+        rlt_policy_blind_obs(n_rows, blind);
     }
     rlt_status st = rlt_mlp_predict(p->net, n_rows, blind ? blind : obs, out, diag);
     rlt_free(blind);
@@ -186,6 +193,10 @@ rlt_status rlt_policy_put(const rlt_policy *p, bool with_optimiser, rlt_agent_fi
     if (st == RLT_STATUS_OK && p->critic)
         st = rlt_agent_file_put_mlp(f, SECTION_CRITIC, p->critic, with_optimiser ? p->critic_adam : NULL, diag);
     if (st == RLT_STATUS_OK) st = rlt_agent_file_put_bytes(f, SECTION_ABOUT, about, strlen(about), diag);
+    /* only where it is not the algorithm's default, so that a bc policy's
+     * file stays what it was before the section existed */
+    if (st == RLT_STATUS_OK && p->is_blind != (p->algo == RLT_POLICY_ALGO_BC))
+        st = rlt_agent_file_put_real(f, SECTION_BLIND, p->is_blind ? 1 : 0, diag);
     return st;
 }
 
@@ -237,6 +248,17 @@ rlt_status rlt_policy_get(const rlt_agent_file *f, bool with_optimiser, rlt_poli
          (st = check_net(f, SECTION_CRITIC, p->critic, 1, diag)) != RLT_STATUS_OK))
         goto fail;
     if (about_len > 0 && (st = rlt_policy_set_about(p, about, diag)) != RLT_STATUS_OK) goto fail;
+    p->is_blind = p->algo == RLT_POLICY_ALGO_BC;
+    if (rlt_agent_file_has(f, SECTION_BLIND)) {
+        double blind = -1;
+        if ((st = rlt_agent_file_get_real(f, SECTION_BLIND, &blind, diag)) != RLT_STATUS_OK) goto fail;
+        if (blind != 0 && blind != 1) {
+            st = rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "policy file '%s': section %s is %g, not 0 or 1", src,
+                          SECTION_BLIND, blind);
+            goto fail;
+        }
+        p->is_blind = blind == 1;
+    }
     *out = p;
     return RLT_STATUS_OK;
 

@@ -16,14 +16,17 @@
  *
  * A bc policy is blind: it was trained on demonstrations replayed without
  * measuring, so it never reads the observation's GFLOP/s (rlt_policy_scores
- * zeroes that input for it). Its greedy rollout therefore needs no
+ * zeroes that input for it). A ppo policy fine-tuned from a blind one
+ * (`rltune train --init`) stays blind: its actor is trained on blind
+ * observations, while its critic, used only in training, sees them whole. Its greedy rollout therefore needs no
  * measurement on the way: it walks the nest unmeasured and measures only
  * where the walk ends (rollout.c), which is what makes it take seconds.
  *
  * A policy file is an agent file (src/nn/agent_file.h, docs/formats.md)
  * whose tuner is "policy", with sections "algo" ("dqn" or "ppo"),
  * "obs_version" (RLT_ENV_OBS_VERSION it was trained on), "net", "critic"
- * (ppo) and "about" (how it was trained: free text). A training checkpoint
+ * (ppo), "about" (how it was trained: free text) and "blind" (1 or 0, only
+ * where it differs from the algorithm's default: blind for bc alone). A training checkpoint
  * is a policy file with more sections (the trainer's), so it is a usable
  * policy too.
  */
@@ -54,6 +57,8 @@ typedef struct rlt_policy {
     rlt_mlp *critic;      /* ppo: obs -> 1, the state's value; NULL for dqn; owned */
     rlt_adam *net_adam;   /* optimiser states while training; NULL otherwise; owned */
     rlt_adam *critic_adam;
+    bool is_blind;        /* the net never reads the observation's GFLOP/s (rlt_policy_blind_obs): bc
+                             policies, and ppo fine-tuned from one (rltune train --init) */
     char *about;          /* how it was trained (text, saved with it); owned, may be NULL */
 } rlt_policy;
 
@@ -65,6 +70,10 @@ rlt_status rlt_policy_create(rlt_policy_algo algo, int n_hidden, const int *hidd
                              rlt_policy **out, rlt_diag *diag);
 
 /* rlt_policy_set_about: rltune/policy.h. */
+
+/* Zeroes the GFLOP/s input of n_rows observations: what a blind policy's
+ * network sees. */
+void rlt_policy_blind_obs(int n_rows, float *obs);
 
 /* The network's outputs for n_rows observations obs [n_rows x
  * RLT_ENV_OBS_LEN] into out [n_rows x RLT_ENV_N_ACTIONS], with the actions

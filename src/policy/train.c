@@ -160,7 +160,9 @@ typedef enum field_kind { FIELD_INT, FIELD_DOUBLE } field_kind;
 
 /* A numeric option: where it is in rlt_train_opts and train_cfg, which
  * algorithm reads it (-1: both), its default, and its range (ints
- * [lo, hi]; doubles (lo, hi]). */
+ * [lo, hi]; doubles (lo, hi]). A field that may be 0 (is_zero_ok) is asked
+ * for as 0 by a negative value; one added after checkpoints existed
+ * (is_new) reads as its default when a checkpoint lacks it. */
 typedef struct cfg_field {
     const char *name; /* in train_opts sections and messages */
     field_kind kind;
@@ -168,12 +170,15 @@ typedef struct cfg_field {
     int algo;
     double def_dqn, def_ppo;
     double lo, hi;
+    bool is_zero_ok, is_new;
 } cfg_field;
 
 #define INT_FIELD(name, member, algo, def, lo, hi) \
-    {name, FIELD_INT, offsetof(rlt_train_opts, member), offsetof(train_cfg, member), algo, def, def, lo, hi}
+    {name, FIELD_INT, offsetof(rlt_train_opts, member), offsetof(train_cfg, member), algo, def, def, lo, hi, \
+     false, false}
 #define DBL_FIELD(name, member, algo, dqn, ppo, lo, hi) \
-    {name, FIELD_DOUBLE, offsetof(rlt_train_opts, member), offsetof(train_cfg, member), algo, dqn, ppo, lo, hi}
+    {name, FIELD_DOUBLE, offsetof(rlt_train_opts, member), offsetof(train_cfg, member), algo, dqn, ppo, lo, hi, \
+     false, false}
 
 static const cfg_field cfg_fields[] = {
     INT_FIELD("envs", n_envs, -1, RLT_TRAIN_DEFAULT_ENVS, 1, RLT_TRAIN_MAX_ENVS),
@@ -198,8 +203,11 @@ static const cfg_field cfg_fields[] = {
     INT_FIELD("ppo_minibatch", ppo_minibatch, RLT_POLICY_ALGO_PPO, RLT_TRAIN_DEFAULT_PPO_MINIBATCH, 1, 4096),
     DBL_FIELD("ppo_lambda", ppo_lambda, RLT_POLICY_ALGO_PPO, 0, RLT_TRAIN_DEFAULT_PPO_LAMBDA, 0, 1),
     DBL_FIELD("ppo_clip", ppo_clip, RLT_POLICY_ALGO_PPO, 0, RLT_TRAIN_DEFAULT_PPO_CLIP, 0, 0.99),
-    DBL_FIELD("ppo_entropy_coef", ppo_entropy_coef, RLT_POLICY_ALGO_PPO, 0, RLT_TRAIN_DEFAULT_PPO_ENTROPY_COEF, -1,
-              10),
+    {"ppo_entropy_coef", FIELD_DOUBLE, offsetof(rlt_train_opts, ppo_entropy_coef),
+     offsetof(train_cfg, ppo_entropy_coef), RLT_POLICY_ALGO_PPO, 0, RLT_TRAIN_DEFAULT_PPO_ENTROPY_COEF, 0, 10, true,
+     false},
+    {"ppo_critic_warmup", FIELD_INT, offsetof(rlt_train_opts, ppo_critic_warmup),
+     offsetof(train_cfg, ppo_critic_warmup), RLT_POLICY_ALGO_PPO, 0, 0, 0, RLT_TRAIN_MAX_STEPS, true, true},
 };
 
 static double field_get(const cfg_field *f, const void *base, size_t off)
@@ -294,6 +302,7 @@ static rlt_status cfg_resolve(const rlt_train_opts *o, const train_cfg *ck, cons
         out->n_hidden = (int)RLT_ARRAY_LEN(default_hidden);
         memcpy(out->hidden, default_hidden, sizeof default_hidden);
     }
+    if (ck) snprintf(out->init, sizeof out->init, "%s", ck->init);
     /* the numbers */
     for (size_t i = 0; i < RLT_ARRAY_LEN(cfg_fields); i++) {
         const cfg_field *f = &cfg_fields[i];
@@ -308,9 +317,9 @@ static rlt_status cfg_resolve(const rlt_train_opts *o, const train_cfg *ck, cons
         if (v == 0) {
             v = ck ? field_get(f, ck, f->cfg_off) : out->algo == RLT_POLICY_ALGO_PPO ? f->def_ppo : f->def_dqn;
         } else {
-            if (f->cfg_off == offsetof(train_cfg, ppo_entropy_coef) && v < 0) v = 0; /* asked for none */
+            if (f->is_zero_ok && v < 0) v = 0; /* asked for none */
             bool is_in = f->kind == FIELD_INT ? v >= f->lo && v <= f->hi : v > f->lo && v <= f->hi;
-            if (f->cfg_off == offsetof(train_cfg, ppo_entropy_coef)) is_in = v >= 0 && v <= f->hi;
+            if (f->is_zero_ok) is_in = v >= 0 && v <= f->hi;
             if (!is_in || !isfinite(v))
                 return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "train: %s %g out of range (%s%g .. %g)", f->name,
                                 v, f->kind == FIELD_INT ? "" : "above ", f->lo, f->hi);
@@ -327,7 +336,8 @@ static rlt_status cfg_resolve(const rlt_train_opts *o, const train_cfg *ck, cons
 }
 
 /* train_opts: "KEY VALUE" lines (algo, seed, hidden, then the fields of the
- * algorithm, then the dataset's name, which is not compared). */
+ * algorithm, then the dataset's name and, for a run started from a policy,
+ * that policy's, neither of which is compared). */
 static void cfg_write(const train_cfg *c, const char *dataset_name, rlt_str *out)
 {
     char hidden[64];
@@ -347,6 +357,7 @@ static void cfg_write(const train_cfg *c, const char *dataset_name, rlt_str *out
     rlt_str_append(out, "dataset ");
     for (const char *p = dataset_name ? dataset_name : "-"; *p; p++) rlt_str_appendn(out, *p == '\n' ? "?" : p, 1);
     rlt_str_append(out, "\n");
+    if (c->init[0]) rlt_str_printf(out, "init %s\n", c->init); /* init_name keeps it to one line */
 }
 
 /* Reads cfg_write's text; every key of the algorithm must be there, each
@@ -389,6 +400,8 @@ static rlt_status cfg_read(const train_run *r, const char *text, size_t len, tra
             has_hidden &= out->n_hidden > 0;
         } else if (strcmp(line, "dataset") == 0) {
             snprintf(dataset, dataset_cap, "%s", value);
+        } else if (strcmp(line, "init") == 0) {
+            snprintf(out->init, sizeof out->init, "%s", value);
         } else {
             size_t i = 0;
             while (i < RLT_ARRAY_LEN(cfg_fields) && strcmp(cfg_fields[i].name, line) != 0) i++;
@@ -397,7 +410,7 @@ static rlt_status cfg_read(const train_run *r, const char *text, size_t len, tra
             const cfg_field *f = &cfg_fields[i];
             double v = strtod(value, &rest);
             bool is_int_ok = f->kind != FIELD_INT || (v == floor(v) && fabs(v) <= 2e9);
-            bool is_zero_ok = v != 0 || f->cfg_off == offsetof(train_cfg, ppo_entropy_coef); /* 0 means a default */
+            bool is_zero_ok = v != 0 || f->is_zero_ok; /* 0 means a default */
             if (rest == value || *rest != '\0' || !isfinite(v) || !is_int_ok || !is_zero_ok)
                 return train_section_error(r, SECTION_OPTS, "a value that is not a number of its kind", diag);
             field_set(f, out, f->cfg_off, v);
@@ -408,7 +421,7 @@ static rlt_status cfg_read(const train_run *r, const char *text, size_t len, tra
         return train_section_error(r, SECTION_OPTS, "no valid algo, seed or hidden", diag);
     /* every field of the algorithm, in range: resolving against itself checks it */
     for (size_t i = 0; i < RLT_ARRAY_LEN(cfg_fields); i++)
-        if (field_applies(&cfg_fields[i], out->algo) != has_field[i])
+        if (field_applies(&cfg_fields[i], out->algo) != has_field[i] && !(cfg_fields[i].is_new && !has_field[i]))
             return train_section_error(r, SECTION_OPTS, "a key missing, or one of the other algorithm", diag);
     rlt_train_opts o = {.algo = rlt_policy_algo_str(out->algo), .n_hidden = out->n_hidden};
     memcpy(o.hidden, out->hidden, sizeof o.hidden);
@@ -418,7 +431,7 @@ static rlt_status cfg_read(const train_run *r, const char *text, size_t len, tra
     train_cfg check;
     rlt_diag d = {0};
     if (cfg_resolve(&o, NULL, NULL, &check, &d) != RLT_STATUS_OK ||
-        (out->algo == RLT_POLICY_ALGO_PPO && out->ppo_entropy_coef < 0))
+        (out->algo == RLT_POLICY_ALGO_PPO && (out->ppo_entropy_coef < 0 || out->ppo_critic_warmup < 0)))
         return train_section_error(r, SECTION_OPTS, "a value out of range", diag);
     return RLT_STATUS_OK;
 }
@@ -532,9 +545,15 @@ static char *about_text(const train_run *r, bool is_final)
     else rlt_str_printf(&s, "a checkpoint of rltune %s train (training in progress)\n", RLTUNE_VERSION);
     if (o->command_line) rlt_str_printf(&s, "command: %s\n", o->command_line);
     rlt_str_printf(&s, "dataset: %s (%d training shapes)\n", o->dataset_name ? o->dataset_name : "-", r->n_specs);
-    rlt_str_printf(&s, "algo: %s, seed %llu, hidden %s, lr %g, gamma %g, %d envs x %d-step episodes\n",
-                   rlt_policy_algo_str(c->algo), (unsigned long long)c->seed, hidden, c->lr, c->gamma, c->n_envs,
-                   c->episode_steps);
+    rlt_str_printf(&s, "algo: %s%s, seed %llu, hidden %s, lr %g, gamma %g, %d envs x %d-step episodes\n",
+                   rlt_policy_algo_str(c->algo), r->policy->is_blind ? " (blind actor)" : "",
+                   (unsigned long long)c->seed, hidden, c->lr, c->gamma, c->n_envs, c->episode_steps);
+    if (c->algo == RLT_POLICY_ALGO_PPO)
+        rlt_str_printf(&s, "ppo: rollout %d steps, %d epochs, minibatch %d, lambda %g, clip %g, entropy %g, critic "
+                           "warm-up %d steps\n",
+                       c->ppo_rollout_steps, c->ppo_epochs, c->ppo_minibatch, c->ppo_lambda, c->ppo_clip,
+                       c->ppo_entropy_coef, c->ppo_critic_warmup);
+    if (c->init[0]) rlt_str_printf(&s, "started from: %s\n", c->init);
     rlt_str_printf(&s, "steps: %lld of %lld, %lld episodes, %lld gradient updates", (long long)r->n_steps,
                    (long long)o->n_steps, (long long)r->n_episodes, (long long)r->n_updates);
     if (r->n_steps_resumed > 0) rlt_str_printf(&s, ", resumed at step %lld", (long long)r->n_steps_resumed);
@@ -879,20 +898,69 @@ static void scale_head(rlt_mlp *m, double gain)
     for (size_t k = 0; k < n; k++) w[k] = (float)(w[k] * gain);
 }
 
-/* A new policy with its optimisers, from the seed. */
+/* A run started from a policy (opts->init): PPO only, since its actor is
+ * a network of logits as a bc or ppo policy's is (a dqn's gives
+ * Q-values); the hidden layers are that policy's. Sets c->init to what the
+ * checkpoint and `about` say of it. */
+static rlt_status init_resolve(const rlt_train_opts *o, train_cfg *c, rlt_diag *diag)
+{
+    if (!o->init) return RLT_STATUS_OK;
+    const char *name = o->init_name ? o->init_name : "-";
+    if (c->algo != RLT_POLICY_ALGO_PPO)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "train: --init starts PPO's actor from a policy's network: give --algo ppo");
+    if (o->init->algo == RLT_POLICY_ALGO_DQN)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "train: --init '%s' is a dqn policy: its outputs are Q-values, not the logits PPO's actor "
+                        "needs (give a bc or ppo policy)",
+                        name);
+    const rlt_mlp_spec *sp = rlt_mlp_get_spec(o->init->net);
+    int n_hidden = sp->n_layers - 1, hidden[RLT_POLICY_MAX_HIDDEN] = {0};
+    if (n_hidden < 1 || n_hidden > RLT_POLICY_MAX_HIDDEN)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "train: --init '%s' has %d hidden layers (1..%d)", name,
+                        n_hidden, RLT_POLICY_MAX_HIDDEN);
+    for (int l = 0; l < n_hidden; l++) hidden[l] = sp->layers[l].n_units;
+    if (o->n_hidden != 0 &&
+        (o->n_hidden != n_hidden || memcmp(o->hidden, hidden, sizeof(int) * (size_t)n_hidden) != 0)) {
+        char had[64], asked[64];
+        hidden_text(hidden, n_hidden, had, sizeof had);
+        hidden_text(o->hidden, o->n_hidden, asked, sizeof asked);
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "train: --hidden %s, but the network of --init '%s' has hidden layers %s (leave --hidden out)",
+                        asked, name, had);
+    }
+    c->n_hidden = n_hidden;
+    memcpy(c->hidden, hidden, sizeof c->hidden);
+    int at = snprintf(c->init, sizeof c->init, "%.200s (%s%s)", name, rlt_policy_algo_str(o->init->algo),
+                      o->init->is_blind ? ", blind" : "");
+    for (int k = 0; k < at && c->init[k]; k++)
+        if (c->init[k] == '\n') c->init[k] = '?';
+    return RLT_STATUS_OK;
+}
+
+/* A new policy with its optimisers, from the seed; with opts->init its
+ * actor (and critic, from a ppo policy) start as that policy's, and it is
+ * blind if that one is. */
 static rlt_status policy_fresh(train_run *r, rlt_diag *diag)
 {
     const train_cfg *c = &r->cfg;
+    const rlt_policy *init = r->opts->init;
     rlt_rng_seed(&r->rng, c->seed);
     uint64_t net_seed = rlt_rng_u64(&r->rng);
     rlt_status st = rlt_policy_create(c->algo, c->n_hidden, c->hidden, net_seed, &r->policy, diag);
     if (st != RLT_STATUS_OK) return st;
+    if (init) {
+        r->policy->is_blind = init->is_blind;
+        if ((st = rlt_mlp_copy_weights(r->policy->net, init->net, diag)) != RLT_STATUS_OK ||
+            (init->critic && (st = rlt_mlp_copy_weights(r->policy->critic, init->critic, diag)) != RLT_STATUS_OK))
+            return st;
+    }
     rlt_adam_opts ao = {.lr = c->lr};
     if ((st = rlt_adam_create(&ao, r->policy->net, &r->policy->net_adam, diag)) != RLT_STATUS_OK) return st;
     if (r->policy->critic &&
         (st = rlt_adam_create(&ao, r->policy->critic, &r->policy->critic_adam, diag)) != RLT_STATUS_OK)
         return st;
-    scale_head(r->policy->net, c->algo == RLT_POLICY_ALGO_PPO ? PPO_HEAD_GAIN : DQN_HEAD_GAIN);
+    if (!init) scale_head(r->policy->net, c->algo == RLT_POLICY_ALGO_PPO ? PPO_HEAD_GAIN : DQN_HEAD_GAIN);
     return RLT_STATUS_OK;
 }
 
@@ -944,6 +1012,9 @@ static rlt_status check_opts(const rlt_train_opts *o, rlt_diag *diag)
     if (o->checkpoint_every < 0 || o->checkpoint_every > RLT_TRAIN_MAX_STEPS)
         return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT, "train: checkpoint every %lld steps (1..%lld)",
                         (long long)o->checkpoint_every, (long long)RLT_TRAIN_MAX_STEPS);
+    if (o->init && o->resume_path)
+        return rlt_fail(diag, RLT_STATUS_INVALID_ARGUMENT,
+                        "train: --init starts a new run from a policy, --resume continues a checkpoint's: not both");
     int n_train = 0;
     for (int k = 0; k < o->shapes->n; k++) n_train += !o->shapes->is_test[k];
     if (n_train < 1)
@@ -1066,7 +1137,7 @@ rlt_status rlt_train(const rlt_train_opts *opts, rlt_policy **out, rlt_train_sta
             goto done;
     } else {
         if ((st = cfg_resolve(opts, NULL, NULL, &r.cfg, diag)) != RLT_STATUS_OK ||
-            (st = policy_fresh(&r, diag)) != RLT_STATUS_OK)
+            (st = init_resolve(opts, &r.cfg, diag)) != RLT_STATUS_OK || (st = policy_fresh(&r, diag)) != RLT_STATUS_OK)
             goto done;
     }
     r.algo = r.cfg.algo == RLT_POLICY_ALGO_PPO ? &train_algo_ppo : &train_algo_dqn;

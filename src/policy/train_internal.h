@@ -21,6 +21,8 @@ typedef struct train_cfg {
     double dqn_updates_per_step, dqn_eps_end, dqn_eps_fraction;
     int ppo_rollout_steps, ppo_epochs, ppo_minibatch;
     double ppo_lambda, ppo_clip, ppo_entropy_coef;
+    int ppo_critic_warmup;  /* env steps at the start in which only the critic learns */
+    char init[256];         /* the policy the networks started from (--init), "" for none; not compared */
 } train_cfg;
 
 /* One env slot: an episode in progress on one shape. */

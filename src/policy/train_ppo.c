@@ -10,7 +10,13 @@
  * ppo_epochs passes of shuffled minibatches: the clipped surrogate
  * (ppo_clip) with an entropy bonus (ppo_entropy_coef) for the actor, the
  * squared error against the returns for the critic, each network with its
- * own Adam and gradient-norm clipping at 0.5 (OpenAI baselines').
+ * own Adam and gradient-norm clipping at 0.5 (OpenAI baselines'). In the
+ * first ppo_critic_warmup env steps only the critic learns: a fresh critic
+ * beside an actor started from a trained policy would otherwise give it
+ * advantages that are mostly the shapes' differences. A blind
+ * policy (started from a bc one by --init) keeps a blind actor: it sees the
+ * observations without their GFLOP/s, so that its rollout still needs no
+ * measurement on the way; the critic sees them whole.
  *
  * Checkpoint section: ppo_rollout, the rollout in progress, so that a
  * resumed run goes on exactly where the broken one stopped.
@@ -44,9 +50,10 @@ typedef struct ppo_state {
     int *order;
     float *v_obs, *v_out; /* [rows + n_envs] states whose value bootstraps */
     /* acting */
-    float *act_logits, *act_logp, *act_value;
+    float *act_obs, *act_logits, *act_logp, *act_value; /* act_obs: what a blind actor sees */
     /* a minibatch */
-    float *mb_obs, *mb_logits, *mb_logp, *mb_dlogp, *mb_dlogits, *mb_dent, *mb_lp, *mb_dlp, *mb_v, *mb_dv, *mb_ret;
+    float *mb_obs, *mb_actor_obs; /* mb_actor_obs: what a blind actor sees */
+    float *mb_logits, *mb_logp, *mb_dlogp, *mb_dlogits, *mb_dent, *mb_lp, *mb_dlp, *mb_v, *mb_dv, *mb_ret;
     int *mb_action;
 } ppo_state;
 
@@ -73,10 +80,12 @@ static rlt_status ppo_init(train_run *r, rlt_diag *diag)
         is_ok &= (*per_row[i] = rlt_calloc(rows, sizeof(float))) != NULL;
     is_ok &= (s->v_obs = rlt_calloc((rows + e) * obs, sizeof(float))) != NULL;
     is_ok &= (s->v_out = rlt_calloc(rows + e, sizeof(float))) != NULL;
+    is_ok &= (s->act_obs = rlt_calloc(e * obs, sizeof(float))) != NULL;
     is_ok &= (s->act_logits = rlt_calloc(e * na, sizeof(float))) != NULL;
     is_ok &= (s->act_logp = rlt_calloc(e * na, sizeof(float))) != NULL;
     is_ok &= (s->act_value = rlt_calloc(e, sizeof(float))) != NULL;
     is_ok &= (s->mb_obs = rlt_calloc(mb * obs, sizeof(float))) != NULL;
+    is_ok &= (s->mb_actor_obs = rlt_calloc(mb * obs, sizeof(float))) != NULL;
     float **per_col[] = {&s->mb_logits, &s->mb_logp, &s->mb_dlogp, &s->mb_dlogits, &s->mb_dent};
     for (size_t i = 0; i < RLT_ARRAY_LEN(per_col); i++)
         is_ok &= (*per_col[i] = rlt_calloc(mb * na, sizeof(float))) != NULL;
@@ -95,7 +104,8 @@ static void ppo_free(train_run *r)
                       s->reward,     s->flags,     s->adv,       s->ret,       s->boot_value, s->order,
                       s->v_obs,      s->v_out,     s->act_logits, s->act_logp, s->act_value, s->mb_obs,
                       s->mb_logits,  s->mb_logp,   s->mb_dlogp,  s->mb_dlogits, s->mb_dent,  s->mb_lp,
-                      s->mb_dlp,     s->mb_v,      s->mb_dv,     s->mb_ret,    s->mb_action};
+                      s->mb_dlp,     s->mb_v,      s->mb_dv,     s->mb_ret,    s->mb_action, s->act_obs,
+                      s->mb_actor_obs};
     for (size_t i = 0; i < RLT_ARRAY_LEN(arrays); i++) rlt_free(arrays[i]);
     rlt_free(s);
     r->algo_state = NULL;
@@ -112,6 +122,17 @@ static void mask_logits(int n, const float *obs, float *logits)
     }
 }
 
+/* What the actor sees of n observations: them, or for a blind policy
+ * (fine-tuned from a bc one) a copy in buf without the GFLOP/s. The
+ * critic always sees them whole. */
+static const float *actor_input(const train_run *r, int n, const float *obs, float *buf)
+{
+    if (!r->policy->is_blind) return obs;
+    memcpy(buf, obs, (size_t)n * RLT_ENV_OBS_LEN * sizeof(float));
+    rlt_policy_blind_obs(n, buf);
+    return buf;
+}
+
 /* Samples each slot's action from the masked softmax (one uniform per
  * slot, in slot order) and keeps its log-probability and value in the
  * slot's next row. */
@@ -125,7 +146,8 @@ static rlt_status ppo_act(train_run *r, int n, int *actions, rlt_diag *diag)
         memcpy(s->v_obs + (size_t)i * RLT_ENV_OBS_LEN, r->slots[i].obs, sizeof r->slots[i].obs);
     }
     rlt_status st;
-    if ((st = rlt_mlp_predict(r->policy->net, n, s->v_obs, s->act_logits, diag)) != RLT_STATUS_OK ||
+    if ((st = rlt_mlp_predict(r->policy->net, n, actor_input(r, n, s->v_obs, s->act_obs), s->act_logits, diag)) !=
+            RLT_STATUS_OK ||
         (st = rlt_mlp_predict(r->policy->critic, n, s->v_obs, s->act_value, diag)) != RLT_STATUS_OK)
         return st;
     mask_logits(n, s->v_obs, s->act_logits);
@@ -178,7 +200,9 @@ static rlt_status ppo_minibatch(train_run *r, const int *rows, int m, rlt_diag *
         s->mb_ret[i] = s->ret[rows[i]];
     }
     rlt_status st;
-    if ((st = rlt_mlp_forward(r->policy->net, m, s->mb_obs, s->mb_logits, diag)) != RLT_STATUS_OK) return st;
+    if ((st = rlt_mlp_forward(r->policy->net, m, actor_input(r, m, s->mb_obs, s->mb_actor_obs), s->mb_logits,
+                              diag)) != RLT_STATUS_OK)
+        return st;
     mask_logits(m, s->mb_obs, s->mb_logits);
     if ((st = rlt_nn_log_softmax(&one_group, m, s->mb_logits, s->mb_logp, diag)) != RLT_STATUS_OK ||
         (st = rlt_nn_log_prob_picked(&one_group, m, s->mb_logp, s->mb_action, s->mb_lp, diag)) != RLT_STATUS_OK)
@@ -200,10 +224,13 @@ static rlt_status ppo_minibatch(train_run *r, const int *rows, int m, rlt_diag *
         for (size_t a = 0; a < na; a++)
             d[a] = mask[a] < 0.5f ? 0.0f : d[a] - (float)c->ppo_entropy_coef * de[a];
     }
+    /* during the critic's warm-up the actor is held (its Adam does not step either) */
+    bool is_actor_held = r->n_steps <= (int64_t)c->ppo_critic_warmup;
     rlt_mlp_zero_grad(r->policy->net);
-    if ((st = rlt_mlp_backward(r->policy->net, m, s->mb_dlogits, NULL, diag)) != RLT_STATUS_OK ||
-        (st = rlt_mlp_grad_clip(r->policy->net, PPO_MAX_GRAD_NORM, NULL, diag)) != RLT_STATUS_OK ||
-        (st = rlt_adam_step(r->policy->net_adam, r->policy->net, diag)) != RLT_STATUS_OK)
+    if (!is_actor_held &&
+        ((st = rlt_mlp_backward(r->policy->net, m, s->mb_dlogits, NULL, diag)) != RLT_STATUS_OK ||
+         (st = rlt_mlp_grad_clip(r->policy->net, PPO_MAX_GRAD_NORM, NULL, diag)) != RLT_STATUS_OK ||
+         (st = rlt_adam_step(r->policy->net_adam, r->policy->net, diag)) != RLT_STATUS_OK))
         return st;
     double loss = 0;
     if ((st = rlt_mlp_forward(r->policy->critic, m, s->mb_obs, s->mb_v, diag)) != RLT_STATUS_OK ||

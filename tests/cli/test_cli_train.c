@@ -2,8 +2,9 @@
  * runs on a tiny dataset (16x16 matmuls, kernels built at -O1 and timed
  * briefly, --peak given) write the policy, the checkpoint and the curve, and
  * the policy loads; --json's object; a resume continues the step count and
- * a mismatched one is refused; Ctrl-C stops the run with a checkpoint and
- * exit 0; bad input exits 2 with one error line. The compile cache is
+ * a mismatched one is refused; --init fine-tunes a bc policy into a blind
+ * ppo one; Ctrl-C stops the run with a checkpoint and exit 0; bad input
+ * exits 2 with one error line. The compile cache is
  * $RLTUNE_CACHE_DIR, set by CTest. */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -172,6 +173,45 @@ Test(cli_train, ctrl_c_stops_with_a_checkpoint_and_the_policy)
     cr_assert_eq(json_number_at(j, "steps_resumed"), step);
     cJSON_Delete(j);
     cli_run_free(&r);
+}
+
+/* --init: PPO from a bc policy (made here, untrained: what matters is
+ * where the networks start) gives a blind ppo policy that says where it
+ * started and how; what --init cannot do is refused. */
+Test(cli_train, init_fine_tunes_a_bc_policy)
+{
+    const char *bc_path = tmp_path("bc.rlp"), *out = tmp_path("ft.rlp");
+    rlt_policy *bc = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_policy_create(RLT_POLICY_ALGO_BC, 2, (int[]){32, 32}, 1, &bc, &d), RLT_STATUS_OK);
+    cr_assert_eq(rlt_policy_save(bc, bc_path, &d), RLT_STATUS_OK, "%s", d.message);
+    rlt_policy_destroy(bc);
+    cli_run r = CLI("train", "--dataset", dataset, "--algo", "ppo", "--init", bc_path, "--steps", "20", "--envs", "2",
+                    "--entropy", "0", "--critic-warmup", "8", "--out", out, "--json", FAST);
+    assert_ok(&r);
+    cli_run_free(&r);
+    rlt_policy *p = load_policy(out);
+    cr_assert_eq(p->algo, RLT_POLICY_ALGO_PPO);
+    cr_assert(rlt_policy_is_blind(p));
+    cr_assert_eq(rlt_mlp_get_spec(p->net)->layers[0].n_units, 32, "the hidden layers are the init's");
+    assert_has(p->about, "ppo (blind actor)", "about");
+    assert_has(p->about, "entropy 0, critic warm-up 8 steps", "about");
+    assert_has(p->about, "started from: ", "about");
+    assert_has(p->about, "bc.rlp (bc, blind)", "about");
+    rlt_policy_destroy(p);
+
+    EXPECT_USAGE_ERROR("give --algo ppo", "train", "--dataset", dataset, "--init", bc_path, "--steps", "10",
+                       "--out", out, FAST);
+    EXPECT_USAGE_ERROR("--init: ", "train", "--dataset", dataset, "--algo", "ppo", "--init", tmp_path("absent.rlp"),
+                       "--steps", "10", "--out", out, FAST);
+    EXPECT_USAGE_ERROR("not both", "train", "--dataset", dataset, "--algo", "ppo", "--init", bc_path, "--resume",
+                       tmp_path("ft.rlp.ckpt"), "--steps", "30", "--out", out, FAST);
+    EXPECT_USAGE_ERROR("--hidden 64, but the network of --init", "train", "--dataset", dataset, "--algo", "ppo",
+                       "--init", bc_path, "--hidden", "64", "--steps", "10", "--out", out, FAST);
+    EXPECT_USAGE_ERROR("--entropy", "train", "--dataset", dataset, "--algo", "ppo", "--entropy", "-1", "--steps",
+                       "10", "--out", out, FAST);
+    EXPECT_USAGE_ERROR("ppo_critic_warmup is an option of ppo", "train", "--dataset", dataset, "--critic-warmup",
+                       "10", "--steps", "10", "--out", out, FAST);
 }
 
 Test(cli_train, bad_input_exits_2)

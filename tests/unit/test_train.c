@@ -500,3 +500,139 @@ Test(train, bad_options_are_refused)
     expect_refused(&o, RLT_STATUS_IO_ERROR, "no/such/dir");
     assert_no_leaks();
 }
+
+/* ---- fine-tuning a policy (--init) ------------------------------------------ */
+
+/* A bc policy of the test's network size, untrained. */
+static rlt_policy *blind_policy(uint64_t seed)
+{
+    rlt_policy *p = NULL;
+    rlt_diag d = {0};
+    int hidden[] = {64, 64};
+    cr_assert_eq(rlt_policy_create(RLT_POLICY_ALGO_BC, 2, hidden, seed, &p, &d), RLT_STATUS_OK, "%s", d.message);
+    return p;
+}
+
+static bool same_params(const rlt_mlp *a, const rlt_mlp *b)
+{
+    size_t n = rlt_mlp_n_params(a);
+    return n == rlt_mlp_n_params(b) &&
+           memcmp(rlt_mlp_params((rlt_mlp *)a), rlt_mlp_params((rlt_mlp *)b), n * sizeof(float)) == 0;
+}
+
+/* Stopped before its first step, a run started from a bc policy hands back
+ * that policy's network as a ppo actor that is still blind: its scores do
+ * not move with the observation's GFLOP/s, before and after a save and
+ * load, and `about` names where it started. */
+Test(train, ppo_from_a_bc_policy_starts_from_its_network_and_stays_blind)
+{
+    rlt_policy *bc = blind_policy(21);
+    volatile sig_atomic_t stop = 1;
+    rlt_train_opts o = base_opts("ppo", 240, 5);
+    o.n_hidden = 0; /* the init's */
+    o.init = bc;
+    o.init_name = "cloned.rlp";
+    o.stop = &stop;
+    rlt_train_stats stats;
+    rlt_policy *p = train_ok(&o, &stats);
+    cr_assert(stats.is_interrupted);
+    cr_assert_eq(stats.n_steps, 0);
+    cr_assert_eq(p->algo, RLT_POLICY_ALGO_PPO);
+    cr_assert(rlt_policy_is_blind(p));
+    cr_assert(same_params(p->net, bc->net), "the actor starts as the bc network");
+    cr_assert_not_null(strstr(p->about, "started from: cloned.rlp (bc, blind)"), "%s", p->about);
+
+    rlt_diag d = {0};
+    const char *path = tmp_path("ft.rlp");
+    rlt_policy *loaded = NULL;
+    cr_assert_eq(rlt_policy_save(p, path, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_policy_load(path, &loaded, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert(rlt_policy_is_blind(loaded) && loaded->algo == RLT_POLICY_ALGO_PPO);
+    rlt_env *env = NULL;
+    rlt_env_opts eo = {.peak_gflops = SYNTH_PEAK, .evaluate = synth_evaluate, .evaluate_ctx = &n_synth_calls};
+    cr_assert_eq(rlt_env_create("matmul:M=16,N=32,K=32", &eo, &env, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_eq(rlt_env_reset(env, &d), RLT_STATUS_OK, "%s", d.message);
+    float obs[2 * RLT_ENV_OBS_LEN], scores[2 * RLT_ENV_N_ACTIONS];
+    cr_assert_eq(rlt_env_observe(env, obs, RLT_ENV_OBS_LEN, &d), RLT_STATUS_OK);
+    memcpy(obs + RLT_ENV_OBS_LEN, obs, RLT_ENV_OBS_LEN * sizeof(float));
+    obs[RLT_ENV_OBS_LEN + RLT_ENV_OBS_GFLOPS] += 0.5f;
+    cr_assert_eq(rlt_policy_scores(loaded, 2, obs, scores, &d), RLT_STATUS_OK, "%s", d.message);
+    cr_assert_arr_eq(scores, scores + RLT_ENV_N_ACTIONS, RLT_ENV_N_ACTIONS * sizeof(float));
+    /* a ppo policy trained from scratch does read it */
+    rlt_policy *seeing = train_ok(&(rlt_train_opts){.algo = "ppo", .shapes = &shapes, .n_steps = 8, .seed = 5,
+                                                    .n_envs = 4, .n_hidden = 2, .hidden = {64, 64}, .env = eo},
+                                  NULL);
+    cr_assert(!rlt_policy_is_blind(seeing));
+    rlt_policy_destroy(seeing);
+    rlt_env_destroy(env);
+    rlt_policy_destroy(loaded);
+    rlt_policy_destroy(p);
+    rlt_policy_destroy(bc);
+    assert_no_leaks();
+}
+
+/* Fine-tuned by PPO on the synthetic rewards, a blind policy learns them
+ * as one trained from scratch does (check_learns), and a run stopped and
+ * resumed keeps the actor blind and the start in `about`. */
+Test(train, ppo_fine_tunes_a_blind_policy)
+{
+    rlt_policy *bc = blind_policy(22);
+    int layers[] = {64, 64};
+    double untrained = untrained_return("ppo", layers, 7);
+    rlt_train_opts o = base_opts("ppo", 4800, 7);
+    o.init = bc;
+    o.init_name = "cloned.rlp";
+    rlt_train_stats stats;
+    rlt_policy *p = train_ok(&o, &stats);
+    double trained = mean_greedy_return(p);
+    cr_log_info("fine-tuned: greedy return %.3f, untrained %.3f; episodes' mean return %.3f -> %.3f", trained,
+                untrained, stats.mean_return_first, stats.mean_return_last);
+    cr_assert(rlt_policy_is_blind(p));
+    cr_assert_gt(trained, untrained + 0.15, "trained %.3f, untrained %.3f", trained, untrained);
+    cr_assert_gt(stats.mean_return_last, stats.mean_return_first + 0.1);
+    rlt_policy_destroy(p);
+
+    stop_at first = {.at = 200};
+    o.n_steps = 480;
+    o.checkpoint_path = tmp_path("ft.ckpt");
+    o.progress = stop_when_due;
+    o.progress_ctx = &first;
+    o.stop = &first.flag;
+    rlt_policy_destroy(train_ok(&o, &stats));
+    cr_assert(stats.is_interrupted);
+    rlt_train_opts ro = base_opts(NULL, 480, 0);
+    ro.n_hidden = 0;
+    ro.resume_path = o.checkpoint_path;
+    rlt_policy *resumed = train_ok(&ro, &stats);
+    cr_assert_eq(stats.n_steps_resumed, 200);
+    cr_assert(rlt_policy_is_blind(resumed));
+    cr_assert_not_null(strstr(resumed->about, "started from: cloned.rlp (bc, blind)"), "%s", resumed->about);
+    rlt_policy_destroy(resumed);
+    rlt_policy_destroy(bc);
+    assert_no_leaks();
+}
+
+Test(train, bad_init_is_refused)
+{
+    rlt_policy *bc = blind_policy(23);
+    rlt_train_opts o = base_opts("dqn", 10, 1);
+    o.init = bc;
+    o.init_name = "cloned.rlp";
+    expect_refused(&o, RLT_STATUS_INVALID_ARGUMENT, "give --algo ppo");
+    o.algo = "ppo";
+    o.hidden[0] = 32;
+    expect_refused(&o, RLT_STATUS_INVALID_ARGUMENT, "--hidden 32,64, but the network of --init 'cloned.rlp' has");
+    o.hidden[0] = 64;
+    o.resume_path = tmp_path("none.ckpt");
+    expect_refused(&o, RLT_STATUS_INVALID_ARGUMENT, "not both");
+    rlt_policy *dqn = NULL;
+    rlt_diag d = {0};
+    cr_assert_eq(rlt_policy_create(RLT_POLICY_ALGO_DQN, 2, (int[]){64, 64}, 1, &dqn, &d), RLT_STATUS_OK);
+    o = base_opts("ppo", 10, 1);
+    o.init = dqn;
+    o.init_name = "q.rlp";
+    expect_refused(&o, RLT_STATUS_INVALID_ARGUMENT, "'q.rlp' is a dqn policy");
+    rlt_policy_destroy(dqn);
+    rlt_policy_destroy(bc);
+    assert_no_leaks();
+}
