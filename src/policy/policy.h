@@ -16,19 +16,20 @@
  *
  * A bc policy is blind: it was trained on demonstrations replayed without
  * measuring, so it never reads the observation's GFLOP/s (rlt_policy_scores
- * zeroes that input for it). A ppo policy fine-tuned from a blind one
- * (`rltune train --init`) stays blind: its actor is trained on blind
- * observations, while its critic, used only in training, sees them whole. Its greedy rollout therefore needs no
+ * zeroes that input for it). Its greedy rollout therefore needs no
  * measurement on the way: it walks the nest unmeasured and measures only
- * where the walk ends (rollout.c), which is what makes it take seconds.
+ * where the walk ends (rollout.c), which is what makes it take seconds. A
+ * ppo policy fine-tuned from a blind one (`rltune train --init`) stays
+ * blind: its actor is trained on blind observations, while its critic,
+ * used only in training, sees them whole.
  *
  * A policy file is an agent file (src/nn/agent_file.h, docs/formats.md)
  * whose tuner is "policy", with sections "algo" ("dqn" or "ppo"),
  * "obs_version" (RLT_ENV_OBS_VERSION it was trained on), "net", "critic"
  * (ppo), "about" (how it was trained: free text) and "blind" (1 or 0, only
- * where it differs from the algorithm's default: blind for bc alone). A training checkpoint
- * is a policy file with more sections (the trainer's), so it is a usable
- * policy too.
+ * where it differs from the algorithm's default: blind for bc alone). A
+ * training checkpoint is a policy file with more sections (the trainer's),
+ * so it is a usable policy too.
  */
 #ifndef RLT_POLICY_H
 #define RLT_POLICY_H

@@ -179,6 +179,10 @@ typedef struct cfg_field {
 #define DBL_FIELD(name, member, algo, dqn, ppo, lo, hi) \
     {name, FIELD_DOUBLE, offsetof(rlt_train_opts, member), offsetof(train_cfg, member), algo, dqn, ppo, lo, hi, \
      false, false}
+/* A ppo field that may be 0, range [0, hi]. */
+#define PPO_ZERO_OK_FIELD(name, member, kind, def, hi, is_new) \
+    {name, kind, offsetof(rlt_train_opts, member), offsetof(train_cfg, member), RLT_POLICY_ALGO_PPO, 0, def, 0, hi, \
+     true, is_new}
 
 static const cfg_field cfg_fields[] = {
     INT_FIELD("envs", n_envs, -1, RLT_TRAIN_DEFAULT_ENVS, 1, RLT_TRAIN_MAX_ENVS),
@@ -203,11 +207,9 @@ static const cfg_field cfg_fields[] = {
     INT_FIELD("ppo_minibatch", ppo_minibatch, RLT_POLICY_ALGO_PPO, RLT_TRAIN_DEFAULT_PPO_MINIBATCH, 1, 4096),
     DBL_FIELD("ppo_lambda", ppo_lambda, RLT_POLICY_ALGO_PPO, 0, RLT_TRAIN_DEFAULT_PPO_LAMBDA, 0, 1),
     DBL_FIELD("ppo_clip", ppo_clip, RLT_POLICY_ALGO_PPO, 0, RLT_TRAIN_DEFAULT_PPO_CLIP, 0, 0.99),
-    {"ppo_entropy_coef", FIELD_DOUBLE, offsetof(rlt_train_opts, ppo_entropy_coef),
-     offsetof(train_cfg, ppo_entropy_coef), RLT_POLICY_ALGO_PPO, 0, RLT_TRAIN_DEFAULT_PPO_ENTROPY_COEF, 0, 10, true,
-     false},
-    {"ppo_critic_warmup", FIELD_INT, offsetof(rlt_train_opts, ppo_critic_warmup),
-     offsetof(train_cfg, ppo_critic_warmup), RLT_POLICY_ALGO_PPO, 0, 0, 0, RLT_TRAIN_MAX_STEPS, true, true},
+    PPO_ZERO_OK_FIELD("ppo_entropy_coef", ppo_entropy_coef, FIELD_DOUBLE, RLT_TRAIN_DEFAULT_PPO_ENTROPY_COEF, 10,
+                      false),
+    PPO_ZERO_OK_FIELD("ppo_critic_warmup", ppo_critic_warmup, FIELD_INT, 0, RLT_TRAIN_MAX_STEPS, true),
 };
 
 static double field_get(const cfg_field *f, const void *base, size_t off)
@@ -421,7 +423,7 @@ static rlt_status cfg_read(const train_run *r, const char *text, size_t len, tra
         return train_section_error(r, SECTION_OPTS, "no valid algo, seed or hidden", diag);
     /* every field of the algorithm, in range: resolving against itself checks it */
     for (size_t i = 0; i < RLT_ARRAY_LEN(cfg_fields); i++)
-        if (field_applies(&cfg_fields[i], out->algo) != has_field[i] && !(cfg_fields[i].is_new && !has_field[i]))
+        if (field_applies(&cfg_fields[i], out->algo) != has_field[i] && (has_field[i] || !cfg_fields[i].is_new))
             return train_section_error(r, SECTION_OPTS, "a key missing, or one of the other algorithm", diag);
     rlt_train_opts o = {.algo = rlt_policy_algo_str(out->algo), .n_hidden = out->n_hidden};
     memcpy(o.hidden, out->hidden, sizeof o.hidden);
@@ -931,10 +933,10 @@ static rlt_status init_resolve(const rlt_train_opts *o, train_cfg *c, rlt_diag *
     }
     c->n_hidden = n_hidden;
     memcpy(c->hidden, hidden, sizeof c->hidden);
-    int at = snprintf(c->init, sizeof c->init, "%.200s (%s%s)", name, rlt_policy_algo_str(o->init->algo),
-                      o->init->is_blind ? ", blind" : "");
-    for (int k = 0; k < at && c->init[k]; k++)
-        if (c->init[k] == '\n') c->init[k] = '?';
+    snprintf(c->init, sizeof c->init, "%.200s (%s%s)", name, rlt_policy_algo_str(o->init->algo),
+             o->init->is_blind ? ", blind" : "");
+    for (char *p = c->init; *p; p++)
+        if (*p == '\n') *p = '?';
     return RLT_STATUS_OK;
 }
 
